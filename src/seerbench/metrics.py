@@ -158,7 +158,7 @@ def question_scores(
             raise KeyError(f"no judge probabilities for answer case {a!r}")
     js = {a: scores(probs_by_case[a], true_case, eps) for a in (true_case, false_case)}
     ag = {a: scores(probs_by_case[a], a, eps) for a in (true_case, false_case)}
-    asd = {k: ag[true_case][k] - ag[false_case][k] for k in SCORE_TYPES}
+    asd: dict[str, float] = {k: ag[true_case][k] - ag[false_case][k] for k in SCORE_TYPES}
     jse: dict[str, dict[str, float]] = {}
     ase: dict[str, dict[str, float]] = {}
     for beta in betas:

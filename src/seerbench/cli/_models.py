@@ -1,0 +1,150 @@
+"""`seerbench models`, `seerbench ask`, `seerbench cache ...`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from seerbench.cli import app
+from seerbench.cli._common import console, print_json
+from seerbench.config import CACHE_DIR_ENV
+from seerbench.errors import ConfigError
+from seerbench.models import (
+    DEFAULT_MODEL,
+    METHODS,
+    ElicitConfig,
+    default_cache,
+    default_tracker,
+    elicit,
+    get_model,
+    list_backends,
+)
+
+
+@app.callback()
+def _root(
+    cache_dir: Annotated[
+        Path | None, typer.Option("--cache-dir", help=f"Where the disk cache lives (default: ${CACHE_DIR_ENV} or the user cache dir).")
+    ] = None,
+) -> None:
+    if cache_dir is not None:
+        os.environ[CACHE_DIR_ENV] = str(cache_dir)
+
+
+@app.command()
+def models(json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
+    """List model backends and spec forms, and which are usable on this machine."""
+    infos = list_backends()
+    if json_out:
+        print_json([vars(i) for i in infos])
+        return
+    t = Table(title="model specs")
+    t.add_column("spec")
+    t.add_column("what")
+    t.add_column("usable here")
+    t.add_column("note")
+    for i in infos:
+        t.add_row(escape(i.form), escape(i.description), "[green]yes[/]" if i.usable else "[red]no[/]", escape(i.note))
+    console.print(t)
+
+
+def _parse_order(order: str) -> tuple[Any, ...]:
+    methods = tuple(m.strip() for m in order.split(",") if m.strip())
+    bad = [m for m in methods if m not in METHODS]
+    if bad:
+        raise ConfigError(f"--methods: unknown method(s) {bad}; choose from {', '.join(METHODS)}")
+    return methods
+
+
+@app.command()
+def ask(
+    prompt: Annotated[str, typer.Argument(help="The question, including its lettered options.")],
+    model: Annotated[str, typer.Option("--model", "-m", help="Model spec (see `seerbench models`).")] = DEFAULT_MODEL,
+    options: Annotated[str, typer.Option("--options", help="Comma-separated option labels, e.g. A,B.")] = "A,B",
+    methods: Annotated[str, typer.Option("--methods", help="Elicitation fallback order.")] = ",".join(METHODS),
+    max_tokens: Annotated[int, typer.Option(help="Length limit of the free-text answer.")] = 128,
+    vote_samples: Annotated[int, typer.Option(help="Samples for the 'vote' method.")] = 5,
+    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Ask a model a question: print its answer text and its probability for each option."""
+    opts = [o.strip() for o in options.split(",") if o.strip()]
+    cfg = ElicitConfig(order=_parse_order(methods), vote_samples=vote_samples)
+    m = get_model(model)
+
+    async def run() -> tuple[Any, Any]:
+        out = await m.generate(prompt, max_tokens=max_tokens, temperature=0.0)
+        verdict = await elicit(m, prompt, opts, cfg)
+        return out, verdict
+
+    out, verdict = asyncio.run(run())
+    usage = default_tracker().by_model.get(model)
+    result = {
+        "model": model,
+        "text": out.text,
+        "probabilities": verdict.probabilities,
+        "method": verdict.method if verdict.ok else None,
+        "parse_status": verdict.parse_status,
+        "error": verdict.error,
+        "attempts": verdict.metadata.get("attempts"),
+        "usage": {
+            "prompt_tokens": out.usage.prompt_tokens,
+            "completion_tokens": out.usage.completion_tokens,
+            "model_calls": usage.calls if usage else 0,
+            "cache_hits": usage.cache_hits if usage else 0,
+        },
+        "cached": bool(out.cached and verdict.metadata.get("cached")),
+    }
+    if json_out:
+        print_json(result)
+        return
+    console.print(f"[bold]{model}[/] says:", out.text.strip(), highlight=False)
+    if verdict.ok and verdict.probabilities:
+        for o, p in verdict.probabilities.items():
+            console.print(f"  P({o}) = {p:.3f}")
+        console.print(f"[dim]probabilities by: {verdict.method}[/]")
+    else:
+        console.print(f"[red]could not elicit probabilities:[/] {verdict.error}")
+    console.print(
+        f"[dim]tokens: {out.usage.prompt_tokens} prompt + {out.usage.completion_tokens} completion; "
+        f"{'from the disk cache' if result['cached'] else 'fresh model calls: ' + str(result['usage']['model_calls'])}[/]"
+    )
+
+
+cache_app = typer.Typer(help="Inspect or clear the disk cache of model calls.", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("info")
+def cache_info(json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Where the cache is, how many entries and bytes, per model."""
+    info = default_cache().info()
+    if json_out:
+        print_json(info)
+        return
+    console.print(f"cache: {info['path']}")
+    console.print(f"entries: {info['entries']}   size: {info['bytes'] / 1e6:.2f} MB")
+    for k, v in info["by_model"].items():
+        console.print(f"  {k}: {v}")
+
+
+@cache_app.command("clear")
+def cache_clear(
+    model: Annotated[str | None, typer.Option("--model", help="Only this model spec's entries.")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Delete cached model outputs."""
+    c = default_cache()
+    if not yes and not json_out:
+        typer.confirm(f"Delete {'all' if model is None else model + ' '} entries in {c.path}?", abort=True)
+    n = c.clear(model)
+    if json_out:
+        print_json({"deleted": n, "path": str(c.path)})
+    else:
+        console.print(f"deleted {n} entries from {c.path}")

@@ -1,0 +1,73 @@
+"""The only place that talks to LLMs: one async interface, several backends, a disk cache, a
+concurrency limit, retries, usage accounting, and probability elicitation for judges.
+
+>>> model = get_model("local")                 # embedded SmolLM2-135M-Instruct
+>>> out = await model.generate("Hello", max_tokens=16)
+"""
+
+from seerbench.models._backend import Backend, RetryableError
+from seerbench.models._cache import Cache, cache_key, default_cache
+from seerbench.models._model import MessagesLike, Model, to_messages
+from seerbench.models._registry import (
+    DEFAULT_MODEL,
+    SPEC_FORMS,
+    BackendInfo,
+    get_model,
+    list_backends,
+    make_backend,
+)
+from seerbench.models._retry import RetryPolicy
+from seerbench.models._scripted import ScriptedBackend, register_scripted
+from seerbench.models._types import (
+    ChatMessage,
+    GenerateConfig,
+    ModelOutput,
+    Sample,
+    TokenLogprob,
+    TopLogprob,
+    Usage,
+)
+from seerbench.models._usage import ModelUsage, PriceTable, UsageTracker, default_tracker
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "SPEC_FORMS",
+    "Backend",
+    "BackendInfo",
+    "Cache",
+    "ChatMessage",
+    "GenerateConfig",
+    "MessagesLike",
+    "Model",
+    "ModelOutput",
+    "ModelUsage",
+    "PriceTable",
+    "RetryPolicy",
+    "RetryableError",
+    "Sample",
+    "ScriptedBackend",
+    "TokenLogprob",
+    "TopLogprob",
+    "Usage",
+    "UsageTracker",
+    "cache_key",
+    "default_cache",
+    "default_tracker",
+    "get_model",
+    "list_backends",
+    "make_backend",
+    "register_scripted",
+    "to_messages",
+]
+
+from seerbench.models._elicit import (
+    METHODS,
+    ElicitConfig,
+    elicit,
+    letter_instruction,
+    parse_letter,
+    parse_verbalized,
+    renormalise,
+)
+
+__all__ += ["METHODS", "ElicitConfig", "elicit", "letter_instruction", "parse_letter", "parse_verbalized", "renormalise"]

@@ -1,0 +1,118 @@
+"""Disk cache of model samples: SQLite (WAL) keyed by a stable hash of the request."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from seerbench.config import cache_dir
+from seerbench.models._types import ChatMessage, GenerateConfig, Sample
+
+#: Bump when the meaning of a cached value changes, so old entries are never misread.
+CACHE_FORMAT = 1
+CACHE_FILE = "cache.sqlite"
+
+
+def cache_key(
+    backend: str,
+    model: str,
+    messages: Sequence[ChatMessage],
+    config: GenerateConfig,
+    index: int,
+    purpose: str = "generate",
+) -> str:
+    """Stable hash of everything that determines sample ``index`` of a request.
+
+    ``n`` is left out on purpose: sample 3 of an n=5 request is the same as sample 3 of n=10.
+    ``purpose`` separates other kinds of request (e.g. option log probabilities) from generation.
+    """
+    payload = {
+        "v": CACHE_FORMAT,
+        "purpose": purpose,
+        "backend": backend,
+        "model": model,
+        "messages": [[m.role, m.content] for m in messages],
+        "config": config.model_dump(exclude={"n"}),
+        "index": index,
+    }
+    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class Cache:
+    """A SQLite file of samples. Safe for concurrent writers in several processes (WAL journal,
+    a busy timeout, one short transaction per write)."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        p = Path(path) if path is not None else cache_dir() / CACHE_FILE
+        if p.suffix != ".sqlite" and (p.is_dir() or not p.suffix):
+            p = p / CACHE_FILE
+        p.parent.mkdir(parents=True, exist_ok=True)
+        self.path = p
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(p, timeout=60.0, check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS samples ("
+            " key TEXT PRIMARY KEY, model TEXT NOT NULL, value TEXT NOT NULL, created REAL NOT NULL)"
+        )
+
+    def get(self, key: str) -> Sample | None:
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM samples WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        return Sample.model_validate_json(row[0])
+
+    def put(self, key: str, model: str, sample: Sample) -> None:
+        value = sample.model_dump_json(exclude={"cached"})
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO samples (key, model, value, created) VALUES (?, ?, ?, ?)",
+                (key, model, value, time.time()),
+            )
+
+    def info(self) -> dict[str, Any]:
+        with self._lock:
+            n = self._conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+            per_model = self._conn.execute(
+                "SELECT model, COUNT(*) FROM samples GROUP BY model ORDER BY 2 DESC"
+            ).fetchall()
+        size = sum(f.stat().st_size for f in self.path.parent.glob(self.path.name + "*") if f.is_file())
+        return {"path": str(self.path), "entries": n, "bytes": size, "by_model": dict(per_model)}
+
+    def clear(self, model: str | None = None) -> int:
+        """Delete all entries (or one model's); returns how many were deleted."""
+        with self._lock:
+            if model is None:
+                cur = self._conn.execute("DELETE FROM samples")
+            else:
+                cur = self._conn.execute("DELETE FROM samples WHERE model = ?", (model,))
+            n = cur.rowcount
+            self._conn.execute("VACUUM")
+        return n
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+_caches: dict[Path, Cache] = {}
+_caches_lock = threading.Lock()
+
+
+def default_cache() -> Cache:
+    """The process's cache at the configured location (re-resolved, so tests can move it)."""
+    p = cache_dir() / CACHE_FILE
+    with _caches_lock:
+        c = _caches.get(p)
+        if c is None:
+            c = _caches[p] = Cache(p)
+        return c

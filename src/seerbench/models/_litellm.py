@@ -1,0 +1,84 @@
+"""Hosted providers other than OpenAI (Anthropic, Gemini, Mistral, Together, ...) through LiteLLM,
+an optional extra: ``pip install 'seerbench[litellm]'``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from seerbench.errors import AuthenticationError, ModelError
+from seerbench.models._backend import Backend, RetryableError
+from seerbench.models._types import ChatMessage, GenerateConfig, Sample, TokenLogprob, TopLogprob, Usage
+
+
+class LiteLLMBackend(Backend):
+    """``litellm/<provider>/<model>``, e.g. ``litellm/anthropic/claude-3-5-haiku-latest``. Keys come
+    from each provider's usual environment variable (``ANTHROPIC_API_KEY``, ``GEMINI_API_KEY``...)."""
+
+    name = "litellm"
+    default_concurrency = 16
+
+    def __init__(self, model: str) -> None:
+        try:
+            import litellm  # noqa: F401
+        except ImportError as e:
+            raise ModelError(
+                "the litellm backend needs the optional extra: pip install 'seerbench[litellm]'"
+            ) from e
+        self._model = model
+
+    @property
+    def model_id(self) -> str:
+        return self._model
+
+    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+        import litellm
+
+        kw: dict[str, Any] = {
+            "model": self._model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "temperature": config.temperature,
+            "max_tokens": config.max_tokens,
+            "num_retries": 0,
+        }
+        if config.stop:
+            kw["stop"] = list(config.stop)
+        if seed is not None:
+            kw["seed"] = seed
+        if config.logprobs:
+            kw["logprobs"] = True
+            if config.top_logprobs:
+                kw["top_logprobs"] = config.top_logprobs
+        try:
+            r = await litellm.acompletion(**kw)
+        except litellm.AuthenticationError as e:
+            raise AuthenticationError(f"{self._model}: the provider refused the API key: {e}") from e
+        except (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError,
+                litellm.ServiceUnavailableError, litellm.InternalServerError) as e:
+            raise RetryableError(f"{self._model}: {type(e).__name__}: {e}") from e
+        except litellm.NotFoundError as e:
+            raise ModelError(f"{self._model}: unknown model: {e}") from e
+        except litellm.BadRequestError as e:
+            raise ModelError(f"{self._model}: request rejected: {e}") from e
+        choice = r.choices[0]
+        lps = None
+        content = getattr(getattr(choice, "logprobs", None), "content", None)
+        if config.logprobs and content:
+            lps = [
+                TokenLogprob(
+                    token=t.token,
+                    logprob=t.logprob,
+                    top=tuple(TopLogprob(token=x.token, logprob=x.logprob) for x in (t.top_logprobs or [])),
+                )
+                for t in content
+            ]
+        u = getattr(r, "usage", None)
+        return Sample(
+            text=choice.message.content or "",
+            logprobs=lps,
+            finish_reason=choice.finish_reason,
+            usage=Usage(
+                prompt_tokens=getattr(u, "prompt_tokens", 0) or 0,
+                completion_tokens=getattr(u, "completion_tokens", 0) or 0,
+            ),
+        )

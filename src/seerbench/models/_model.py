@@ -1,0 +1,145 @@
+"""The one model interface everything else uses: cache, concurrency limit, retries, usage."""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+from seerbench.models._backend import Backend
+from seerbench.models._cache import Cache, cache_key, default_cache
+from seerbench.models._retry import RetryPolicy, with_retries
+from seerbench.models._types import ChatMessage, GenerateConfig, ModelOutput, Sample, TokenLogprob, Usage
+from seerbench.models._usage import UsageTracker, default_tracker
+
+MessagesLike = str | Sequence[ChatMessage | dict[str, str]]
+
+
+def to_messages(messages: MessagesLike) -> list[ChatMessage]:
+    """Accept a plain prompt string, dicts or ChatMessages."""
+    if isinstance(messages, str):
+        return [ChatMessage(role="user", content=messages)]
+    return [m if isinstance(m, ChatMessage) else ChatMessage(**m) for m in messages]
+
+
+class Model:
+    """A model spec bound to its backend. Every call is cached on disk (unless ``cache=False``),
+    limited to ``max_concurrency`` in flight, retried on transient failures, and accounted."""
+
+    def __init__(
+        self,
+        spec: str,
+        backend: Backend,
+        *,
+        cache: Cache | bool = True,
+        max_concurrency: int | None = None,
+        retry: RetryPolicy | None = None,
+        usage: UsageTracker | None = None,
+    ) -> None:
+        self.spec = spec
+        self.backend = backend
+        self._cache_opt = cache
+        self.max_concurrency = max_concurrency or backend.default_concurrency
+        self.retry = retry or RetryPolicy()
+        self.usage = usage or default_tracker()
+        # asyncio primitives belong to one event loop; a CLI may run several loops in turn.
+        self._sems: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __repr__(self) -> str:
+        return f"Model({self.spec!r})"
+
+    @property
+    def cache(self) -> Cache | None:
+        if self._cache_opt is True:
+            return default_cache()
+        if self._cache_opt is False:
+            return None
+        return self._cache_opt
+
+    def _sem(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        s = self._sems.get(loop)
+        if s is None:
+            s = self._sems[loop] = asyncio.Semaphore(self.max_concurrency)
+        return s
+
+    async def generate(
+        self, messages: MessagesLike, config: GenerateConfig | None = None, **overrides: Any
+    ) -> ModelOutput:
+        """Generate ``config.n`` samples for a chat. ``overrides`` replace fields of ``config``."""
+        cfg = config or GenerateConfig()
+        if overrides:
+            cfg = GenerateConfig.model_validate({**cfg.model_dump(), **overrides})
+        msgs = to_messages(messages)
+        if cfg.n == 1:
+            samples = [await self._sample(msgs, cfg, 0)]
+        else:
+            samples = list(await asyncio.gather(*(self._sample(msgs, cfg, i) for i in range(cfg.n))))
+        return ModelOutput(model=self.spec, samples=samples)
+
+    async def _sample(self, msgs: list[ChatMessage], cfg: GenerateConfig, index: int) -> Sample:
+        cache = self.cache
+        key = ""
+        if cache is not None:
+            key = cache_key(self.backend.name, self.backend.model_id, msgs, cfg, index)
+            hit = cache.get(key)
+            if hit is not None:
+                self.usage.record_hit(self.spec)
+                hit.cached = True
+                return hit
+        seed = cfg.sample_seed(index)
+        async with self._sem():
+            try:
+                sample = await with_retries(
+                    lambda: self.backend.complete(msgs, cfg, seed),
+                    self.retry,
+                    what=f"model {self.spec}",
+                    on_retry=lambda _a, _e: self.usage.record_retry(self.spec),
+                )
+            except Exception:
+                self.usage.record_error(self.spec)
+                raise
+        self.usage.record_call(self.spec, sample.usage.prompt_tokens, sample.usage.completion_tokens)
+        if cache is not None:
+            cache.put(key, self.spec, sample)
+        return sample
+
+    async def option_logprobs(
+        self, messages: MessagesLike, options: Sequence[str]
+    ) -> tuple[dict[str, float], bool] | None:
+        """Exact next-token log probabilities of the option labels, where the backend can give
+        them (cached like samples). Returns (logprobs, cached) or None."""
+        msgs = to_messages(messages)
+        cache = self.cache
+        key = ""
+        if cache is not None:
+            cfg = GenerateConfig(max_tokens=1, logprobs=True)
+            purpose = "option_logprobs:" + "\x1f".join(options)
+            key = cache_key(self.backend.name, self.backend.model_id, msgs, cfg, 0, purpose)
+        if cache is not None:
+            hit = cache.get(key)
+            if hit is not None and hit.logprobs is not None:
+                self.usage.record_hit(self.spec)
+                return {t.token: t.logprob for t in hit.logprobs}, True
+        async with self._sem():
+            res = await self.backend.option_logprobs(msgs, options)
+        if res is None:
+            return None
+        lps, usage = res
+        self.usage.record_call(self.spec, usage.prompt_tokens, usage.completion_tokens)
+        if cache is not None:
+            cache.put(
+                key,
+                self.spec,
+                Sample(text="", logprobs=[TokenLogprob(token=o, logprob=v) for o, v in lps.items()], usage=usage),
+            )
+        return lps, False
+
+    async def aclose(self) -> None:
+        await self.backend.aclose()
+
+
+__all__ = ["MessagesLike", "Model", "Usage", "to_messages"]

@@ -1,0 +1,124 @@
+"""Model spec strings -> backends."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from seerbench.errors import ModelError, UnknownModelError
+from seerbench.models._backend import Backend
+from seerbench.models._cache import Cache
+from seerbench.models._model import Model
+from seerbench.models._retry import RetryPolicy
+
+DEFAULT_MODEL = "local"
+
+SPEC_FORMS: list[tuple[str, str]] = [
+    ("local", "embedded SmolLM2-135M-Instruct, in-process via llama.cpp (the default)"),
+    ("local:/path/to/model.gguf", "any GGUF file, in-process via llama.cpp"),
+    ("openai/<model>", "OpenAI, or any OpenAI-compatible server via OPENAI_BASE_URL (key: OPENAI_API_KEY)"),
+    ("openai/<model>@<base_url>", "an OpenAI-compatible server (vLLM, llama.cpp server, Ollama...) at base_url"),
+    ("litellm/<provider>/<model>", "hosted providers via LiteLLM (pip install 'seerbench[litellm]')"),
+    ("scripted[:<name>]", "deterministic rule-based responses for tests and simulations"),
+]
+
+
+def _valid_forms() -> str:
+    return "; ".join(f for f, _ in SPEC_FORMS)
+
+
+def make_backend(spec: str, *, base_url: str | None = None, api_key: str | None = None) -> Backend:
+    """Build the backend a spec string names; raises UnknownModelError listing the valid forms."""
+    spec = spec.strip()
+    if spec == "local" or spec.startswith("local:"):
+        from seerbench.models._local import LocalBackend
+
+        path = spec[len("local:"):] if spec.startswith("local:") else None
+        return LocalBackend(path or None)
+    if spec.startswith("openai/"):
+        from seerbench.models._openai import OpenAIBackend
+
+        rest = spec[len("openai/"):]
+        model, _, url = rest.partition("@")
+        if not model:
+            raise UnknownModelError(f"model spec {spec!r} names no model; e.g. openai/gpt-4o-mini")
+        return OpenAIBackend(model, base_url=url or base_url, api_key=api_key)
+    if spec.startswith("litellm/"):
+        from seerbench.models._litellm import LiteLLMBackend
+
+        model = spec[len("litellm/"):]
+        if "/" not in model:
+            raise UnknownModelError(f"model spec {spec!r}: use litellm/<provider>/<model>, e.g. litellm/anthropic/claude-3-5-haiku-latest")
+        return LiteLLMBackend(model)
+    if spec == "scripted" or spec.startswith("scripted:"):
+        from seerbench.models._scripted import ScriptedBackend
+
+        return ScriptedBackend(spec[len("scripted:"):] if ":" in spec else "echo")
+    raise UnknownModelError(f"unknown model spec {spec!r}. Valid forms: {_valid_forms()}")
+
+
+_models: dict[tuple[Any, ...], Model] = {}
+
+
+def get_model(
+    spec: str = DEFAULT_MODEL,
+    *,
+    cache: Cache | bool = True,
+    max_concurrency: int | None = None,
+    retry: RetryPolicy | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+) -> Model:
+    """The :class:`Model` for a spec string. Models are shared within a process (one concurrency
+    limit and, for ``local``, one loaded model per spec)."""
+    key = (spec, id(cache) if isinstance(cache, Cache) else cache, max_concurrency, retry, base_url, api_key)
+    m = _models.get(key)
+    if m is None:
+        backend = make_backend(spec, base_url=base_url, api_key=api_key)
+        m = _models[key] = Model(spec, backend, cache=cache, max_concurrency=max_concurrency, retry=retry)
+    return m
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    form: str
+    description: str
+    usable: bool
+    note: str
+
+
+def list_backends() -> list[BackendInfo]:
+    """Each spec form, and whether it is usable on this machine (and why not)."""
+    out: list[BackendInfo] = []
+    try:
+        from seerbench.models._local import default_model_path
+
+        local_ok, local_note = True, f"model file: {default_model_path()}"
+        if importlib.util.find_spec("llama_cpp") is None:
+            local_ok, local_note = False, "llama-cpp-python is not installed"
+    except ModelError as e:
+        local_ok, local_note = False, str(e)
+    has_key = bool(os.environ.get("OPENAI_API_KEY"))
+    base = os.environ.get("OPENAI_BASE_URL")
+    openai_note = (
+        f"OPENAI_BASE_URL={base}" if base else ("OPENAI_API_KEY is set" if has_key else "set OPENAI_API_KEY or OPENAI_BASE_URL")
+    )
+    has_litellm = importlib.util.find_spec("litellm") is not None
+    from seerbench.models._scripted import scripted_names
+
+    for form, desc in SPEC_FORMS:
+        if form.startswith("local:"):
+            out.append(BackendInfo(form, desc, importlib.util.find_spec("llama_cpp") is not None, "give an existing .gguf path"))
+        elif form.startswith("local"):
+            out.append(BackendInfo(form, desc, local_ok, local_note))
+        elif form == "openai/<model>":
+            out.append(BackendInfo(form, desc, has_key or bool(base), openai_note))
+        elif form.startswith("openai/"):
+            out.append(BackendInfo(form, desc, True, "needs a reachable server"))
+        elif form.startswith("litellm"):
+            out.append(BackendInfo(form, desc, has_litellm, "installed" if has_litellm else "pip install 'seerbench[litellm]'"))
+        else:
+            out.append(BackendInfo(form, desc, True, "responders: " + ", ".join(scripted_names())))
+    return out
