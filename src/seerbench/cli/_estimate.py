@@ -1,0 +1,288 @@
+"""``seerbench estimate``, ``plan`` and ``partition``: partitioned-supervision accuracy estimation (seed 001)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import typer
+from pydantic import ValidationError
+from rich.table import Table
+
+from seerbench.cli import app
+from seerbench.cli._common import console, print_json
+from seerbench.errors import ConfigError, DataError
+from seerbench.estimators import (
+    LabelSet,
+    estimate_all,
+    expand_complementary,
+    plan_labels,
+    read_labels_csv,
+    simulate_protocol,
+    write_labels_csv,
+)
+from seerbench.types import Question
+
+
+def _fmt(x: float | None, digits: int = 4) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f"{x:.{digits}f}"
+
+
+def _check_unit(name: str, value: float) -> None:
+    if not 0.0 < value < 1.0:
+        raise ConfigError(f"{name} must lie strictly between 0 and 1, got {value}")
+
+
+@app.command()
+def estimate(
+    labels: Path = typer.Argument(..., help="labels.csv: prediction, ordinary_label, complementary_label[, k]."),
+    k: int | None = typer.Option(None, "--k", help="Number of options K for the whole file (else the k column)."),
+    delta: float = typer.Option(0.05, help="Failure probability of the deviation bounds."),
+    weight: float = typer.Option(0.5, help="Fixed weight on the ordinary estimate for 'IVW w=...'."),
+    alpha: float = typer.Option(0.05, help="1 - confidence level of the intervals (0.05 gives 95%)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+) -> None:
+    """Estimate a system's accuracy from ordinary and complementary labels.
+
+    Prints Ord, Comp (Eq. 2), IVW (Eq. 7), the mixture at a fixed weight, and ML (Eq. 9), each with
+    its standard error, normal confidence interval, and the finite-sample bound that covers it at
+    --delta; then every bound with whether it holds for a weight estimated from the data.
+    """
+    _check_unit("--delta", delta)
+    _check_unit("--alpha", alpha)
+    if not 0.0 <= weight <= 1.0:
+        raise ConfigError(f"--weight must lie in [0, 1], got {weight}")
+    counts = read_labels_csv(labels, k=k).counts()
+    report = estimate_all(counts, weight=weight, delta=delta, alpha=alpha)
+    if as_json:
+        print_json({"file": str(labels), **report.to_dict()})
+        return
+    conf = f"{100 * (1 - alpha):g}% CI"
+    c = counts
+    title = f"{labels}: K={c.k}, n_o={c.n_o} (correct {c.s_o}), n_c={c.n_c} (avoided {c.s_c})"
+    if c.n_converted:
+        title += f"; {c.n_converted} K=2 complementary labels counted as ordinary"
+    table = Table(title=title)
+    for col in ("estimator", "estimate", "SE", conf, "w (ord)", f"bound (delta={delta:g})", "bound used"):
+        table.add_column(col, justify="left" if col in ("estimator", "bound used") else "right")
+    for row in report.rows:
+        e, b = row.estimate, row.bound
+        if e is None:
+            table.add_row(row.label, "-", "-", "-", "-", "-", f"unavailable: {row.unavailable}")
+            continue
+        bound_txt = f"± {b.half_width:.4f}" if b is not None else "-"
+        used = b.method if b is not None else "none in the paper"
+        est_txt = _fmt(e.estimate) + (" (clipped)" if e.clipped else "")
+        table.add_row(
+            row.label, est_txt, _fmt(e.se), f"[{e.ci_low:.4f}, {e.ci_high:.4f}]", _fmt(e.weight, 3), bound_txt, used
+        )
+    console.print(table)
+    bt = Table(title=f"Deviation bounds at delta={delta:g}")
+    for col in ("bound", "w (ord)", "± half-width", "interval", "data-dependent w ok", "guarantee"):
+        bt.add_column(col)
+    for b in report.bounds:
+        bt.add_row(
+            b.method,
+            _fmt(b.weight, 3),
+            f"{b.half_width:.4f}",
+            f"[{b.lower:.4f}, {b.upper:.4f}]",
+            "yes" if b.holds_for_data_dependent_weight else "no (fixed w)",
+            "rigorous" if b.rigorous else "approximate",
+        )
+    console.print(bt)
+    for why in report.bound_errors:
+        console.print(f"[dim]bound unavailable: {why}[/dim]")
+
+
+@app.command()
+def plan(
+    k: int = typer.Option(..., "--k", help="Number of options K."),
+    accuracy: float = typer.Option(..., help="Planning accuracy A in (0, 1], e.g. a pilot A_ord."),
+    n_ordinary: int = typer.Option(..., help="Number of ordinary labels n_o."),
+    half_width: float | None = typer.Option(None, help="Target CI half-width: also report the n that reaches it."),
+    alpha: float = typer.Option(0.05, help="1 - confidence level of the intervals."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Plan label counts: complementary labels matching n_o ordinary ones (Eq. 5), the variance ratio
+    (Eq. 4), interval half-widths, and the labels a target half-width needs."""
+    p = plan_labels(accuracy, k, n_ordinary, half_width=half_width, alpha=alpha)
+    if as_json:
+        print_json(p.to_dict())
+        return
+    conf = f"{100 * (1 - alpha):g}%"
+    t = Table(title=f"Plan: K={p.k}, A={p.accuracy:g}, n_o={p.n_ordinary} ({conf} normal intervals)")
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    rows: list[tuple[str, str]] = [
+        ("complementary labels matching n_o ordinary (Eq. 5)", str(p.n_complementary_to_match)),
+        ("Var(A_comp)/Var(A_ord) at n_c = n_o (Eq. 4)", f"{p.variance_ratio_equal_n:.4f}"),
+        ("half-width, ordinary, n_o labels", f"{p.half_width_ordinary:.4f}"),
+        ("half-width, complementary, n_c = n_o", f"{p.half_width_complementary_equal_n:.4f}"),
+        ("half-width, complementary, n_c matched", f"{p.half_width_complementary_matched:.4f}"),
+        (f"IVW with n_c = (K-1) n_o = {p.n_complementary_k_minus_1}: weight on ord (Eq. 8)", f"{p.ivw_weight_k_minus_1:.4f}"),
+        ("IVW with n_c = (K-1) n_o: half-width", f"{p.half_width_ivw_k_minus_1:.4f}"),
+    ]
+    if p.target is not None:
+        h = p.target.half_width
+        rows += [
+            (f"ordinary labels alone for half-width {h:g}", str(p.target.n_ordinary_alone)),
+            (f"complementary labels alone for half-width {h:g}", str(p.target.n_complementary_alone)),
+            (f"complementary labels besides the n_o ordinary (IVW) for {h:g}", str(p.target.n_complementary_alongside)),
+        ]
+    for name, value in rows:
+        t.add_row(name, value)
+    console.print(t)
+
+
+def _read_predictions_csv(path: Path) -> dict[str, str]:
+    try:
+        fh = path.open(newline="", encoding="utf-8-sig")
+    except OSError as e:
+        raise DataError(f"cannot read {path}: {e.strerror or e}") from None
+    with fh:
+        reader = csv.DictReader(fh)
+        fields = [f.strip() for f in reader.fieldnames or []]
+        if "id" not in fields or "prediction" not in fields:
+            raise DataError(f"{path}: needs columns id and prediction, got {fields}")
+        reader.fieldnames = fields
+        out: dict[str, str] = {}
+        for record in reader:
+            qid = (record.get("id") or "").strip()
+            if not qid:
+                raise DataError(f"{path}, row {reader.line_num}: empty id")
+            if qid in out:
+                raise DataError(f"{path}, row {reader.line_num}: duplicate id {qid!r}")
+            out[qid] = (record.get("prediction") or "").strip()
+    return out
+
+
+def _option_index(q: Question, prediction: Any, where: str) -> int:
+    """1-based index of the predicted option: an option's short label, or a 1-based index."""
+    if isinstance(prediction, bool) or prediction is None or prediction == "":
+        raise DataError(f"{where}: question {q.id!r} has no prediction")
+    if isinstance(prediction, str) and prediction in q.shorts:
+        return q.shorts.index(prediction) + 1
+    try:
+        idx = int(prediction)
+    except (TypeError, ValueError):
+        raise DataError(
+            f"{where}: prediction {prediction!r} of question {q.id!r} is neither an option label {q.shorts} "
+            f"nor an index 1..{q.k}"
+        ) from None
+    if isinstance(prediction, float) and prediction != idx:
+        raise DataError(f"{where}: prediction {prediction!r} of question {q.id!r} is not a whole number")
+    if not 1 <= idx <= q.k:
+        raise DataError(f"{where}: prediction {idx} of question {q.id!r} is outside 1..{q.k}")
+    return idx
+
+
+@app.command()
+def partition(
+    dataset: Path = typer.Argument(..., help="Question JSONL with known answers (one seerbench Question per line)."),
+    out: Path = typer.Option(..., "--out", help="Where to write labels.csv."),
+    seed: int = typer.Option(0, help="Seed of every random choice (option shuffles, expert routing)."),
+    predictions: Path | None = typer.Option(
+        None, help="CSV with columns id,prediction (overrides metadata.prediction)."
+    ),
+    n_ordinary: int | None = typer.Option(
+        None, help="Fixed-size split: this many ordinary labels, the rest complementary (default: expert routing)."
+    ),
+    all_complementary: bool = typer.Option(
+        False, "--all-complementary", help="Write K-1 complementary labels per item instead (Comp-(K-1))."
+    ),
+    shuffle: bool = typer.Option(True, "--shuffle/--no-shuffle", help="Shuffle each item's options first."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Simulate the expert-routing protocol (Appendix B, Algorithm 1) on questions with known answers.
+
+    Input: seerbench question JSONL, one `Question` per line with exactly one true answer case
+    (value 1.0). Each question's prediction (the system under test's answer) comes from
+    `metadata.prediction` (an option's short label such as "B", or a 1-based option index), or from
+    --predictions, a CSV `id,prediction` in the same format, which takes precedence.
+
+    Each item's options are shuffled, then the item goes to the expert for a uniformly chosen option:
+    "yes" gives an ordinary label, "no" a complementary label. The written labels.csv uses the
+    shuffled positions 1..K for prediction and label, and keeps `id` and `option_order` (the option
+    labels in shown order) as extra columns; the true answer itself is not written.
+    """
+    if n_ordinary is not None and all_complementary:
+        raise ConfigError("--n-ordinary and --all-complementary exclude each other")
+    preds = _read_predictions_csv(predictions) if predictions is not None else {}
+    try:
+        lines = dataset.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise DataError(f"cannot read {dataset}: {e.strerror or e}") from None
+    questions: list[Question] = []
+    truth: list[int] = []
+    guess: list[int] = []
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{dataset}, line {lineno}"
+        try:
+            q = Question.model_validate(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise DataError(f"{where}: not valid JSON ({e.msg})") from None
+        except ValidationError as e:
+            first = e.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"])
+            raise DataError(f"{where}: not a seerbench question ({loc}: {first['msg']})") from None
+        true = [i for i, a in enumerate(q.answer_cases) if a.is_true]
+        if len(true) != 1:
+            raise DataError(f"{where}: question {q.id!r} has {len(true)} true options; expected exactly 1")
+        raw = preds[q.id] if q.id in preds else q.metadata.get("prediction")
+        questions.append(q)
+        truth.append(true[0] + 1)
+        guess.append(_option_index(q, raw, where))
+    if not questions:
+        raise DataError(f"{dataset}: no questions")
+    if preds:
+        unknown = sorted(set(preds) - {q.id for q in questions})
+        if unknown:
+            raise DataError(f"{predictions}: ids not in {dataset}: {unknown[:5]}")
+    ks = np.array([q.k for q in questions], dtype=np.int64)
+    ids = [q.id for q in questions]
+    if all_complementary:
+        labels = expand_complementary(truth, guess, ks)
+        item = labels.rows
+        shown = [" ".join(q.shorts) for q in questions]
+        extra = {"id": [ids[i] for i in item], "option_order": [shown[i] for i in item]}
+        mode = "all-complementary"
+    else:
+        sim = simulate_protocol(truth, guess, ks, seed=seed, n_ordinary=n_ordinary, shuffle_options=shuffle)
+        labels = sim.labels
+        extra = {
+            "id": ids,
+            "option_order": [
+                " ".join(q.shorts[j] for j in row[: q.k]) for q, row in zip(questions, sim.order.tolist(), strict=True)
+            ],
+        }
+        mode = sim.mode
+    labels = LabelSet.from_arrays(
+        labels.prediction, labels.label, labels.is_complementary, labels.k, rows=labels.rows, extra=extra
+    )
+    write_labels_csv(out, labels)
+    summary = {
+        "out": str(out),
+        "mode": mode,
+        "seed": seed,
+        "items": len(questions),
+        "labels": len(labels),
+        "n_ordinary": labels.n_ordinary,
+        "n_complementary": labels.n_complementary,
+        "true_accuracy": float(np.mean(np.array(truth) == np.array(guess))),
+    }
+    if as_json:
+        print_json(summary)
+    else:
+        console.print(
+            f"wrote {summary['labels']} labels for {summary['items']} items to {out} "
+            f"({summary['n_ordinary']} ordinary, {summary['n_complementary']} complementary; "
+            f"mode={mode}, seed={seed}; true accuracy {summary['true_accuracy']:.4f})"
+        )

@@ -1,0 +1,96 @@
+"""Accuracy estimators from partitioned human supervision (seed 001: ordinary and complementary labels).
+
+A system's top-1 accuracy A is estimated from ordinary labels ("the answer is k"), complementary
+labels ("the answer is not k", k uniform over the wrong options), or both:
+
+>>> from seerbench.estimators import LabelCounts, ivw_accuracy
+>>> counts = LabelCounts(k=4, n_o=100, s_o=70, n_c=300, s_c=270)
+>>> round(ivw_accuracy(counts).estimate, 4)
+0.7
+
+Functions are pure and take :class:`LabelCounts`; :func:`read_labels_csv` and
+:meth:`LabelSet.counts` get counts from a ``labels.csv``. Bounds say whether they hold for a weight
+estimated from the data (:class:`DeviationBound`).
+"""
+
+from seerbench.estimators._bounds import (
+    DeviationBound,
+    bernstein_ivw_bound,
+    bernstein_mixture_bound,
+    complementary_bound,
+    union_mixture_bound,
+)
+from seerbench.estimators._core import (
+    AccuracyEstimate,
+    LabelCounts,
+    complementary_accuracy,
+    complementary_variance,
+    ivw_accuracy,
+    ivw_weight,
+    log_likelihood,
+    mixture_accuracy,
+    ml_accuracy,
+    ordinary_accuracy,
+    raw_complementary_accuracy,
+    z_value,
+)
+from seerbench.estimators._fitness import (
+    ESTIMATORS,
+    RankedSystem,
+    Ranking,
+    estimate_by_name,
+    fitness,
+    rank_systems,
+)
+from seerbench.estimators._labels import LabelSet, read_labels_csv, write_labels_csv
+from seerbench.estimators._planning import (
+    HalfWidthPlan,
+    SamplePlan,
+    complementary_labels_to_match,
+    labels_for_half_width,
+    plan_labels,
+    variance_ratio,
+)
+from seerbench.estimators._protocol import SimulatedPartition, expand_complementary, simulate_protocol
+from seerbench.estimators._summary import EstimateReport, EstimatorRow, estimate_all
+
+__all__ = [
+    "ESTIMATORS",
+    "AccuracyEstimate",
+    "DeviationBound",
+    "EstimateReport",
+    "EstimatorRow",
+    "HalfWidthPlan",
+    "LabelCounts",
+    "LabelSet",
+    "RankedSystem",
+    "Ranking",
+    "SamplePlan",
+    "SimulatedPartition",
+    "bernstein_ivw_bound",
+    "bernstein_mixture_bound",
+    "complementary_accuracy",
+    "complementary_bound",
+    "complementary_labels_to_match",
+    "complementary_variance",
+    "estimate_all",
+    "estimate_by_name",
+    "expand_complementary",
+    "fitness",
+    "ivw_accuracy",
+    "ivw_weight",
+    "labels_for_half_width",
+    "log_likelihood",
+    "mixture_accuracy",
+    "ml_accuracy",
+    "ordinary_accuracy",
+    "plan_labels",
+    "rank_systems",
+    "raw_complementary_accuracy",
+    "read_labels_csv",
+    "simulate_protocol",
+    "union_mixture_bound",
+    "variance_ratio",
+    "write_labels_csv",
+    "z_value",
+]
