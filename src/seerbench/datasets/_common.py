@@ -1,0 +1,278 @@
+"""Plumbing shared by every loader: record sources with locations, field access with readable
+errors, strict/lenient collection with duplicate-id detection, and the optional hub source."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import random
+import string
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from seerbench.errors import ConfigError, DataError
+from seerbench.types import AnswerCase, Question
+
+log = logging.getLogger("seerbench.datasets")
+
+LETTERS = string.ascii_uppercase
+
+
+class Questions(list[Question]):
+    """A list of questions that also remembers what loading skipped.
+
+    ``skipped`` counts records dropped in lenient mode and ``problems`` holds one message per
+    dropped record (file, line, what was wrong), so a caller or the CLI can report them.
+    """
+
+    def __init__(
+        self, items: Iterable[Question] = (), *, skipped: int = 0, problems: list[str] | None = None
+    ):
+        super().__init__(items)
+        self.skipped = skipped
+        self.problems: list[str] = list(problems or [])
+
+
+class RecordError(ValueError):
+    """Raised by a format parser when one record is malformed; the collector adds the location."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One raw record and where it came from (``where`` is e.g. ``'dev.jsonl:12'``)."""
+
+    where: str
+    index: int
+    data: Any = None
+    error: str | None = None
+
+
+def letters(k: int) -> list[str]:
+    if not 1 <= k <= len(LETTERS):
+        raise RecordError(f"cannot label {k} options (at most {len(LETTERS)})")
+    return list(LETTERS[:k])
+
+
+def _check_file(path: str | Path) -> Path:
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"{p}: no such file")
+    return p
+
+
+def iter_jsonl(path: str | Path) -> Iterator[Record]:
+    """Records of a JSON-lines file; blank lines are ignored, undecodable lines become errors."""
+    p = _check_file(path)
+    with p.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            where = f"{p.name}:{lineno}"
+            try:
+                yield Record(where, lineno, json.loads(line))
+            except json.JSONDecodeError as e:
+                yield Record(where, lineno, error=f"invalid JSON ({e.msg} at column {e.colno})")
+
+
+def iter_json_or_jsonl(path: str | Path) -> Iterator[Record]:
+    """A file holding either one JSON array of records or JSON lines (decided by its first byte)."""
+    p = _check_file(path)
+    with p.open(encoding="utf-8") as f:
+        head = f.read(4096).lstrip()
+    if not head.startswith("["):
+        yield from iter_jsonl(p)
+        return
+    try:
+        items = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise DataError(f"{p.name}:{e.lineno}: invalid JSON ({e.msg} at column {e.colno})") from e
+    for i, item in enumerate(items):
+        yield Record(f"{p.name}[item {i}]", i, item)
+
+
+def iter_csv(path: str | Path, *, header: bool = True) -> Iterator[Record]:
+    """Rows of a CSV file as dicts (``header=True``) or lists; ``where`` names the physical line."""
+    p = _check_file(path)
+    with p.open(encoding="utf-8", newline="") as f:
+        reader = csv.reader(f)
+        columns: list[str] | None = None
+        start = 1
+        for row in reader:
+            where = f"{p.name}:{start}"
+            start = reader.line_num + 1
+            if not any(cell.strip() for cell in row):
+                continue
+            if header and columns is None:
+                columns = [c.strip() for c in row]
+                continue
+            if columns is None:
+                yield Record(where, reader.line_num, row)
+            elif len(row) != len(columns):
+                yield Record(
+                    where, reader.line_num, error=f"expected {len(columns)} columns, found {len(row)}"
+                )
+            else:
+                yield Record(where, reader.line_num, dict(zip(columns, row, strict=True)))
+
+
+def hub_records(hub_id: str, *, config: str | None = None, split: str) -> Iterator[Record]:
+    """Rows of a Hugging Face hub dataset (needs the optional ``hub`` extra and network)."""
+    try:
+        import datasets as hf_datasets
+    except ImportError as e:
+        raise ConfigError(
+            f"loading {hub_id!r} from the Hugging Face hub needs the 'datasets' package: "
+            "pip install 'seerbench[hub]', or download the file and pass path=..."
+        ) from e
+    try:
+        ds = hf_datasets.load_dataset(hub_id, config, split=split)
+    except Exception as e:  # the hub raises many unrelated types (network, auth, gating)
+        raise DataError(
+            f"could not load {hub_id!r} ({config or 'default'}, {split}) from the hub: {e}"
+        ) from e
+    for i, row in enumerate(ds):
+        yield Record(f"{hub_id}[{split}][{i}]", i, dict(row))
+
+
+def req(d: Any, key: str, kind: type | tuple[type, ...] = str) -> Any:
+    """``d[key]`` checked for presence and type, with a message naming the field."""
+    if not isinstance(d, dict):
+        raise RecordError(f"expected a JSON object, found {type(d).__name__}")
+    if key not in d or d[key] is None:
+        raise RecordError(f"missing field {key!r}")
+    v = d[key]
+    # bool is an int subclass; a boolean where a number is expected is a data error.
+    if not isinstance(v, kind) or (kind in (int, float, (int, float)) and isinstance(v, bool)):
+        want = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise RecordError(f"field {key!r} should be {want}, found {type(v).__name__} {v!r:.60}")
+    return v
+
+
+def describe(e: Exception) -> str:
+    """A one-line description of a parse failure."""
+    if isinstance(e, ValidationError):
+        first = e.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        return f"{loc}: {first['msg']}" if loc else first["msg"]
+    if isinstance(e, KeyError):
+        return f"missing field {e.args[0]!r}"
+    return str(e)
+
+
+class Collector:
+    """Accumulates questions: strict mode raises :class:`DataError` at the first bad record;
+    lenient mode skips it, counts it and keeps its message. Duplicate ids are always detected."""
+
+    def __init__(self, *, lenient: bool = False, source: str = ""):
+        self.lenient = lenient
+        self.source = source
+        self.out = Questions()
+        self._seen: dict[str, str] = {}
+
+    def bad(self, where: str, message: str, cause: Exception | None = None) -> None:
+        msg = f"{where}: {message}"
+        if not self.lenient:
+            raise DataError(msg) from cause
+        self.out.skipped += 1
+        self.out.problems.append(msg)
+
+    def add(self, q: Question, where: str) -> None:
+        if q.id in self._seen:
+            self.bad(where, f"duplicate question id {q.id!r} (first seen at {self._seen[q.id]})")
+            return
+        self._seen[q.id] = where
+        self.out.append(q)
+
+    def run(self, records: Iterable[Record], parse: Callable[[Record], Iterable[Question]]) -> Questions:
+        """Parse every record; errors from ``parse`` are reported with the record's location."""
+        for rec in records:
+            if rec.error is not None:
+                self.bad(rec.where, rec.error)
+                continue
+            try:
+                qs = list(parse(rec))
+            except (RecordError, ValidationError, KeyError, TypeError, ValueError) as e:
+                self.bad(rec.where, describe(e), e)
+                continue
+            for q in qs:
+                self.add(q, rec.where)
+        return self.finish()
+
+    def finish(self) -> Questions:
+        if self.out.skipped:
+            log.warning("%s: skipped %d malformed record(s)", self.source or "dataset", self.out.skipped)
+        return self.out
+
+
+def make_question(
+    *,
+    id: str,
+    text: str,
+    options: list[str],
+    correct: int,
+    labels: list[str] | None = None,
+    source_text: str | None = None,
+    best_distractor: int | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> Question:
+    """Build a question from option texts and the index of the true one.
+
+    Each option keeps its position in the published file as ``metadata['original_index']``;
+    ``best_distractor`` (an index) is stored as the label in ``metadata['best_distractor']``.
+    """
+    labels = labels or letters(len(options))
+    if not 0 <= correct < len(options):
+        raise RecordError(f"answer index {correct} out of range for {len(options)} options")
+    for i, o in enumerate(options):
+        if not isinstance(o, str) or not o.strip():
+            raise RecordError(f"option {labels[i]} is empty or not text")
+    meta = dict(metadata or {})
+    if best_distractor is not None:
+        if not 0 <= best_distractor < len(options) or best_distractor == correct:
+            raise RecordError(f"best distractor index {best_distractor} is not a wrong option")
+        meta["best_distractor"] = labels[best_distractor]
+    cases = [
+        AnswerCase(short=lab, long=o, value=1.0 if i == correct else 0.0, metadata={"original_index": i})
+        for i, (lab, o) in enumerate(zip(labels, options, strict=True))
+    ]
+    return Question(id=id, text=text, answer_cases=cases, source_text=source_text, metadata=meta)
+
+
+def shuffled_order(n: int, seed: int | str, key: str) -> list[int]:
+    """A permutation of range(n) that depends only on (seed, key): stable under subsetting."""
+    order = list(range(n))
+    random.Random(f"{seed}:{key}").shuffle(order)
+    return order
+
+
+def shuffled_question(
+    *,
+    id: str,
+    text: str,
+    options: list[str],
+    correct: int,
+    seed: int | str,
+    **kw: Any,
+) -> Question:
+    """Like :func:`make_question` for formats that always list the true option first (GPQA,
+    TruthfulQA): positions are shuffled with a per-question seeded permutation so the true answer
+    is not always 'A'. ``original_index`` still records the position in the file."""
+    order = shuffled_order(len(options), seed, id)
+    best = kw.pop("best_distractor", None)
+    q = make_question(
+        id=id,
+        text=text,
+        options=[options[i] for i in order],
+        correct=order.index(correct),
+        best_distractor=None if best is None else order.index(best),
+        **kw,
+    )
+    for case, orig in zip(q.answer_cases, order, strict=True):
+        case.metadata["original_index"] = orig
+    q.metadata["option_seed"] = seed
+    return q

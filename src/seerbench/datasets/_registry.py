@@ -1,0 +1,140 @@
+"""The dataset registry: every loader and bundled generator under one name."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seerbench.datasets._arithmetic import generate_arithmetic
+from seerbench.datasets._common import Questions
+from seerbench.datasets._generic import load_generic
+from seerbench.datasets._gpqa import load_gpqa
+from seerbench.datasets._gsm8k import load_gsm8k
+from seerbench.datasets._medqa import load_medqa
+from seerbench.datasets._mmlu import load_mmlu
+from seerbench.datasets._mmlu_pro import load_mmlu_pro
+from seerbench.datasets._native import read_questions_jsonl
+from seerbench.datasets._quality import load_quality
+from seerbench.datasets._reading import generate_reading
+from seerbench.datasets._single_turn_debate import load_single_turn_debate
+from seerbench.datasets._truthfulqa import load_truthfulqa
+from seerbench.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """A registered dataset: its name, kind ('generated', 'format' or 'native'), a one-line
+    description and the loader called with the user's options."""
+
+    name: str
+    kind: str
+    description: str
+    loader: Callable[..., Questions]
+
+    @property
+    def options(self) -> list[str]:
+        """The option names the loader accepts (``path`` first where there is one)."""
+        return list(inspect.signature(self.loader).parameters)
+
+
+_REGISTRY: dict[str, DatasetInfo] = {
+    d.name: d
+    for d in [
+        DatasetInfo(
+            "arithmetic",
+            "generated",
+            "multi-step word problems; the distractor is a classic slip (reasoning gap)",
+            generate_arithmetic,
+        ),
+        DatasetInfo(
+            "reading",
+            "generated",
+            "questions on a generated passage only agents see, needing 1 or 2 facts (information gap)",
+            generate_reading,
+        ),
+        DatasetInfo(
+            "quality",
+            "format",
+            "QuALITY long-article reading comprehension; article is the hidden source text",
+            load_quality,
+        ),
+        DatasetInfo(
+            "single_turn_debate",
+            "format",
+            "single_turn_debate human arguments + snippets for both options (seed 004)",
+            load_single_turn_debate,
+        ),
+        DatasetInfo("gpqa", "format", "GPQA graduate-level science, 4 options (CSV or hub)", load_gpqa),
+        DatasetInfo(
+            "mmlu", "format", "MMLU, 4 options in 57 subjects (original CSV, JSONL or hub)", load_mmlu
+        ),
+        DatasetInfo("mmlu_pro", "format", "MMLU-Pro, up to 10 options (JSON/JSONL or hub)", load_mmlu_pro),
+        DatasetInfo(
+            "gsm8k",
+            "format",
+            "GSM8K maths with numeric answers; wrong answers supplied or generated (JSONL or hub)",
+            load_gsm8k,
+        ),
+        DatasetInfo(
+            "truthfulqa",
+            "format",
+            "TruthfulQA multiple choice, MC1 targets (mc_task.json, JSONL or hub)",
+            load_truthfulqa,
+        ),
+        DatasetInfo("medqa", "format", "MedQA USMLE questions (JSONL or hub)", load_medqa),
+        DatasetInfo(
+            "generic",
+            "format",
+            "your own multiple-choice data in the documented JSONL or CSV schema",
+            load_generic,
+        ),
+        DatasetInfo(
+            "seerbench", "native", "seerbench's own format: one JSON Question per line", read_questions_jsonl
+        ),
+    ]
+}
+
+
+def list_datasets() -> list[DatasetInfo]:
+    """Every registered dataset, generated ones first."""
+    return list(_REGISTRY.values())
+
+
+def get_dataset(name: str) -> DatasetInfo:
+    """The registered dataset called ``name``; :class:`ConfigError` listing the names otherwise."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ConfigError(f"unknown dataset {name!r}; known datasets: {', '.join(_REGISTRY)}") from None
+
+
+def load_dataset(name_or_path: str | Path, **options: Any) -> Questions:
+    """Load questions by registered name with its options, e.g.
+    ``load_dataset("arithmetic", n=50, seed=1, k=2)`` or
+    ``load_dataset("quality", path="QuALITY.v1.0.1.htmlstripped.dev")``; or pass the path of a
+    seerbench JSONL file. Unknown names and options raise :class:`ConfigError`; bad data raises
+    :class:`DataError` (unless ``lenient=True`` for file formats, which counts skips in
+    ``.skipped``)."""
+    name = str(name_or_path)
+    if name not in _REGISTRY:
+        p = Path(name)
+        if p.suffix.lower() == ".jsonl" or p.is_file():
+            return read_questions_jsonl(p, **options)
+    info = get_dataset(name)
+    accepted = info.options
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise ConfigError(
+            f"dataset {name!r} has no option(s) {', '.join(unknown)}; it accepts: {', '.join(accepted)}"
+        )
+    sig = inspect.signature(info.loader)
+    if (
+        "path" in sig.parameters
+        and sig.parameters["path"].default is inspect.Parameter.empty
+        and "path" not in options
+    ):
+        raise ConfigError(f"dataset {name!r} reads a local file: pass path=...")
+    return info.loader(**options)
