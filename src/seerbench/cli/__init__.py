@@ -21,6 +21,7 @@ app = typer.Typer(
 
 # Command modules register themselves on `app` when imported.
 from seerbench.cli import _models  # noqa: E402,F401
+from seerbench.cli import _datasets  # noqa: E402,F401
 from seerbench.cli import _estimate  # noqa: E402,F401
 
 
