@@ -129,7 +129,9 @@ def test_ml_is_the_numerical_maximiser() -> None:
         a = float(rng.uniform(0.05, 0.95))
         q = (a + k - 2) / (k - 1)
         c = LabelCounts(k=k, n_o=n_o, s_o=int(rng.binomial(n_o, a)), n_c=n_c, s_c=int(rng.binomial(n_c, q)))
-        num = minimize_scalar(lambda x, c=c: -_loglik(x, c), bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-10})
+        num = minimize_scalar(
+            lambda x, c=c: -_loglik(x, c), bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-10}
+        )
         ml = ml_accuracy(c)
         assert ml.estimate == pytest.approx(num.x, abs=1e-5), c
         # and it is at least as likely as the numerical optimum
