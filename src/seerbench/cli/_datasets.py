@@ -55,11 +55,18 @@ def _load(name: str, path: Path | None, seed: int | None, options: dict[str, Any
 
 
 @datasets_app.command("list")
-def list_cmd(json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
+def list_cmd(
+    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
     """Every loader and bundled dataset, with a one-line description and its options."""
     infos = list_datasets()
     if json_out:
-        print_json([{"name": d.name, "kind": d.kind, "description": d.description, "options": d.options} for d in infos])
+        print_json(
+            [
+                {"name": d.name, "kind": d.kind, "description": d.description, "options": d.options}
+                for d in infos
+            ]
+        )
         return
     t = Table(title="datasets")
     t.add_column("name")
@@ -88,13 +95,21 @@ def _agent_text(q: Question, max_source: int) -> str:
 
 @datasets_app.command("show")
 def show_cmd(
-    name: Annotated[str, typer.Argument(help="A dataset name (see `datasets list`) or a seerbench JSONL file.")],
-    path: Annotated[Path | None, typer.Option("--path", "-p", help="The input file, for file formats.")] = None,
+    name: Annotated[
+        str, typer.Argument(help="A dataset name (see `datasets list`) or a seerbench JSONL file.")
+    ],
+    path: Annotated[
+        Path | None, typer.Option("--path", "-p", help="The input file, for file formats.")
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="How many questions to show.")] = 3,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed for datasets that take one.")] = None,
-    condition: Annotated[str, typer.Option("--condition", "-c", help="Judging condition: Q, S, SA, P, PS, PSA.")] = "Q",
+    condition: Annotated[
+        str, typer.Option("--condition", "-c", help="Judging condition: Q, S, SA, P, PS, PSA.")
+    ] = "Q",
     option: Annotated[list[str] | None, typer.Option("--option", "-o", help=_OPTION_HELP)] = None,
-    max_source: Annotated[int, typer.Option("--max-source", help="Characters of source text to print (0 = all).")] = 600,
+    max_source: Annotated[
+        int, typer.Option("--max-source", help="Characters of source text to print (0 = all).")
+    ] = 600,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Print questions as a judge sees them (no hidden source text) and as an agent sees them."""
@@ -110,31 +125,49 @@ def show_cmd(
                 "dataset": name,
                 "total": len(qs),
                 "skipped": qs.skipped,
-                "questions": [{"judge": j.model_dump(mode="json"), "agent": q.model_dump(mode="json")} for j, q in views],
+                "questions": [
+                    {"judge": j.model_dump(mode="json"), "agent": q.model_dump(mode="json")} for j, q in views
+                ],
             }
         )
         return
     console.print(f"[bold]{escape(name)}[/]: {len(qs)} question(s), showing {len(shown)}")
     for j, q in views:
-        console.print(Panel(escape(j.render()), title=f"{escape(q.id)}: judge sees ({j.condition})", border_style="cyan"))
-        console.print(Panel(escape(_agent_text(q, max_source)), title=f"{escape(q.id)}: agent sees", border_style="magenta"))
+        console.print(
+            Panel(
+                escape(j.render()), title=f"{escape(q.id)}: judge sees ({j.condition})", border_style="cyan"
+            )
+        )
+        console.print(
+            Panel(
+                escape(_agent_text(q, max_source)),
+                title=f"{escape(q.id)}: agent sees",
+                border_style="magenta",
+            )
+        )
     if qs.skipped:
         err_console.print(f"[yellow]skipped {qs.skipped} malformed record(s)[/]")
 
 
 @datasets_app.command("convert")
 def convert_cmd(
-    format: Annotated[str, typer.Argument(help="Input format, e.g. quality, single_turn_debate, gsm8k, generic.")],
+    format: Annotated[
+        str, typer.Argument(help="Input format, e.g. quality, single_turn_debate, gsm8k, generic.")
+    ],
     input: Annotated[Path, typer.Argument(help="The file in that format.")],
     output: Annotated[Path, typer.Argument(help="Where to write seerbench JSONL.")],
     option: Annotated[list[str] | None, typer.Option("--option", "-o", help=_OPTION_HELP)] = None,
-    lenient: Annotated[bool, typer.Option("--lenient", help="Skip malformed records instead of failing.")] = False,
+    lenient: Annotated[
+        bool, typer.Option("--lenient", help="Skip malformed records instead of failing.")
+    ] = False,
 ) -> None:
     """Convert a published file to seerbench JSONL (one JSON question per line)."""
     options = _parse_options(option or [])
     info = get_dataset(format)
     if "path" not in info.options:
-        raise ConfigError(f"{format!r} is a generated dataset and reads no file; use `datasets show` or a config")
+        raise ConfigError(
+            f"{format!r} is a generated dataset and reads no file; use `datasets show` or a config"
+        )
     if lenient:
         options["lenient"] = True
     qs = load_dataset(format, path=str(input), **options)
