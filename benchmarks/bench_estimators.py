@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from seerbench.estimators import (  # noqa: E402
+from seerbench.estimators import (
     bernstein_ivw_bound,
     bernstein_mixture_bound,
     complementary_accuracy,
