@@ -20,9 +20,12 @@ app = typer.Typer(
 )
 
 # Command modules register themselves on `app` when imported.
-from seerbench.cli import _models  # noqa: E402,F401
-from seerbench.cli import _datasets  # noqa: E402,F401
-from seerbench.cli import _estimate  # noqa: E402,F401
+from seerbench.cli import (  # noqa: E402
+    _datasets,  # noqa: F401
+    _estimate,  # noqa: F401
+    _models,  # noqa: F401
+    _run,  # noqa: F401
+)
 
 
 def main() -> None:

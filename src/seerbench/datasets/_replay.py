@@ -3,6 +3,8 @@ judges can run on real human persuasion (seed 004's single_turn_debate data)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from seerbench.errors import DataError
 from seerbench.types import Question, Quote, Turn
 
@@ -22,7 +24,7 @@ def verify_quote(quote: str, source_text: str | None) -> bool | None:
 class ReplayAgent:
     """An agent that argues by replaying the human-written argument stored on the question.
 
-    ``await agent(question, answer_case, transcript_so_far)`` returns one :class:`Turn` whose
+    ``await agent(question, answer_case, visible, context)`` returns one :class:`Turn` whose
     content is the option's ``argument`` verbatim, followed (when ``show_snippets``) by its quoted
     snippets numbered ``#1..`` as the writers cited them; the snippets also come as
     :class:`Quote` objects checked against ``source_text``. There is one human argument per
@@ -35,7 +37,9 @@ class ReplayAgent:
         self.speaker = speaker
         self.show_snippets = show_snippets
 
-    async def __call__(self, question: Question, answer_case: str, transcript_so_far: list[Turn]) -> Turn:
+    async def __call__(
+        self, question: Question, answer_case: str, visible: Sequence[Turn], context: object | None = None
+    ) -> Turn:
         try:
             case = question.case(answer_case)
         except KeyError as e:
@@ -49,7 +53,7 @@ class ReplayAgent:
         if self.show_snippets and case.quotes:
             cited = "\n".join(f'#{i}: "{s}"' for i, s in enumerate(case.quotes, start=1))
             content = f"{content}\n\nSnippets:\n{cited}"
-        repeat = any(t.speaker == self.speaker and t.answer_case == answer_case for t in transcript_so_far)
+        repeat = any(t.speaker == self.speaker and t.answer_case == answer_case for t in visible)
         return Turn(
             role="agent",
             speaker=self.speaker,

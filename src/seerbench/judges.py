@@ -1,0 +1,97 @@
+"""Judges turn what they were shown into a :class:`~seerbench.types.Verdict`.
+
+A judge never sees a question's hidden ``source_text`` unless the protocol passes
+``with_source=True``: the prompt is built from :meth:`Question.judge_view`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from seerbench.models import ElicitConfig, GenerateConfig, Model, elicit, get_model
+from seerbench.models._types import ChatMessage
+from seerbench.prompts import render
+from seerbench.render import options_block, source_block, transcript_block
+from seerbench.types import Question, Turn, Verdict
+
+__all__ = ["Judge", "ModelJudge", "TrustJudge"]
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Anything that gives a verdict on a question after seeing some turns."""
+
+    name: str
+
+    async def judge(
+        self, question: Question, visible: Sequence[Turn], *, with_source: bool = False, argued: str | None = None
+    ) -> Verdict: ...
+
+
+class ModelJudge:
+    """A model judge: probabilities via the elicitation chain of :mod:`seerbench.models`."""
+
+    def __init__(
+        self,
+        model: Model | str,
+        *,
+        elicitation: ElicitConfig | None = None,
+        prompts_dir: str | Path | None = None,
+        ask_config: GenerateConfig | None = None,
+    ) -> None:
+        self.model = get_model(model) if isinstance(model, str) else model
+        self.name = self.model.spec
+        self.elicitation = elicitation or ElicitConfig()
+        self.prompts_dir = prompts_dir
+        self.ask_config = ask_config or GenerateConfig(max_tokens=60, temperature=0.0)
+
+    def messages(self, question: Question, visible: Sequence[Turn], *, with_source: bool = False) -> list[ChatMessage]:
+        """Exactly what the judge model is shown (before the elicitation instruction)."""
+        q = question.judge_view(with_source=with_source)
+        user = render(
+            "judge_decide",
+            self.prompts_dir,
+            source=source_block(q.source_text),
+            question=q.text,
+            options=options_block(q),
+            transcript=transcript_block(visible),
+        )
+        return [
+            ChatMessage(role="system", content=render("judge_system", self.prompts_dir)),
+            ChatMessage(role="user", content=user),
+        ]
+
+    async def judge(
+        self, question: Question, visible: Sequence[Turn], *, with_source: bool = False, argued: str | None = None
+    ) -> Verdict:
+        msgs = self.messages(question, visible, with_source=with_source)
+        return await elicit(self.model, msgs, question.shorts, self.elicitation)
+
+    async def ask(self, question: Question, visible: Sequence[Turn]) -> str:
+        """A question for a consultant (consultancy with an interactive judge)."""
+        q = question.judge_view()
+        user = render(
+            "judge_ask", self.prompts_dir, question=q.text, options=options_block(q), transcript=transcript_block(visible)
+        )
+        out = await self.model.generate(
+            [ChatMessage(role="system", content=render("judge_system", self.prompts_dir)), ChatMessage(role="user", content=user)],
+            self.ask_config,
+        )
+        return out.text.strip()
+
+
+class TrustJudge:
+    """BlindTrust's judge: adopts whatever answer the agent argued for (probability 1)."""
+
+    name = "trust"
+
+    async def judge(
+        self, question: Question, visible: Sequence[Turn], *, with_source: bool = False, argued: str | None = None
+    ) -> Verdict:
+        if argued is None:
+            return Verdict.failure(raw="", error="TrustJudge needs the argued answer case", method="trust")
+        return Verdict(
+            probabilities={s: 1.0 if s == argued else 0.0 for s in question.shorts}, method="trust", raw=argued
+        )

@@ -1,0 +1,161 @@
+"""Results lines (one per question and protocol configuration) and the statistics over them.
+
+A line holds the question, per answer case the judge's probabilities, verdict and transcript with
+judge and agent scores, then ``asd``, ``jse_b0``, ``jse_b1``, ``jse_binf``, ``ase_b0``, ``ase_b1``,
+``ase_binf`` (each with log, logodds, brier, accuracy) as in seed 003. Scores are always
+recomputed from the stored probabilities, so statistics for another beta or eps need no rerun.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from seerbench.analysis import paired_difference, summarize
+from seerbench.metrics import (
+    BETAS,
+    SCORE_TYPES,
+    FailurePolicy,
+    beta_key,
+    question_scores,
+    resolve_probabilities,
+    scores,
+)
+from seerbench.protocols import QuestionRun
+from seerbench.types import Verdict
+
+# Per-run facts that must not enter results lines (they differ between a fresh and a resumed run).
+_VOLATILE = {"cached"}
+
+
+def _clean(meta: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in meta.items() if k not in _VOLATILE}
+
+
+def result_line(qr: QuestionRun, meta: dict[str, Any], *, eps: float, policy: FailurePolicy) -> dict[str, Any]:
+    """The results.jsonl line of one question."""
+    q = qr.question
+    cases: list[dict[str, Any]] = []
+    seen_runs: set[int] = set()
+    failures = 0
+    for a in q.answer_cases:
+        run = qr.cases.get(a.short)
+        if run is None:
+            continue
+        v = run.verdict
+        if id(run) not in seen_runs:
+            seen_runs.add(id(run))
+            failures += 0 if v.ok else 1
+        cases.append({
+            "short": a.short,
+            "long": a.long,
+            "value": a.value,
+            "case_probs": {
+                "probabilities": v.probabilities,
+                "method": v.method,
+                "parse_status": v.parse_status,
+                "error": v.error,
+                "raw": v.raw,
+                "n_samples": v.n_samples,
+                "metadata": _clean(v.metadata),
+                "transcript": [t.model_dump(mode="json") for t in run.transcript.turns],
+            },
+        })
+    line: dict[str, Any] = {
+        "question_id": q.id,
+        **meta,
+        "question": q.model_dump(mode="json"),
+        "symmetric": qr.symmetric,
+        "chosen_case": qr.chosen_case,
+        "notes": qr.notes,
+        "parse_failures": failures,
+        "answer_cases": cases,
+    }
+    return rescore(line, eps=eps, policy=policy)
+
+
+def rescore(line: dict[str, Any], *, eps: float, policy: FailurePolicy, betas: Iterable[float] = BETAS) -> dict[str, Any]:
+    """(Re)compute judge/agent scores, ASD, JSE/ASE and judge accuracy of a line from its stored
+    probabilities. ``excluded`` is True when a parse failure leaves a needed case unscored."""
+    betas = tuple(betas)
+    shorts = [c["short"] for c in line["question"]["answer_cases"]]
+    true = next(c["short"] for c in line["question"]["answer_cases"] if c["value"] > 0.5)
+    probs_by_case: dict[str, dict[str, float]] = {}
+    for c in line["answer_cases"]:
+        cp = c["case_probs"]
+        v = Verdict(probabilities=cp["probabilities"], parse_status=cp["parse_status"], method=cp["method"], raw="", error=cp["error"])
+        probs = resolve_probabilities(v, shorts, policy)
+        cp["judge_score"] = scores(probs, true, eps) if probs else None
+        c["agent_score"] = scores(probs, c["short"], eps) if probs else None
+        if probs:
+            probs_by_case[c["short"]] = probs
+    for k in [key for key in line if key.startswith(("asd", "jse_", "ase_"))]:
+        del line[k]
+    scored = [c for c in line["answer_cases"] if c["agent_score"] is not None]
+    line["excluded"] = len(scored) < len(line["answer_cases"]) or not scored
+    accs = [c["case_probs"]["judge_score"]["accuracy"] for c in scored]
+    line["judge_accuracy"] = None if line["excluded"] else sum(accs) / len(accs)
+    if len(line["answer_cases"]) == 2 and not line["excluded"]:
+        false = next(s for s in shorts if s != true)
+        qs = question_scores(probs_by_case, true, false, eps=eps, betas=betas)
+        line.update(qs.flat())
+    else:
+        line["asd"] = None
+    line["eps"] = eps
+    line["parse_failure_policy"] = policy
+    return line
+
+
+METRIC_KEYS = ("asd", *(f"{p}_{beta_key(b)}" for p in ("jse", "ase") for b in BETAS))
+
+
+def run_stats(
+    lines: Sequence[dict[str, Any]], meta: dict[str, Any], *, eps: float, policy: FailurePolicy,
+    n_boot: int = 2000, seed: int = 0, betas: Iterable[float] = BETAS,
+) -> dict[str, Any]:
+    """Statistics of one grid cell: mean, std, SE and bootstrap 95% CI of every metric."""
+    betas = tuple(betas)
+    lines = [rescore(dict(ln), eps=eps, policy=policy, betas=betas) for ln in lines]
+    keys = ["asd", *(f"{p}_{beta_key(b)}" for p in ("jse", "ase") for b in betas)]
+    kept = [ln for ln in lines if not ln["excluded"]]
+    metrics: dict[str, Any] = {}
+    for k in keys:
+        vals = [ln[k] for ln in kept if ln.get(k)]
+        if vals:
+            metrics[k] = {st: summarize([v[st] for v in vals], n_boot=n_boot, seed=seed).as_dict() for st in SCORE_TYPES}
+    metrics["judge_accuracy"] = summarize([ln["judge_accuracy"] for ln in kept], n_boot=n_boot, seed=seed).as_dict()
+    return {
+        **meta,
+        "n_questions": len(lines),
+        "n_scored": len(kept),
+        "n_excluded": len(lines) - len(kept),
+        "parse_failures": sum(ln["parse_failures"] for ln in lines),
+        "parse_failure_policy": policy,
+        "eps": eps,
+        "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": 0.95},
+        "metrics": metrics,
+    }
+
+
+def paired(
+    a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]], key: str, score: str = "log", **kw: Any
+) -> dict[str, Any] | None:
+    """Paired difference a - b of a per-question metric over the questions both scored."""
+
+    def values(lines: Sequence[dict[str, Any]]) -> dict[str, float]:
+        out = {}
+        for ln in lines:
+            v = ln.get(key)
+            if ln.get("excluded") or v is None:
+                continue
+            x = v if isinstance(v, int | float) else v.get(score)
+            if x is not None and math.isfinite(x):
+                out[ln["question_id"]] = float(x)
+        return out
+
+    va, vb = values(a), values(b)
+    common = sorted(set(va) & set(vb))
+    if not common:
+        return None
+    return paired_difference([va[q] for q in common], [vb[q] for q in common], **kw).as_dict()
