@@ -92,7 +92,7 @@ class ExperimentConfig(BaseModel):
 
     name: str = "experiment"
     dataset: str | dict[str, Any] = Field(description="A dataset name or seerbench JSONL path, or {name: ..., <options>}")
-    binary_seed: int = Field(default=0, description="Seed of the binary view (distractor and option order).")
+    binary_seed: int = Field(default=0, description="Seed of the binary view (distractor choice and option order).")
     out: str | None = None
     limit: int | None = Field(default=None, ge=1)
     seed: int = 0
@@ -208,26 +208,25 @@ class Experiment:
         self.config = config
         self.out = Path(out) if out is not None else config.out_dir()
         self._questions = list(questions) if questions is not None else None
+        self.n_skipped = 0  # questions without exactly one true option, left out
 
     # ---- data ---------------------------------------------------------------------------------
     def questions(self) -> list[Question]:
         qs = self._questions if self._questions is not None else self._load_dataset()
         if not qs:
             raise DataError("the dataset is empty")
-        binary: list[Question] = []
-        non_binary = [q for q in qs if not q.is_binary]
-        if non_binary:
-            from seerbench.datasets import binary_view
-
-            convertible = [q for q in non_binary if len(q.true_cases) == 1]
-            binary = binary_view(convertible, seed=self.config.binary_seed) if convertible else []
-        by_id = {q.id: q for q in binary}
-        out = [by_id.get(q.id, q) for q in qs if q.is_binary or q.id in by_id]
-        if not out:
+        usable = [q for q in qs if len(q.true_cases) == 1]
+        self.n_skipped = len(qs) - len(usable)
+        if not usable:
             raise DataError(
                 "the dataset has no binary-compatible questions: the protocols need questions with exactly "
                 "one true option (a binary view keeps it and one distractor)"
             )
+        from seerbench.datasets import binary_view
+
+        # Every question goes through the seeded binary view: K > 2 options become two, and the
+        # true answer's position is shuffled even where the published order is biased.
+        out = binary_view(usable, seed=self.config.binary_seed)
         ids = [q.id for q in out]
         if len(set(ids)) != len(ids):
             dup = sorted({i for i in ids if ids.count(i) > 1})[:5]

@@ -78,6 +78,8 @@ def run(
         return
     console.print(stats_table([r.stats for r in results], title=f"{cfg.name}: {exp.out}"))
     console.print(f"[dim]{_usage_line()}  wall {time.time() - started:.1f}s[/]")
+    if exp.n_skipped:
+        console.print(f"[yellow]{exp.n_skipped} questions without exactly one true option were left out.[/]")
     failed = sum(r.n_errors for r in results)
     if failed:
         console.print(f"[red]{failed} question runs failed (see below); run the same command again to retry them.[/]")
