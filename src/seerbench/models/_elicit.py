@@ -106,7 +106,8 @@ def _logsumexp(v: list[float]) -> float:
     return m + math.log(sum(math.exp(x - m) for x in v))
 
 
-_NUM = r"(\d+(?:\.\d+)?|\.\d+)"
+# A leading minus is captured so that "-0.2" is rejected rather than read as 0.2.
+_NUM = r"(-?(?:\d+(?:\.\d+)?|\.\d+))"
 _VALUE = re.compile(_NUM + r"\s*(?:(%)|/\s*" + _NUM + r")?")
 
 
@@ -115,15 +116,23 @@ def _to_prob(num: str, pct: str | None, den: str | None) -> float | None:
     if den is not None:
         d = float(den)
         x = x / d if d > 0 else math.nan
-    elif pct or x > 1:
+    elif pct:
+        x = x / 100.0
+    elif x > 1:
+        # A bare whole number above 1 ("70") is a percentage; a bare "1.5" is not a probability.
+        if not x.is_integer():
+            return None
         x = x / 100.0
     return x if 0.0 <= x <= 1.0 else None
 
 
 def parse_verbalized(text: str, options: Sequence[str]) -> dict[str, float] | str:
     """Parse a verbalised probability. Labelled values for every option ("A: 70%, B: 30%") are
-    normalised to sum 1; for two options a single unlabelled value is the probability of the first
-    option ("70%", "0.7", "probability: 7/10"). Anything else is an error string."""
+    normalised to sum 1; for two options one labelled value ("B: 30%") is that option's
+    probability, and a single unlabelled value is the probability of the first option ("70%",
+    "0.7", "probability: 7/10"; a bare whole number above 1 such as "70" is read as a percentage).
+    Anything else (no number, several unlabelled numbers, a value outside [0, 1] such as "150%",
+    "1.5" or "-0.2") is an error string."""
     labelled: dict[str, float] = {}
     for o in options:
         m = re.search(r"(?<![A-Za-z])" + re.escape(o) + r"\)?\s*[:=\-]\s*" + _VALUE.pattern, text)
@@ -137,6 +146,10 @@ def parse_verbalized(text: str, options: Sequence[str]) -> dict[str, float] | st
         if total <= 0:
             return "all option probabilities are zero"
         return {o: v / total for o, v in labelled.items()}
+    if len(options) == 2 and len(labelled) == 1:
+        # "B: 0.3" alone is the probability of B, whichever option it names.
+        (o, p), = labelled.items()
+        return {options[0]: p, options[1]: 1.0 - p} if o == options[0] else {options[0]: 1.0 - p, options[1]: p}
     if len(options) == 2:
         values = [(m, _to_prob(m.group(1), m.group(2), m.group(3))) for m in _VALUE.finditer(text)]
         if len(values) == 1:

@@ -1,0 +1,230 @@
+"""Benchmarks of the model layer (issue 2). Run: ``python benchmarks/bench_models.py [--quick]``.
+
+Prints a table of each figure against its target. No asserts: the numbers are for the report.
+
+1. Layer overhead per call against an instant in-process backend, cache off and on.
+2. Throughput against a loopback OpenAI-compatible server (a separate process, so it does not
+   share this process's GIL) answering after a fixed 50 ms, at concurrency 1, 8 and 64.
+3. The cache-hit path: 10,000 requests all answered from the disk cache.
+4. The embedded model: generated tokens/s through seerbench vs llama-cpp-python called directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from seerbench.models import (
+    Backend,
+    Cache,
+    ChatMessage,
+    GenerateConfig,
+    Model,
+    RetryPolicy,
+    Sample,
+    Usage,
+    UsageTracker,
+    get_model,
+)
+
+ROWS: list[tuple[str, str, str, str]] = []
+
+
+def row(name: str, value: str, target: str, ok: bool | None) -> None:
+    verdict = "-" if ok is None else ("met" if ok else "MISSED")
+    ROWS.append((name, value, target, verdict))
+    print(f"  {name:<52} {value:>18}   target {target:<20} {verdict}", flush=True)
+
+
+class InstantBackend(Backend):
+    """Answers at once with a fixed sample: measures the layer, not a model."""
+
+    name = "instant"
+    default_concurrency = 64
+
+    @property
+    def model_id(self) -> str:
+        return "instant"
+
+    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+        return Sample(text="A", usage=Usage(prompt_tokens=3, completion_tokens=1), finish_reason="stop")
+
+
+async def _sequential(model: Model, n: int, distinct: bool) -> float:
+    t = time.perf_counter()
+    for i in range(n):
+        await model.generate(f"question {i if distinct else 0}", max_tokens=4)
+    return time.perf_counter() - t
+
+
+async def _bare(backend: Backend, n: int) -> float:
+    cfg = GenerateConfig(max_tokens=4)
+    msgs = [ChatMessage(role="user", content="question")]
+    t = time.perf_counter()
+    for _ in range(n):
+        await backend.complete(msgs, cfg, 0)
+    return time.perf_counter() - t
+
+
+def bench_overhead(n: int, tmp: str) -> None:
+    print("layer overhead (instant in-process backend)")
+    backend = InstantBackend()
+    bare = min(asyncio.run(_bare(backend, n)) for _ in range(3)) / n
+    m_off = Model("instant", backend, cache=False, usage=UsageTracker())
+    off = min(asyncio.run(_sequential(m_off, n, True)) for _ in range(3)) / n - bare
+    row("overhead per call, cache off", f"{off * 1e3:.4f} ms", "< 0.2 ms", off < 2e-4)
+    # cache on, every request new: a miss, a backend call and a write per call
+    on_times = []
+    for rep in range(3):
+        cache = Cache(os.path.join(tmp, f"overhead{rep}.sqlite"))
+        m_on = Model("instant", backend, cache=cache, usage=UsageTracker())
+        on_times.append(asyncio.run(_sequential(m_on, n, True)) / n - bare)
+        cache.close()
+    on = min(on_times)
+    row("overhead per call, cache on (miss + write)", f"{on * 1e3:.4f} ms", "< 0.2 ms", on < 2e-4)
+
+
+def bench_cache_hits(n: int, tmp: str) -> None:
+    print("cache-hit path")
+    cache = Cache(os.path.join(tmp, "hits.sqlite"))
+    backend = InstantBackend()
+    m = Model("instant", backend, cache=cache, usage=UsageTracker())
+
+    async def fill_then_hit() -> float:
+        for i in range(n):
+            await m.generate(f"question {i}", max_tokens=4)
+        t = time.perf_counter()
+        for i in range(n):
+            out = await m.generate(f"question {i}", max_tokens=4)
+            assert out.cached
+        return time.perf_counter() - t
+
+    dt = asyncio.run(fill_then_hit())
+    row(f"{n:,} cached requests", f"{dt:.3f} s", "< 2 s", dt < 2.0)
+    cache.close()
+
+
+# -- throughput against a loopback server --------------------------------------------------------
+
+
+def _serve(delay: float, conn: Any) -> None:
+    from seerbench.testing import FakeOpenAIServer
+
+    srv = FakeOpenAIServer(delay=delay, reply="A", api_key=None)
+    conn.send(srv.base_url)
+    asyncio.run(srv.serve_asyncio())
+
+
+async def _throughput(model: Model, concurrency: int, total: int) -> float:
+    sem = asyncio.Semaphore(concurrency)
+    counter = iter(range(total))
+
+    async def worker() -> None:
+        for i in counter:
+            async with sem:
+                await model.generate(f"q{i}", max_tokens=4)
+
+    await model.generate("warm-up", max_tokens=4)  # open the connection pool
+    t = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    dt = time.perf_counter() - t
+    await model.aclose()
+    return total / dt
+
+
+def bench_throughput(latency: float, levels: Sequence[int], seconds: float) -> None:
+    print(f"throughput (loopback OpenAI-compatible server, {latency * 1e3:.0f} ms per answer)")
+    parent, child = mp.Pipe()
+    proc = mp.get_context("spawn").Process(target=_serve, args=(latency, child), daemon=True)
+    proc.start()
+    try:
+        base_url = parent.recv()
+        for c in levels:
+            ideal = c / latency
+            total = max(c * 4, int(ideal * seconds))
+            # a fresh Model per level (no cache: every request must reach the server)
+            m = get_model(f"openai/fake-model@{base_url}", cache=False, max_concurrency=c, api_key="x",
+                          retry=RetryPolicy(max_attempts=1))
+            rps = asyncio.run(_throughput(m, c, total))
+            row(f"concurrency {c:>2} ({total} requests)", f"{rps:.1f} req/s", f">= {0.9 * ideal:.0f} req/s",
+                rps >= 0.9 * ideal)
+    finally:
+        proc.terminate()
+        proc.join()
+
+
+# -- the embedded model --------------------------------------------------------------------------
+
+PROMPT = "Write a short story about a robot who learns to paint."
+
+
+def bench_local(max_tokens: int, reps: int) -> None:
+    print(f"embedded model (SmolLM2-135M, {max_tokens} tokens per call, best of {reps})")
+    import llama_cpp
+
+    from seerbench.models._local import DEFAULT_N_CTX, default_model_path
+
+    path = default_model_path()
+    direct = llama_cpp.Llama(model_path=str(path), n_ctx=DEFAULT_N_CTX, verbose=False)
+
+    def run_direct() -> tuple[int, float]:
+        t = time.perf_counter()
+        r: Any = direct.create_chat_completion(
+            messages=[{"role": "user", "content": PROMPT}], max_tokens=max_tokens, temperature=0.0, seed=0
+        )
+        return int(r["usage"]["completion_tokens"]), time.perf_counter() - t
+
+    model = get_model("local", cache=False)
+
+    async def run_seerbench() -> tuple[int, float]:
+        t = time.perf_counter()
+        out = await model.generate(PROMPT, max_tokens=max_tokens, temperature=0.0)
+        return out.usage.completion_tokens, time.perf_counter() - t
+
+    asyncio.run(run_seerbench())  # load
+    run_direct()
+    d_rates, s_rates = [], []
+    for _ in range(reps):  # interleaved, so drift in machine load hits both alike
+        n, dt = run_direct()
+        d_rates.append(n / dt)
+        n, dt = asyncio.run(run_seerbench())
+        s_rates.append(n / dt)
+    d, s = max(d_rates), max(s_rates)
+    row("llama-cpp-python directly", f"{d:.1f} tok/s", "-", None)
+    row("through seerbench (get_model('local'))", f"{s:.1f} tok/s", "within 5%", s >= 0.95 * d)
+    row("  ratio seerbench / direct (median)", f"{statistics.median(s_rates) / statistics.median(d_rates):.3f}", ">= 0.95", None)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--only", choices=["overhead", "cache", "throughput", "local"], action="append")
+    a = ap.parse_args(argv)
+    only = set(a.only or ["overhead", "cache", "throughput", "local"])
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["SEERBENCH_CACHE_DIR"] = tmp  # never touch the user's cache
+        if "overhead" in only:
+            bench_overhead(2_000 if a.quick else 10_000, tmp)
+        if "cache" in only:
+            bench_cache_hits(10_000, tmp)
+        if "throughput" in only:
+            bench_throughput(0.05, (1, 8, 64), 2.0 if a.quick else 5.0)
+        if "local" in only:
+            bench_local(64 if a.quick else 128, 2 if a.quick else 5)
+    print()
+    print(f"{'benchmark':<52} {'value':>18}   {'target':<20} result")
+    for name, value, target, verdict in ROWS:
+        print(f"{name:<52} {value:>18}   {target:<20} {verdict}")
+    print(f"(python {sys.version.split()[0]}, {os.cpu_count()} cpus)")
+
+
+if __name__ == "__main__":
+    main()
