@@ -1,0 +1,233 @@
+"""The study manifest: a YAML file saying what raters judge, under which conditions, how often.
+
+Validated with pydantic; every error names the offending key (``conditions.1.show``) so a study
+author can fix the file without reading code. See ``docs/study.md`` for the reference.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from seerbench.errors import ConfigError
+
+__all__ = [
+    "ASSISTANCE_PARTS",
+    "SHOW_PARTS",
+    "Condition",
+    "ItemSource",
+    "QuizQuestion",
+    "StudyManifest",
+    "Tutorial",
+    "load_manifest",
+]
+
+TaskType = Literal["two_option", "factuality", "expert_routing"]
+ShowPart = Literal["passage", "snippets", "arguments", "transcript"]
+AssistancePart = Literal["search_results", "evidence", "reasoning", "judgments", "confidence", "two_sided"]
+
+SHOW_PARTS: tuple[str, ...] = ("passage", "snippets", "arguments", "transcript")
+ASSISTANCE_PARTS: tuple[str, ...] = (
+    "search_results",
+    "evidence",
+    "reasoning",
+    "judgments",
+    "confidence",
+    "two_sided",
+)
+
+# Seed 004's letters: P = passage, S = snippets, A = arguments.
+_LETTERS = {"P": "passage", "S": "snippets", "A": "arguments"}
+
+DEFAULT_WARNING = (
+    "This AI fact-verification assistant is still learning and can make mistakes. Be critical of the "
+    "information it provides and use it only to the extent you judge it valid."
+)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class QuizQuestion(_Strict):
+    """One tutorial quiz question; ``answer`` is the 0-based index of the correct option."""
+
+    question: str = Field(min_length=1)
+    options: list[str] = Field(min_length=2)
+    answer: int = Field(ge=0)
+    explanation: str = ""
+
+    @model_validator(mode="after")
+    def _answer_in_range(self) -> QuizQuestion:
+        if self.answer >= len(self.options):
+            raise ValueError(f"answer {self.answer} is not an index into {len(self.options)} options")
+        return self
+
+
+class Tutorial(_Strict):
+    """Tutorial text (paragraphs separated by blank lines) and a quiz every rater must pass."""
+
+    text: str = ""
+    quiz: list[QuizQuestion] = Field(default_factory=list)
+
+
+class ItemSource(_Strict):
+    """Where items come from; exactly one of ``questions``, ``results`` or ``question``.
+
+    - ``questions``: a seerbench questions JSONL file (one :class:`~seerbench.types.Question` per line)
+    - ``results``: a protocol run's ``results.jsonl``; one item per (question, answer case transcript)
+    - ``question``: one question written inline
+    ``catch: true`` marks the items as ready-made catch trials (e.g. QuALITY's quick questions),
+    usable in every condition.
+    """
+
+    questions: str | None = None
+    results: str | None = None
+    question: dict[str, Any] | None = None
+    catch: bool = False
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ItemSource:
+        given = [k for k in ("questions", "results", "question") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "each items entry needs exactly one of 'questions' (a JSONL file), 'results' "
+                f"(a results.jsonl) or 'question' (inline); got {given or 'none'}"
+            )
+        return self
+
+
+class Condition(_Strict):
+    """One experimental condition: what the rater sees besides the question and its options.
+
+    Two-option and expert-routing tasks use ``show`` (``passage``, ``snippets``, ``arguments``,
+    ``transcript``); factuality rating uses ``assistance`` (any subset of :data:`ASSISTANCE_PARTS`).
+    A bare string is shorthand: ``P``, ``PS``, ``PSA`` (seed 004's letters), ``Q`` (nothing),
+    ``transcript``, or ``baseline`` (no assistance).
+    """
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.+-]+$")
+    show: list[ShowPart] = Field(default_factory=list)
+    assistance: list[AssistancePart] = Field(default_factory=list)
+    description: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
+        s = v.strip()
+        if s.lower() == "transcript":
+            return {"name": s, "show": ["transcript"]}
+        if s.lower() in ("baseline", "none"):
+            return {"name": s}
+        if s.upper() == "Q":
+            return {"name": s}
+        if s and all(c in _LETTERS for c in s.upper()):
+            return {"name": s, "show": [_LETTERS[c] for c in s.upper()]}
+        raise ValueError(
+            f"unknown condition shorthand {v!r}; use P, PS, PSA, Q, transcript, baseline, or a mapping "
+            "with name/show/assistance"
+        )
+
+
+class StudyManifest(_Strict):
+    """A human judging study. See ``docs/study.md`` for every key."""
+
+    name: str = Field(min_length=1)
+    task: TaskType = "two_option"
+    items: list[ItemSource] = Field(min_length=1)
+    conditions: list[Condition] = Field(min_length=1)
+    ratings_per_item: int = Field(default=3, ge=1, description="Ratings of each item in each condition.")
+    tasks_per_rater: int = Field(default=10, ge=1, description="Tasks (catch trials included) per rater.")
+    time_limit_s: float | None = Field(default=90.0, gt=0, description="Reading timer; null = untimed.")
+    finalise_s: float = Field(default=30.0, ge=0, description="Window to finalise after the timer.")
+    submit_grace_s: float = Field(default=3.0, ge=0, description="Network slack on server deadlines.")
+    assignment_timeout_s: float = Field(default=1800.0, gt=0, description="Reclaim unsubmitted tasks after.")
+    probability: Literal["off", "optional", "required"] = "optional"
+    feedback: bool = True
+    catch_rate: float = Field(default=0.1, ge=0, lt=1)
+    catch_min: int = Field(default=5, ge=1)
+    catch_threshold: float = Field(default=0.6, ge=0, le=1)
+    tutorial: Tutorial = Field(default_factory=Tutorial)
+    instructions: str = ""
+    warning: str = DEFAULT_WARNING
+    completion_code: str = Field(min_length=1, max_length=64)
+    completion_url: str | None = "https://app.prolific.com/submissions/complete?cc={code}"
+    stopped_code: str | None = None
+    allow_anonymous: bool = False
+    admin_token: str | None = Field(default=None, min_length=16)
+    seed: int = 0
+
+    @field_validator("conditions")
+    @classmethod
+    def _unique_names(cls, v: list[Condition]) -> list[Condition]:
+        names = [c.name for c in v]
+        if len(set(names)) != len(names):
+            raise ValueError(f"condition names must be unique, got {names}")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> StudyManifest:
+        if self.task == "factuality":
+            bad = [c.name for c in self.conditions if c.show]
+            if bad:
+                raise ValueError(f"factuality conditions use 'assistance', not 'show' (conditions {bad})")
+        else:
+            bad = [c.name for c in self.conditions if c.assistance]
+            if bad:
+                raise ValueError(f"'assistance' is only for task: factuality (conditions {bad})")
+        if self.time_limit_s is not None:
+            need = self.time_limit_s + self.finalise_s + self.submit_grace_s
+            if self.assignment_timeout_s <= need:
+                raise ValueError(
+                    f"assignment_timeout_s ({self.assignment_timeout_s}) must exceed time_limit_s + "
+                    f"finalise_s + submit_grace_s ({need}), or raters lose tasks they are still doing"
+                )
+        return self
+
+    @property
+    def timed(self) -> bool:
+        return self.time_limit_s is not None and self.task != "factuality"
+
+    def condition(self, name: str) -> Condition:
+        for c in self.conditions:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+
+def _format_error(e: ValidationError, where: str) -> str:
+    lines = []
+    for err in e.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key (check the spelling; see docs/study.md)"
+        lines.append(f"  {loc}: {msg}")
+    return f"invalid study manifest {where}:\n" + "\n".join(lines)
+
+
+def load_manifest(source: str | Path | dict[str, Any]) -> StudyManifest:
+    """Read and validate a manifest from a YAML path or a dict; raises :class:`ConfigError`."""
+    where = "(dict)"
+    if isinstance(source, dict):
+        data: Any = source
+    else:
+        path = Path(source)
+        where = str(path)
+        if not path.is_file():
+            raise ConfigError(f"study manifest {path} does not exist")
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as e:
+            raise ConfigError(f"study manifest {path} is not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"study manifest {where} must be a mapping of keys to values")
+    try:
+        return StudyManifest.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(_format_error(e, where)) from None

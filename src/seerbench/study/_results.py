@@ -1,0 +1,353 @@
+"""Judgments out of a study: export rows (CSV/JSONL), human :class:`Verdict` objects, and metrics.
+
+Human verdicts are verdicts: every statistic here goes through :mod:`seerbench.metrics` and
+:func:`seerbench.analysis.summarize`, the code that scores model judges.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from seerbench.analysis import summarize
+from seerbench.errors import ConfigError, DataError
+from seerbench.metrics import question_scores, score
+from seerbench.study._storage import StudyStore
+from seerbench.types import AnswerCase, Question, Verdict
+
+__all__ = [
+    "EXPORT_FIELDS",
+    "TimeoutPolicy",
+    "export_rows",
+    "judgment_question",
+    "judgment_verdict",
+    "read_export",
+    "study_stats",
+    "write_export",
+]
+
+TimeoutPolicy = Literal["wrong", "half", "exclude"]
+
+#: Columns of an export, in order. Times are ISO 8601 UTC; ``seconds`` runs from the timer start
+#: (or from when the task was first shown, for untimed tasks) to the submission.
+EXPORT_FIELDS: tuple[str, ...] = (
+    "judgment_id",
+    "study",
+    "task",
+    "item",
+    "question_id",
+    "answer_case",
+    "condition",
+    "is_catch",
+    "catch_kind",
+    "rater_id",
+    "rater_external_id",
+    "rater_source",
+    "seq",
+    "options",
+    "true_answer",
+    "expert_option",
+    "assigned_at",
+    "started_at",
+    "timer_started_at",
+    "submitted_at",
+    "seconds",
+    "timed_out",
+    "auto_submitted",
+    "answer",
+    "probability",
+    "confidence",
+    "helpfulness",
+    "rating",
+    "correct",
+    "ai_correct",
+    "comment",
+)
+
+
+def _iso(t: float | None) -> str | None:
+    return None if t is None else datetime.fromtimestamp(t, tz=UTC).isoformat(timespec="milliseconds")
+
+
+def export_rows(store: StudyStore) -> list[dict[str, Any]]:
+    """One row per submitted judgment (catch trials included, flagged ``is_catch``)."""
+    m = store.manifest
+    rows = []
+    for a, r in store.assignments():
+        it = store.item(a.item_id)
+        q = it.question
+        ai = q.metadata.get("ai_correct")
+        rows.append(
+            {
+                "judgment_id": a.id,
+                "study": m.name,
+                "task": m.task,
+                "item": it.key,
+                "question_id": q.id,
+                "answer_case": it.answer_case,
+                "condition": a.condition,
+                "is_catch": a.is_catch,
+                "catch_kind": it.catch,
+                "rater_id": a.rater_id,
+                "rater_external_id": r["external_id"],
+                "rater_source": r["source"],
+                "seq": a.seq,
+                "options": q.shorts,
+                "true_answer": it.correct,
+                "expert_option": a.expert_option,
+                "assigned_at": _iso(a.assigned_at),
+                "started_at": _iso(a.shown_at),
+                "timer_started_at": _iso(a.timer_started_at),
+                "submitted_at": _iso(a.submitted_at),
+                "seconds": None if a.seconds is None else round(a.seconds, 3),
+                "timed_out": a.timed_out,
+                "auto_submitted": a.auto_submitted,
+                "answer": a.answer,
+                "probability": a.probability,
+                "confidence": a.confidence,
+                "helpfulness": a.helpfulness,
+                "rating": a.rating,
+                "correct": a.correct,
+                "ai_correct": bool(ai) if ai is not None else None,
+                "comment": a.comment,
+            }
+        )
+    return rows
+
+
+def write_export(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
+    """Write rows as ``.csv`` (lists joined with ``|``) or ``.jsonl``."""
+    p = Path(path)
+    if p.suffix == ".jsonl":
+        with p.open("w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row) + "\n")
+    elif p.suffix == ".csv":
+        with p.open("w", encoding="utf-8", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(EXPORT_FIELDS))
+            w.writeheader()
+            for row in rows:
+                w.writerow({k: _csv_cell(row.get(k)) for k in EXPORT_FIELDS})
+    else:
+        raise ConfigError(f"export file {p} must end in .csv or .jsonl")
+    return p
+
+
+def _csv_cell(v: Any) -> Any:
+    if isinstance(v, list):
+        return "|".join(str(x) for x in v)
+    if v is None:
+        return ""
+    return v
+
+
+_BOOL = {"true": True, "false": False, "1": True, "0": False}
+
+
+def read_export(path: str | Path) -> list[dict[str, Any]]:
+    """Read an export back (CSV or JSONL) with the types :func:`export_rows` produced."""
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"export file {p} does not exist")
+    if p.suffix == ".jsonl":
+        return [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if p.suffix != ".csv":
+        raise ConfigError(f"export file {p} must end in .csv or .jsonl")
+    out = []
+    with p.open(encoding="utf-8", newline="") as f:
+        for n, raw in enumerate(csv.DictReader(f), 2):
+            row: dict[str, Any] = {k: (v if v != "" else None) for k, v in raw.items()}
+            try:
+                row["options"] = (row.get("options") or "").split("|")
+                for k in ("is_catch", "timed_out", "auto_submitted", "ai_correct"):
+                    if row.get(k) is not None:
+                        row[k] = _BOOL[str(row[k]).lower()]
+                for k in ("probability", "correct", "seconds"):
+                    if row.get(k) is not None:
+                        row[k] = float(row[k])
+                for k in ("confidence", "helpfulness", "seq"):
+                    if row.get(k) is not None:
+                        row[k] = int(row[k])
+            except (KeyError, ValueError) as e:
+                raise DataError(f"{p}:{n}: unreadable value ({e})") from None
+            out.append(row)
+    return out
+
+
+def judgment_question(row: dict[str, Any]) -> Question:
+    """A minimal :class:`Question` (options and ground truth) rebuilt from an export row."""
+    return Question(
+        id=str(row["question_id"]),
+        text="",
+        answer_cases=[
+            AnswerCase(short=o, long=o, value=1.0 if o == row["true_answer"] else 0.0) for o in row["options"]
+        ],
+    )
+
+
+def judgment_verdict(row: dict[str, Any]) -> Verdict:
+    """The human :class:`Verdict` of one judgment (``method='human'``).
+
+    - two-option: the chosen option gets the rater's probability (1.0 if none was asked or given),
+      the rest is split over the other options;
+    - expert routing (seed 001): "yes" to "is it k?" puts 1.0 on k; "no" is a complementary label,
+      uniform over the other options;
+    - factuality (seed 000): the rating binarised to the ``accurate`` / ``inaccurate`` option.
+    A timeout, skip, "can't assess" or "doesn't require assessment" is a failed verdict whose
+    ``error`` says which; how it is scored is the caller's policy.
+    """
+    options = list(row["options"])
+    meta = {k: row.get(k) for k in ("judgment_id", "rater_id", "condition", "question_id", "is_catch")}
+    if row.get("timed_out"):
+        return Verdict.failure("", "timed_out", method="human", metadata=meta)
+    ans = row.get("answer")
+    task = row.get("task", "two_option")
+    if task == "expert_routing":
+        k = row.get("expert_option")
+        if ans not in ("yes", "no") or k not in options:
+            return Verdict.failure(str(ans or ""), "no_answer", method="human", metadata=meta)
+        if ans == "yes":
+            probs = {o: 1.0 if o == k else 0.0 for o in options}
+        else:
+            probs = {o: 0.0 if o == k else 1.0 / (len(options) - 1) for o in options}
+        return Verdict(probabilities=probs, method="human", raw=str(ans), metadata=meta)
+    if ans in (None, "skip", "cant_assess", "no_claim") or ans not in options:
+        return Verdict.failure(str(ans or ""), str(ans or "no_answer"), method="human", metadata=meta)
+    p = row.get("probability")
+    p = 1.0 if p is None else float(p)
+    rest = (1.0 - p) / (len(options) - 1)
+    probs = {o: p if o == ans else rest for o in options}
+    return Verdict(probabilities=probs, method="human", raw=str(ans), metadata=meta)
+
+
+def _accuracy(row: dict[str, Any], verdict: Verdict, policy: TimeoutPolicy) -> float | None:
+    """Accuracy score of one judgment; failed verdicts follow ``policy`` except skips and "can't
+    assess", which never count (the rater declined to answer)."""
+    if verdict.ok:
+        return score(verdict.probabilities or {}, row["true_answer"], "accuracy")
+    if verdict.error in ("skip", "cant_assess"):
+        return None
+    if verdict.error == "no_claim":
+        return 0.0  # seed 000 codes "doesn't require assessment" as wrong
+    if policy == "wrong":
+        return 0.0
+    if policy == "half":
+        return 1.0 / len(row["options"])
+    return None
+
+
+def _summary(values: Sequence[float], seed: int) -> dict[str, Any]:
+    return summarize(list(values), seed=seed).as_dict() if values else {"n": 0, "mean": math.nan}
+
+
+def study_stats(
+    rows: Iterable[dict[str, Any]], *, timeout_policy: TimeoutPolicy = "wrong", seed: int = 0
+) -> dict[str, Any]:
+    """Accuracy (with bootstrap CIs), vote accuracy, ASD, reliance, timeouts and catch-trial accuracy
+    per condition, from export rows or :func:`export_rows`.
+
+    Catch trials are excluded from every result and reported separately under ``catch``.
+    ``timeout_policy``: a timed-out judgment counts as wrong (seed 004's rule, the default), as a
+    coin flip (``half``) or not at all (``exclude``).
+    """
+    if timeout_policy not in ("wrong", "half", "exclude"):
+        raise ConfigError(f"unknown timeout policy {timeout_policy!r}; use wrong, half or exclude")
+    rows = list(rows)
+    real = [r for r in rows if not r.get("is_catch")]
+    catch = [r for r in rows if r.get("is_catch")]
+    by_cond: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in real:
+        by_cond[str(r["condition"])].append(r)
+    out: dict[str, Any] = {"timeout_policy": timeout_policy, "seed": seed, "conditions": {}}
+    for cond, rs in sorted(by_cond.items()):
+        verdicts = [judgment_verdict(r) for r in rs]
+        accs = [a for r, v in zip(rs, verdicts, strict=True) if (a := _accuracy(r, v, timeout_policy)) is not None]
+        secs = [float(r["seconds"]) for r in rs if r.get("seconds") is not None]
+        c: dict[str, Any] = {
+            "judgments": len(rs),
+            "raters": len({r["rater_id"] for r in rs}),
+            "accuracy": _summary(accs, seed),
+            "timed_out": sum(1 for r in rs if r.get("timed_out")),
+            "median_seconds": statistics.median(secs) if secs else None,
+            "vote": _vote_accuracy(rs, verdicts),
+        }
+        asd = _asd(rs, verdicts, seed)
+        if asd:
+            c["asd"] = asd
+        rel = _reliance(rs, verdicts, timeout_policy, seed)
+        if rel:
+            c["reliance"] = rel
+        out["conditions"][cond] = c
+    cacc = [a for r in catch if (a := _accuracy(r, judgment_verdict(r), "wrong")) is not None]
+    out["catch"] = {"judgments": len(catch), "accuracy": _summary(cacc, seed)}
+    return out
+
+
+def _vote_accuracy(rows: list[dict[str, Any]], verdicts: list[Verdict]) -> dict[str, Any]:
+    """Seed 004's aggregates per item: majority vote (ties score 0.5) and unanimous-correct share."""
+    by_item: dict[str, list[tuple[dict[str, Any], Verdict]]] = defaultdict(list)
+    for r, v in zip(rows, verdicts, strict=True):
+        by_item[str(r["item"])].append((r, v))
+    maj, una = [], []
+    for pairs in by_item.values():
+        r0 = pairs[0][0]
+        if r0.get("task") == "expert_routing":
+            continue
+        votes: dict[str, int] = defaultdict(int)
+        for _r, v in pairs:
+            if v.ok:
+                votes[max(v.probabilities or {}, key=lambda o: (v.probabilities or {})[o])] += 1
+        if not votes:
+            continue
+        top = max(votes.values())
+        winners = [o for o, n in votes.items() if n == top]
+        # a majority vote is itself a distribution: the tied winners share the mass
+        maj.append(score({o: (1.0 / len(winners) if o in winners else 0.0) for o in r0["options"]}, r0["true_answer"], "accuracy"))
+        una.append(1.0 if all(v.ok and v.prob(r0["true_answer"]) > 0.5 for _r, v in pairs) else 0.0)
+    return {"items": len(maj), "majority": statistics.fmean(maj) if maj else None, "unanimous": statistics.fmean(una) if una else None}
+
+
+def _asd(rows: list[dict[str, Any]], verdicts: list[Verdict], seed: int) -> dict[str, Any] | None:
+    """ASD per question when both answer cases of a binary question were judged (transcript items):
+    the judge distribution of a case is the mean of its raters' verdicts."""
+    acc: dict[str, dict[str, list[dict[str, float]]]] = defaultdict(lambda: defaultdict(list))
+    truth: dict[str, tuple[str, str]] = {}
+    for r, v in zip(rows, verdicts, strict=True):
+        if not r.get("answer_case") or not v.ok or len(r["options"]) != 2:
+            continue
+        acc[str(r["question_id"])][str(r["answer_case"])].append(v.probabilities or {})
+        t = r["true_answer"]
+        truth[str(r["question_id"])] = (t, next(o for o in r["options"] if o != t))
+    asd_log, asd_acc = [], []
+    for qid, cases in acc.items():
+        t, f = truth[qid]
+        if t not in cases or f not in cases:
+            continue
+        mean = {a: {o: statistics.fmean(p[o] for p in ps) for o in (t, f)} for a, ps in cases.items()}
+        qs = question_scores(mean, t, f)
+        asd_log.append(qs.asd["log"])
+        asd_acc.append(qs.asd["accuracy"])
+    if not asd_log:
+        return None
+    return {"questions": len(asd_log), "log": _summary(asd_log, seed), "accuracy": _summary(asd_acc, seed)}
+
+
+def _reliance(rows: list[dict[str, Any]], verdicts: list[Verdict], policy: TimeoutPolicy, seed: int) -> dict[str, Any] | None:
+    """Seed 000's reliance split: accuracy on items where the AI was right vs wrong."""
+    split: dict[str, list[float]] = {"ai_right": [], "ai_wrong": []}
+    for r, v in zip(rows, verdicts, strict=True):
+        if r.get("ai_correct") is None:
+            continue
+        a = _accuracy(r, v, policy)
+        if a is not None:
+            split["ai_right" if r["ai_correct"] else "ai_wrong"].append(a)
+    if not split["ai_right"] and not split["ai_wrong"]:
+        return None
+    return {k: _summary(v, seed) for k, v in split.items()}

@@ -1,0 +1,74 @@
+// Progressive enhancement for the study pages: countdown timers, auto-submit when the finalise
+// window ends, and snippet highlighting. The server enforces every deadline on its own clock;
+// this script only keeps the page in step with it.
+(function () {
+  "use strict";
+
+  function setupTimer() {
+    var timer = document.getElementById("timer");
+    var form = document.getElementById("answer-form");
+    if (!timer || !form) return;
+    var phase = timer.getAttribute("data-phase");
+    var remaining = parseInt(timer.getAttribute("data-remaining"), 10) || 0;
+    var finalise = parseInt(timer.getAttribute("data-finalise"), 10) || 0;
+    var end = Date.now() + remaining * 1000;
+    var submitted = false;
+    form.addEventListener("submit", function () { submitted = true; });
+
+    function autoSubmit() {
+      if (submitted) return;
+      submitted = true;
+      document.getElementById("auto").value = "1";
+      form.submit();
+    }
+    function enterFinalise() {
+      phase = "finalise";
+      var material = document.getElementById("material");
+      if (material) material.classList.add("hidden");
+      var note = document.getElementById("finalise-note-js");
+      if (note) note.classList.remove("hidden");
+      end = Date.now() + finalise * 1000;
+    }
+    function tick() {
+      var left = Math.max(0, Math.ceil((end - Date.now()) / 1000));
+      timer.textContent = left + " s left" + (phase === "finalise" ? " to finalise" : "");
+      if (left <= 0) {
+        if (phase === "reading") {
+          enterFinalise();
+          if (finalise <= 0) { autoSubmit(); return; }
+        } else {
+          autoSubmit();
+          return;
+        }
+      }
+      window.setTimeout(tick, 250);
+    }
+    tick();
+  }
+
+  function setupSnippets() {
+    var links = document.querySelectorAll("a.snippet-link");
+    Array.prototype.forEach.call(links, function (link) {
+      link.addEventListener("click", function (ev) {
+        var target = document.getElementById(link.getAttribute("data-target"));
+        if (!target) return;
+        ev.preventDefault();
+        var option = link.getAttribute("data-option");
+        Array.prototype.forEach.call(document.querySelectorAll(".snip.highlight, .snip.active"), function (el) {
+          el.classList.remove("highlight");
+          el.classList.remove("active");
+        });
+        Array.prototype.forEach.call(document.querySelectorAll('.snip[data-option="' + option + '"]'), function (el) {
+          el.classList.add("highlight");
+        });
+        target.classList.add("active");
+        target.scrollIntoView({ block: "center" });
+      });
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    setupTimer();
+    setupSnippets();
+  });
+})();
