@@ -25,6 +25,7 @@ from seerbench.cli import (  # noqa: E402
     _estimate,  # noqa: F401
     _models,  # noqa: F401
     _run,  # noqa: F401
+    _study,  # noqa: F401
 )
 
 

@@ -1,0 +1,145 @@
+"""``seerbench study``: create, serve, export and score human judging studies."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from seerbench.cli import app
+from seerbench.cli._common import console, print_json
+
+study_app = typer.Typer(
+    help="Human judging studies: a web app for rater experiments (seeds 000, 001, 004).",
+    no_args_is_help=True,
+)
+app.add_typer(study_app, name="study")
+
+_DB_HELP = "Study database: a SQLite file path or a database URL (postgresql://...)."
+
+
+@study_app.command("create")
+def create(
+    manifest: Path = typer.Argument(..., help="Study manifest (YAML); see docs/study.md."),
+    db: str = typer.Option(..., "--db", help=_DB_HELP),
+) -> None:
+    """Validate MANIFEST, load its items and create the study in a new database."""
+    from seerbench.study import create_study
+
+    store = create_study(manifest, db)
+    try:
+        prog = store.progress()
+        m = store.manifest
+        console.print(f"created study [bold]{m.name}[/] ({m.task}) in {db}")
+        for name, c in prog["conditions"].items():
+            console.print(f"  condition {name}: {c['total']} ratings to collect")
+        console.print(f"next: seerbench study serve --db {db}")
+    finally:
+        store.close()
+
+
+@study_app.command("serve")
+def serve(
+    db: str = typer.Option(..., "--db", help=_DB_HELP),
+    host: str = typer.Option("127.0.0.1", help="Interface to listen on (0.0.0.0 for all)."),
+    port: int = typer.Option(8000, help="Port to listen on."),
+    public_url: str | None = typer.Option(
+        None, help="The address raters use, if not http://HOST:PORT (e.g. behind a proxy)."
+    ),
+    invites: int = typer.Option(0, help="Also print this many signed invitation links."),
+) -> None:
+    """Serve the study; prints the rater link (Prolific-style) and the admin link with its token."""
+    import uvicorn
+
+    from seerbench.study import StudyStore, create_app, invite_link
+
+    store = StudyStore(db)
+    base = (public_url or f"http://{host}:{port}").rstrip("/")
+    application = create_app(store)
+    console.print(f"study [bold]{store.manifest.name}[/] on {base}")
+    console.print(
+        "rater link (Prolific): "
+        f"{base}/start?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&STUDY_ID={{{{%STUDY_ID%}}}}&SESSION_ID={{{{%SESSION_ID%}}}}",
+        markup=False,
+        soft_wrap=True,
+    )
+    if store.manifest.allow_anonymous:
+        console.print(f"open link: {base}/start", markup=False, soft_wrap=True)
+    for i in range(invites):
+        console.print(f"invitation {i + 1}: {invite_link(store, f'rater-{i + 1}', base)}", markup=False, soft_wrap=True)
+    console.print(f"admin: {base}/admin?token={store.admin_token}", markup=False, soft_wrap=True)
+    uvicorn.run(application, host=host, port=port, log_level="warning")
+
+
+@study_app.command("invite")
+def invite(
+    labels: list[str] = typer.Argument(..., help="One label per rater (e.g. a participant number)."),
+    db: str = typer.Option(..., "--db", help=_DB_HELP),
+    base_url: str = typer.Option("http://127.0.0.1:8000", help="The server's public address."),
+) -> None:
+    """Print a signed invitation link for each LABEL."""
+    from seerbench.study import StudyStore, invite_link
+
+    store = StudyStore(db)
+    for label in labels:
+        print(f"{label}\t{invite_link(store, label, base_url)}")
+
+
+@study_app.command("export")
+def export(
+    out: Path = typer.Argument(..., help="Output file: .csv or .jsonl."),
+    db: str = typer.Option(..., "--db", help=_DB_HELP),
+) -> None:
+    """Write one row per judgment (catch trials flagged) with timestamps, answer and timing."""
+    from seerbench.study import StudyStore, export_rows, write_export
+
+    store = StudyStore(db)
+    rows = export_rows(store)
+    write_export(rows, out)
+    console.print(f"wrote {len(rows)} judgments to {out}")
+
+
+def _fmt(x: Any) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f"{x:.3f}" if isinstance(x, float) else str(x)
+
+
+@study_app.command("stats")
+def stats(
+    db: str = typer.Option(..., "--db", help=_DB_HELP),
+    timeout_policy: str = typer.Option("wrong", help="A timed-out judgment counts as: wrong, half, exclude."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Accuracy (bootstrap CI), vote accuracy, ASD and reliance per condition, via seerbench.metrics."""
+    from seerbench.study import StudyStore, export_rows, study_stats
+
+    store = StudyStore(db)
+    result = study_stats(export_rows(store), timeout_policy=timeout_policy, seed=store.manifest.seed)  # type: ignore[arg-type]
+    result["progress"] = store.progress()
+    if as_json:
+        print_json(json.loads(json.dumps(result, default=str)))
+        return
+    t = Table(title=f"study {store.manifest.name}: judgments (catch trials excluded)")
+    for col in ("condition", "n", "accuracy", "95% CI", "majority", "timed out", "median s", "ASD(log)"):
+        t.add_column(col)
+    for name, c in result["conditions"].items():
+        acc = c["accuracy"]
+        asd = c.get("asd", {}).get("log", {}).get("mean")
+        t.add_row(
+            name,
+            str(c["judgments"]),
+            _fmt(acc.get("mean")),
+            f"[{_fmt(acc.get('ci_low'))}, {_fmt(acc.get('ci_high'))}]",
+            _fmt(c["vote"]["majority"]),
+            str(c["timed_out"]),
+            _fmt(c["median_seconds"]),
+            _fmt(asd),
+        )
+    console.print(t)
+    catch = result["catch"]
+    console.print(f"catch trials: {catch['judgments']} (accuracy {_fmt(catch['accuracy'].get('mean'))})")
