@@ -1,0 +1,154 @@
+"""Assignment, quotas, reclaiming, double submission, server deadlines and catch-trial stopping,
+driven through the store API with a fake clock."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from seerbench.study import StudyStore, export_rows
+
+from .conftest import FakeClock, question
+
+
+def _rater(store: StudyStore, name: str) -> str:
+    return str(store.rater_for(f"prolific:{name}", "prolific")["id"])
+
+
+def _do_task(store: StudyStore, rid: str, answer: str | None = None) -> tuple[str | None, str]:
+    a, reason = store.next_assignment(rid)
+    if a is None:
+        return None, reason
+    store.start_timer(a.id, rid)
+    truth = store.item(a.item_id).correct
+    res = store.submit(a.id, rid, {"answer": answer or truth})
+    assert res is not None and res.outcome == "stored"
+    return a.id, reason
+
+
+def test_quotas_balance_and_no_question_twice(make_study) -> None:
+    # 6 questions x 2 conditions x 2 ratings = 24 slots; 4 tasks per rater
+    store = make_study()
+    raters = []
+    while True:
+        rid = _rater(store, f"r{len(raters)}")
+        done = [aid for _ in range(4) if (aid := _do_task(store, rid)[0])]
+        if not done:
+            break
+        raters.append(rid)
+    rows = export_rows(store)
+    assert len(rows) == 24
+    per_item_cond = Counter((r["item"], r["condition"]) for r in rows)
+    assert set(per_item_cond.values()) == {2} and len(per_item_cond) == 12
+    for rid in raters:
+        mine = [r for r in rows if r["rater_id"] == rid]
+        assert len({r["question_id"] for r in mine}) == len(mine)  # never the same question twice
+    # the first raters, with every slot still open, split their 4 tasks 2 + 2 over the conditions
+    for rid in raters[:3]:
+        assert Counter(r["condition"] for r in rows if r["rater_id"] == rid) == {"P": 2, "PSA": 2}
+    assert len(raters) >= 6  # 24 slots, at most 4 each; late raters may find fewer they may take
+
+
+def test_resume_returns_the_open_task(make_study) -> None:
+    store = make_study()
+    rid = _rater(store, "a")
+    a1, _ = store.next_assignment(rid)
+    a2, _ = store.next_assignment(rid)
+    assert a1 is not None and a2 is not None and a1.id == a2.id
+
+
+def test_abandoned_assignment_is_reclaimed_after_its_time(make_study) -> None:
+    clock = FakeClock()
+    store = make_study(questions=[question("only")], conditions=["P"], ratings_per_item=1, clock=clock)
+    ra, rb = _rater(store, "a"), _rater(store, "b")
+    a, _ = store.next_assignment(ra)
+    assert a is not None
+    assert store.next_assignment(rb) == (None, "exhausted")  # the only slot is taken
+    clock.advance(1800 + 1)
+    b, reason = store.next_assignment(rb)
+    assert reason == "ok" and b is not None and b.slot_id == a.slot_id
+    late = store.submit(a.id, ra, {"answer": "A"})
+    assert late is not None and late.outcome == "reclaimed"
+    store.start_timer(b.id, rb)
+    assert store.submit(b.id, rb, {"answer": "B"}).outcome == "stored"  # type: ignore[union-attr]
+    rows = export_rows(store)
+    assert [(r["rater_external_id"], r["answer"]) for r in rows] == [("prolific:b", "B")]
+
+
+def test_double_submit_is_stored_once(make_study) -> None:
+    store = make_study()
+    rid = _rater(store, "a")
+    a, _ = store.next_assignment(rid)
+    assert a is not None
+    store.start_timer(a.id, rid)
+    first = store.submit(a.id, rid, {"answer": "A", "probability": 0.7})
+    second = store.submit(a.id, rid, {"answer": "B", "probability": 0.9})
+    assert first is not None and second is not None
+    assert (first.outcome, second.outcome) == ("stored", "duplicate")
+    rows = export_rows(store)
+    assert [(r["answer"], r["probability"]) for r in rows] == [("A", 0.7)]
+
+
+def test_server_deadline_decides_timeouts(make_study) -> None:
+    clock = FakeClock()
+    store = make_study(clock=clock, submit_grace_s=3)
+    rid = _rater(store, "a")
+    # within the finalise window + grace: accepted (90 + 30 + 3 = 123 s)
+    a, _ = store.next_assignment(rid)
+    assert a is not None
+    store.start_timer(a.id, rid)
+    clock.advance(123)
+    r1 = store.submit(a.id, rid, {"answer": "A"})
+    assert r1 is not None and not r1.assignment.timed_out and r1.assignment.answer == "A"
+    assert r1.assignment.seconds == 123
+    # past it: stored as timed out with no answer, whatever the client sent
+    b, _ = store.next_assignment(rid)
+    assert b is not None
+    store.start_timer(b.id, rid)
+    clock.advance(123.5)
+    r2 = store.submit(b.id, rid, {"answer": store.item(b.item_id).correct})
+    assert r2 is not None and r2.assignment.timed_out and r2.assignment.answer is None
+    assert r2.assignment.correct == 0.0
+    # the client's auto-submit at the end of the window: no answer recorded (seed 004)
+    c, _ = store.next_assignment(rid)
+    assert c is not None
+    store.start_timer(c.id, rid)
+    clock.advance(120)
+    r3 = store.submit(c.id, rid, {}, auto=True)
+    assert r3 is not None and r3.assignment.timed_out and r3.assignment.auto_submitted
+    # a second click on "start timer" does not restart it
+    d, _ = store.next_assignment(rid)
+    assert d is not None
+    first = store.start_timer(d.id, rid)
+    clock.advance(50)
+    again = store.start_timer(d.id, rid)
+    assert first is not None and again is not None and again.timer_started_at == first.timer_started_at
+
+
+def test_rater_with_low_catch_accuracy_is_stopped(make_study) -> None:
+    # Only PSA (catch trials need snippets/arguments on screen) and catch_rate ~1: every task is a
+    # catch trial while any is left. 3 right of 5 is 60%, not below: continue; 3 of 6 is 50%: stop.
+    store = make_study(
+        questions=[question(f"q{i}", "AB"[i % 2]) for i in range(8)],
+        conditions=["PSA"],
+        catch_rate=0.99,
+        tasks_per_rater=8,
+        seed=11,
+    )
+    rid = _rater(store, "a")
+    plan = [True, True, True, False, False, False]
+    catch_seen = 0
+    for right in plan:
+        a, reason = store.next_assignment(rid)
+        assert reason == "ok" and a is not None
+        assert a.is_catch
+        catch_seen += 1
+        store.start_timer(a.id, rid)
+        truth = store.item(a.item_id).correct
+        wrong = "B" if truth == "A" else "A"
+        store.submit(a.id, rid, {"answer": truth if right else wrong})
+        if catch_seen == 5:
+            assert not store.rater(rid)["stopped"]  # type: ignore[index]
+    assert store.rater(rid)["stopped"]  # type: ignore[index]
+    assert store.next_assignment(rid) == (None, "stopped")
+    prog = store.progress()
+    assert prog["catch_trials"] == 6 and prog["catch_accuracy"] == 0.5
