@@ -1,0 +1,165 @@
+"""Security: escaping, rater isolation, admin token, CSRF, server-side deadlines, no stack traces."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+from seerbench.study import StudyStore, create_app, export_rows, invite_link
+
+from .conftest import XSS, FakeClock, question
+
+
+def _csrf(html: str) -> str:
+    m = re.search(r'name="csrf" value="([^"]+)"', html)
+    assert m, html[:500]
+    return m.group(1)
+
+
+def _enter(store: StudyStore, pid: str) -> tuple[TestClient, str, str]:
+    """A rater through the tutorial to a task page; returns (client, csrf, assignment id)."""
+    c = TestClient(create_app(store))
+    r = c.get(f"/start?PROLIFIC_PID={pid}&STUDY_ID=S&SESSION_ID=X")
+    csrf = _csrf(r.text)
+    r = c.post("/tutorial", data={"csrf": csrf, "q0": "0"})
+    assert "/task/" in str(r.url)
+    return c, csrf, str(r.url).rsplit("/", 1)[-1]
+
+
+def test_model_and_dataset_text_is_escaped(make_study) -> None:
+    q = question("x", text=f"Which? {XSS}", passage=f"Start. {XSS} she recorded only three ships. End.")
+    q["answer_cases"][0]["argument"] = f"Trust me {XSS}"
+    q["answer_cases"][1]["quotes"] = [XSS]
+    q["answer_cases"][1]["long"] = f"Option {XSS}"
+    store = make_study(questions=[q], conditions=["PSA"], ratings_per_item=1)
+    c, csrf, aid = _enter(store, "p1")
+    r = c.post(f"/task/{aid}/start", data={"csrf": csrf})
+    html = r.text
+    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in html
+    assert "<script>window" not in html and "<img src=x" not in html
+    assert html.count("&lt;img src=x onerror=") >= 5  # question, option, passage, argument, snippet
+    # CSP forbids inline script even if something slipped through
+    assert "script-src 'self'" in r.headers["content-security-policy"]
+
+
+def test_transcript_text_is_escaped(make_study) -> None:
+    tr = {"question_id": "t", "protocol": "consultancy", "turns": [{"role": "agent", "speaker": f"bot{XSS}", "content": f"Say {XSS}", "answer_case": "A", "quotes": [{"text": XSS, "verified": False}]}]}
+    results = [{"question": question("t"), "answer_cases": [{"short": "A", "transcript": tr}]}]
+    store = make_study(
+        items=[{"results": "results.jsonl"}], extra_files={"results.jsonl": results}, conditions=["transcript"], ratings_per_item=1
+    )
+    c, csrf, aid = _enter(store, "p1")
+    html = c.post(f"/task/{aid}/start", data={"csrf": csrf}).text
+    assert 'id="transcript"' in html
+    assert "<script>window" not in html and html.count("&lt;script&gt;") == 3
+
+
+def test_rater_cannot_reach_another_raters_assignment(make_study) -> None:
+    store = make_study()
+    ca, csrf_a, aid_a = _enter(store, "alice")
+    cb, csrf_b, aid_b = _enter(store, "bob")
+    assert aid_a != aid_b
+    assert cb.get(f"/task/{aid_a}").status_code == 404
+    assert cb.post(f"/task/{aid_a}/start", data={"csrf": csrf_b}).status_code == 404
+    assert cb.post(f"/task/{aid_a}/submit", data={"csrf": csrf_b, "answer": "A"}).status_code == 404
+    assert cb.get(f"/task/{aid_a}/feedback").status_code == 404
+    # Alice's CSRF token does not work from Bob's session either
+    assert cb.post(f"/task/{aid_b}/start", data={"csrf": csrf_a}).status_code == 403
+    # no session at all, or a forged cookie
+    anon = TestClient(create_app(store))
+    assert anon.get(f"/task/{aid_a}").status_code == 401
+    anon.cookies.set("sb_rater", "forged.value")
+    assert anon.get(f"/task/{aid_a}").status_code == 401
+    assert ca.get(f"/task/{aid_a}").status_code == 200
+    assert export_rows(store) == []
+
+
+def test_admin_routes_need_the_token(make_study) -> None:
+    store = make_study()
+    c = TestClient(create_app(store))
+    for path in ("/admin", "/admin/export.csv", "/admin/export.jsonl", "/admin/stats.json"):
+        assert c.get(path).status_code == 403
+        assert c.get(path + "?token=wrong-token-wrong-token").status_code == 403
+        assert c.get(path, headers={"Authorization": "Bearer nope"}).status_code == 403
+        ok = c.get(f"{path}?token={store.admin_token}")
+        assert ok.status_code == 200
+        assert c.get(path, headers={"Authorization": f"Bearer {store.admin_token}"}).status_code == 200
+    # a rater's session grants nothing on admin pages
+    rc, _, _ = _enter(store, "p1")
+    assert rc.get("/admin").status_code == 403
+
+
+def test_csrf_is_required_on_every_form(make_study) -> None:
+    store = make_study()
+    c = TestClient(create_app(store))
+    r = c.get("/start?PROLIFIC_PID=p1")
+    assert c.post("/tutorial", data={"q0": "0"}).status_code == 403
+    assert c.post("/tutorial", data={"q0": "0", "csrf": "0" * 64}).status_code == 403
+    r = c.post("/tutorial", data={"q0": "0", "csrf": _csrf(r.text)})
+    aid = str(r.url).rsplit("/", 1)[-1]
+    assert c.post(f"/task/{aid}/start", data={}).status_code == 403
+    assert store.get_assignment(aid, store.rater_for("prolific:p1", "prolific")["id"]).timer_started_at is None  # type: ignore[union-attr]
+    assert c.post(f"/task/{aid}/submit", data={"answer": "A"}).status_code == 403
+    assert export_rows(store) == []
+
+
+def test_late_submission_is_marked_timed_out(make_study) -> None:
+    clock = FakeClock()
+    store = make_study(clock=clock)
+    c, csrf, aid = _enter(store, "p1")
+    r = c.post(f"/task/{aid}/start", data={"csrf": csrf})
+    assert 'data-remaining="90"' in r.text and 'id="material"' in r.text
+    clock.advance(95)  # reading time over: the material is no longer served
+    r = c.get(f"/task/{aid}")
+    assert 'id="material"' not in r.text and 'id="finalise-note"' in r.text and 'data-remaining="25"' in r.text
+    clock.advance(40)  # past 90 + 30 + 3 s grace; the client claims nothing about time
+    r = c.post(f"/task/{aid}/submit", data={"csrf": csrf, "answer": "A", "probability": "90"})
+    assert r.status_code == 200 and "Time ran out" in r.text
+    (row,) = export_rows(store)
+    assert row["timed_out"] is True and row["answer"] is None and row["correct"] == 0.0
+    assert row["seconds"] == 135.0
+
+
+def test_answer_validation_and_timer_required(make_study) -> None:
+    store = make_study(probability="required")
+    c, csrf, aid = _enter(store, "p1")
+    assert c.post(f"/task/{aid}/submit", data={"csrf": csrf, "answer": "A", "probability": "80"}).status_code == 400
+    c.post(f"/task/{aid}/start", data={"csrf": csrf})
+    r = c.post(f"/task/{aid}/submit", data={"csrf": csrf, "answer": "Z", "probability": "80"})
+    assert r.status_code == 400 and "choose one of the answers" in r.text
+    r = c.post(f"/task/{aid}/submit", data={"csrf": csrf, "answer": "A"})
+    assert r.status_code == 400 and "how sure" in r.text
+    r = c.post(f"/task/{aid}/submit", data={"csrf": csrf, "answer": "A", "probability": "30"})
+    assert r.status_code == 400 and "between 50 and 100" in r.text
+    r = c.post(f"/task/{aid}/submit", data={"csrf": csrf, "answer": "A", "probability": "75"})
+    assert r.status_code == 200
+    assert [x["probability"] for x in export_rows(store)] == [0.75]
+
+
+def test_entry_links(make_study) -> None:
+    store = make_study()
+    c = TestClient(create_app(store))
+    assert c.get("/start").status_code == 403  # no anonymous entry unless the manifest allows it
+    assert c.get("/start?PROLIFIC_PID=<script>").status_code == 400
+    assert c.get("/invite/not-a-valid-token").status_code == 403
+    r = c.get(invite_link(store, "participant-7", "http://testserver"))
+    assert r.status_code == 200 and "/tutorial" in str(r.url)
+    assert store.rater_for("invite:participant-7", "invite")["source"] == "invite"
+
+
+def test_errors_show_no_stack_trace(make_study, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = make_study()
+    c, csrf, aid = _enter(store, "p1")
+
+    def boom(*a: object, **k: object) -> None:
+        raise RuntimeError("secret internal detail /etc/passwd")
+
+    monkeypatch.setattr(store, "start_timer", boom)
+    r = c.post(f"/task/{aid}/start", data={"csrf": csrf})
+    assert r.status_code == 500
+    assert "Traceback" not in r.text and "secret internal detail" not in r.text
+    assert "Something went wrong" in r.text
+    r = c.get("/no/such/page")
+    assert r.status_code == 404 and "Traceback" not in r.text
