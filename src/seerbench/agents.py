@@ -128,17 +128,21 @@ class ModelAgent:
             ChatMessage(role="user", content=user),
         ]
 
-    async def _generate(self, msgs: list[ChatMessage], config: GenerateConfig) -> tuple[list[str], list[dict[str, str]]]:
-        """Generate ``config.n`` replies, running tool calls for up to ``max_tool_rounds`` rounds."""
+    async def _generate(
+        self, msgs: list[ChatMessage], config: GenerateConfig
+    ) -> tuple[list[str], list[list[dict[str, str]]]]:
+        """Generate ``config.n`` replies, running tool calls for up to ``max_tool_rounds`` rounds.
+        Returns the final texts and, per reply, the tool calls it made."""
         out = await self.model.generate(msgs, config)
-        texts, calls = [], []
+        texts: list[str] = []
+        calls: list[list[dict[str, str]]] = []
         for i, s in enumerate(out.samples):
-            text, convo = s.text, list(msgs)
+            text, convo, mine = s.text, list(msgs), []
             for _ in range(self.max_tool_rounds if self.tools else 0):
                 results = self._run_tools(text)
                 if not results:
                     break
-                calls.extend(results)
+                mine.extend(results)
                 convo += [
                     ChatMessage(role="assistant", content=text),
                     ChatMessage(
@@ -149,6 +153,7 @@ class ModelAgent:
                 ]
                 text = (await self.model.generate(convo, config.model_copy(update={"n": 1}), seed=(config.seed or 0) + i)).text
             texts.append(text)
+            calls.append(mine)
         return texts, calls
 
     def _run_tools(self, text: str) -> list[dict[str, str]]:
@@ -177,7 +182,7 @@ class ModelAgent:
     ) -> Turn:
         ctx = context or AgentContext()
         texts, calls = await self._generate(self.messages(question, answer_case, visible, ctx), self.generation)
-        return self._turn(question, answer_case, texts[0], ctx, calls)
+        return self._turn(question, answer_case, texts[0], ctx, calls[0])
 
     async def candidates(
         self, question: Question, answer_case: str, visible: Sequence[Turn], context: AgentContext, n: int, temperature: float
@@ -185,7 +190,7 @@ class ModelAgent:
         """``n`` sampled arguments (distinct, reproducible sample indices)."""
         cfg = self.generation.model_copy(update={"n": n, "temperature": temperature})
         texts, calls = await self._generate(self.messages(question, answer_case, visible, context), cfg)
-        return [self._turn(question, answer_case, t, context, calls) for t in texts]
+        return [self._turn(question, answer_case, t, context, c) for t, c in zip(texts, calls, strict=True)]
 
 
 class BestOfNAgent:

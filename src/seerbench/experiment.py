@@ -161,13 +161,25 @@ def explain(e: ValidationError) -> str:
         loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
-            parent = ExperimentConfig
-            allowed = sorted(parent.model_fields) if len(err["loc"]) == 1 else None
+            parent = _section(err["loc"][:-1])
+            allowed = sorted(parent.model_fields) if parent is not None else None
             msg = "unknown key" + (f"; allowed keys: {', '.join(allowed)}" if allowed else "")
         elif err["type"] == "literal_error":
             msg = f"{msg} (got {err.get('input')!r})"
         lines.append(f"  {loc}: {msg}")
     return "\n".join(lines)
+
+
+def _section(loc: Sequence[int | str]) -> type[BaseModel] | None:
+    """The config model at ``loc`` (e.g. ``("elicitation",)`` -> ElicitationSpec), for listing its keys."""
+    cls: type[BaseModel] = ExperimentConfig
+    for part in loc:
+        f = cls.model_fields.get(str(part))
+        ann = f.annotation if f is not None else None
+        if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
+            return None
+        cls = ann
+    return cls
 
 
 def _slug(s: str) -> str:
@@ -306,6 +318,15 @@ class Experiment:
             raise ConfigError(f"protocol {spec.protocol}: bad keyword ({e}); keywords: num_turns, both_orders, judge_sees_source"
                               + (", condition" if spec.protocol == "EvidenceDebate" else "")) from None
 
+    def check_models(self, specs: Sequence[RunSpec]) -> None:
+        """Resolve every model spec of the grid (cheap: nothing is loaded or called), so an unknown
+        one is reported before the output folder records this config."""
+        for spec in specs:
+            if spec.judge_model != "trust":
+                get_model(spec.judge_model)
+            if PROTOCOLS[spec.protocol].needs_agent and spec.agent_model != REPLAY:
+                get_model(spec.agent_model)
+
     # ---- running ------------------------------------------------------------------------------
     def prepare_out(self, *, new: bool = False) -> Path:
         """Create the output folder or check that it holds results of the same config."""
@@ -340,6 +361,7 @@ class Experiment:
         and ``progress(spec, done, total, errors)`` drive a progress display."""
         questions = self.questions()
         specs = self.grid()
+        self.check_models(specs)
         out = self.prepare_out(new=new)
         results: list[RunResult] = []
         for spec in specs:

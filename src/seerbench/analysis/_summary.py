@@ -47,7 +47,8 @@ def summarize(
     if n == 0:
         return _nan_summary(0, confidence, n_boot, seed)
     mean = float(x.mean())
-    std = float(x.std(ddof=1)) if n > 1 else 0.0
+    with np.errstate(invalid="ignore"):  # an infinite value makes std NaN; no warning for it
+        std = float(x.std(ddof=1)) if n > 1 else 0.0
     se = std / math.sqrt(n) if n > 1 else 0.0
     if n == 1 or not np.all(np.isfinite(x)):
         return Summary(n, mean, std, se, mean, mean, confidence, n_boot, seed)

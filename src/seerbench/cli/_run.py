@@ -27,7 +27,7 @@ from seerbench.errors import ConfigError
 from seerbench.experiment import Experiment, ExperimentConfig, RunSpec
 from seerbench.metrics import DEFAULT_EPS, beta_key
 from seerbench.models import default_tracker
-from seerbench.results import paired, run_stats
+from seerbench.results import paired, rescore, run_stats
 
 
 def _usage_line() -> str:
@@ -140,7 +140,8 @@ def stats(
     betas = sorted({0.0, 1.0, math.inf, beta})
     cells = []
     for path in sorted(run_dir.glob("*/*/results.jsonl")):
-        lines = _read_lines(path)
+        # rescored with this command's eps and parse-failure policy, for the paired differences too
+        lines = [rescore(ln, eps=eps_v, policy=policy, betas=betas) for ln in _read_lines(path)]
         meta = {k: lines[0].get(k) for k in ("protocol", "agent", "judge", "tools", "best_of_n")} if lines else {
             "protocol": path.parent.parent.name, "agent": None, "judge": path.parent.name}
         s = run_stats(lines, meta, eps=eps_v, policy=policy, n_boot=cfg.get("n_boot", 2000), seed=cfg.get("seed", 0), betas=betas)

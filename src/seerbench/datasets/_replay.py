@@ -53,7 +53,9 @@ class ReplayAgent:
         if self.show_snippets and case.quotes:
             cited = "\n".join(f'#{i}: "{s}"' for i, s in enumerate(case.quotes, start=1))
             content = f"{content}\n\nSnippets:\n{cited}"
-        repeat = any(t.speaker == self.speaker and t.answer_case == answer_case for t in visible)
+        # inside a protocol the turns are stamped with the protocol's speaker name (context.speaker)
+        speaker = getattr(context, "speaker", None) or self.speaker
+        repeat = any(t.speaker in (speaker, self.speaker) and t.answer_case == answer_case for t in visible)
         return Turn(
             role="agent",
             speaker=self.speaker,

@@ -1,0 +1,160 @@
+"""Experiment configs: bad input names the key and the allowed values; the grid; the dataset view."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from seerbench.errors import ConfigError, DataError, UnknownModelError
+from seerbench.experiment import Experiment, ExperimentConfig
+from seerbench.types import AnswerCase, Question
+
+BASE: dict[str, Any] = {"dataset": "arithmetic", "protocols": ["NaiveJudge"]}
+
+
+def _parse(**kw: Any) -> ExperimentConfig:
+    return ExperimentConfig.parse({**BASE, **kw})
+
+
+def _err(**kw: Any) -> str:
+    with pytest.raises(ConfigError) as e:
+        _parse(**kw)
+    return str(e.value)
+
+
+def test_unknown_top_level_key_lists_allowed_keys() -> None:
+    msg = _err(judges=["local"])
+    assert "judges: unknown key" in msg
+    assert "allowed keys:" in msg and "judge_models" in msg and "protocols" in msg and "parse_failures" in msg
+
+
+def test_unknown_nested_key_lists_that_sections_keys() -> None:
+    msg = _err(elicitation={"orders": ["vote"]})
+    assert "elicitation.orders: unknown key; allowed keys: order, vote_samples, vote_temperature" in msg
+    msg = _err(agent_generation={"temp": 0.3})
+    assert "agent_generation.temp: unknown key; allowed keys: max_tokens, max_words, temperature" in msg
+
+
+def test_unknown_protocol_lists_known_ones() -> None:
+    msg = _err(protocols=["NaiveJudge", "Debate"])
+    assert "protocols.1.name" in msg and "unknown protocol 'Debate'" in msg
+    assert "known protocols: NaiveJudge, BlindTrust, Consultancy, RandomConsultancy, OpenConsultancy, " \
+        "SimultaneousDebate, SequentialDebate, EvidenceDebate" in msg
+
+
+def test_bad_values_name_key_and_allowed_values() -> None:
+    msg = _err(parse_failures="zero")
+    assert "parse_failures" in msg and "'exclude' or 'half'" in msg and "'zero'" in msg
+    msg = _err(elicitation={"order": ["magic"]})
+    assert "elicitation.order.0" in msg and "'logprobs', 'verbalized' or 'vote'" in msg
+    assert "num_turns" in _err(num_turns=[0])
+    assert "num_turns" in _err(num_turns=[])
+    assert "eps" in _err(eps=0.7)
+    assert "protocols" in _err(protocols=[])
+    with pytest.raises(ConfigError, match="dataset: Field required"):
+        ExperimentConfig.parse({"protocols": ["NaiveJudge"]})
+
+
+def test_bad_protocol_keywords() -> None:
+    cfg = _parse(protocols=[{"name": "Consultancy", "wibble": 3}])
+    with pytest.raises(ConfigError, match=r"protocol Consultancy: bad keyword.*wibble.*keywords: num_turns"):
+        Experiment(cfg).grid()
+    cfg = _parse(protocols=[{"name": "EvidenceDebate", "condition": ["SA", "Z"]}])
+    with pytest.raises(ConfigError, match=r"condition 'Z' is not one of \['S', 'SA', 'PS', 'PSA'\]"):
+        Experiment(cfg).grid()
+
+
+def test_yaml_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        ExperimentConfig.from_yaml(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("protocols: [NaiveJudge\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        ExperimentConfig.from_yaml(bad)
+    bad.write_text("- a list\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        ExperimentConfig.from_yaml(bad)
+    bad.write_text("dataset: arithmetic\nprotocols: [NaiveJudge]\nparse_failure: half\n")
+    with pytest.raises(ConfigError, match=rf"invalid {bad}:\n  parse_failure: unknown key"):
+        ExperimentConfig.from_yaml(bad)
+
+
+def test_unknown_model_is_refused_before_the_out_folder_is_written(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cfg = _parse(judge_models=["gpt-4o"], out=str(out))
+    with pytest.raises(UnknownModelError, match=r"unknown model spec 'gpt-4o'. Valid forms: local; .*openai/<model>.*scripted"):
+        Experiment(cfg, questions=[_binary("q0")]).run()
+    # nothing recorded, so fixing the typo does not meet a "different config" refusal
+    assert not (out / "experiment.json").exists()
+    cfg = _parse(agent_models=["scripted:no-such-responder"], protocols=["Consultancy"], judge_models=["scripted:coin"], out=str(out))
+    with pytest.raises(UnknownModelError, match=r"no scripted responder named 'no-such-responder'; registered: .*coin"):
+        Experiment(cfg, questions=[_binary("q0")]).run()
+    assert not (out / "experiment.json").exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# grid
+
+
+def test_grid_cells_and_folder_names() -> None:
+    cfg = _parse(
+        judge_models=["scripted:j1", "scripted:j2"],
+        agent_models=["scripted:a"],
+        agent_tools=[[], ["calculator"]],
+        protocols=["NaiveJudge", "BlindTrust", "Consultancy", {"name": "EvidenceDebate", "condition": ["S", "PSA"]},
+                   {"name": "SequentialDebate", "num_turns": 3}],
+        num_turns=[1, 2],
+        best_of_n=[1, 4],
+    )
+    keys = [s.key for s in Experiment(cfg).grid()]
+    assert len(keys) == len(set(keys))
+    # NaiveJudge: per judge only; BlindTrust: one cell with the trust judge
+    assert "NaiveJudge/J_scripted-j1" in keys and "NaiveJudge/J_scripted-j2" in keys
+    assert [k for k in keys if k.startswith("BlindTrust")] == ["BlindTrust/J_trust"]
+    # Consultancy: 2 turns x 2 judges x 2 tool sets x 2 best-of-n = 16
+    cons = [k for k in keys if k.startswith("Consultancy")]
+    assert len(cons) == 16
+    assert "Consultancy_t2/A_scripted-a_T_calculator_bo4_J_scripted-j2" in cons
+    assert "Consultancy_t1/A_scripted-a_J_scripted-j1" in cons
+    # EvidenceDebate: 2 conditions, no turns; SequentialDebate: its own num_turns overrides the grid's
+    assert {k.split("/")[0] for k in keys if k.startswith("Evidence")} == {"EvidenceDebate_S", "EvidenceDebate_PSA"}
+    assert {k.split("/")[0] for k in keys if k.startswith("Sequential")} == {"SequentialDebate_t3"}
+    assert len(keys) == 2 + 1 + 16 + 16 + 8
+
+
+# --------------------------------------------------------------------------------------------------
+# dataset
+
+
+def _binary(qid: str, n_true: int = 1, k: int = 2) -> Question:
+    return Question(
+        id=qid, text=f"question {qid}",
+        answer_cases=[AnswerCase(short="ABCD"[i], long=f"opt{i}", value=1.0 if i < n_true else 0.0) for i in range(k)],
+    )
+
+
+def test_dataset_without_binary_compatible_questions_says_so() -> None:
+    qs = [_binary("q0", n_true=2), _binary("q1", n_true=0)]
+    with pytest.raises(DataError, match=r"no binary-compatible questions.*exactly one true option"):
+        Experiment(_parse(), questions=qs).questions()
+    with pytest.raises(DataError, match="empty"):
+        Experiment(_parse(), questions=[]).questions()
+
+
+def test_dataset_view_converts_and_skips() -> None:
+    exp = Experiment(_parse(limit=2), questions=[_binary("q0", k=4), _binary("bad", n_true=2), _binary("q2"), _binary("q3")])
+    qs = exp.questions()
+    assert [q.id for q in qs] == ["q0", "q2"]  # limit 2 of the 3 usable
+    assert all(q.k == 2 and q.is_binary for q in qs)
+    assert exp.n_skipped == 1
+    with pytest.raises(DataError, match="duplicate question ids"):
+        Experiment(_parse(), questions=[_binary("q0"), _binary("q0")]).questions()
+
+
+def test_fingerprint_ignores_out_limit_concurrency_name() -> None:
+    a = _parse()
+    assert a.fingerprint() == _parse(out="x", limit=3, concurrency=9, name="other").fingerprint()
+    assert a.fingerprint() != _parse(eps=1e-3).fingerprint()
+    assert a.fingerprint() != _parse(parse_failures="half").fingerprint()
