@@ -598,7 +598,8 @@ class StudyStore:
         m = self.manifest
         now = self.clock()
         with self._tx() as c:
-            values: dict[str, Any] = {"timer_started_at": now}
+            # a task whose timer starts was shown, even if the page view was not recorded
+            values: dict[str, Any] = {"timer_started_at": now, "shown_at": func.coalesce(assignment_t.c.shown_at, now)}
             if m.timed and m.time_limit_s is not None:
                 values["read_deadline"] = now + m.time_limit_s
                 values["final_deadline"] = now + m.time_limit_s + m.finalise_s
