@@ -136,12 +136,10 @@ def test_rater_with_low_catch_accuracy_is_stopped(make_study) -> None:
     )
     rid = _rater(store, "a")
     plan = [True, True, True, False, False, False]
-    catch_seen = 0
-    for right in plan:
+    for catch_seen, right in enumerate(plan, 1):
         a, reason = store.next_assignment(rid)
         assert reason == "ok" and a is not None
         assert a.is_catch
-        catch_seen += 1
         store.start_timer(a.id, rid)
         truth = store.item(a.item_id).correct
         wrong = "B" if truth == "A" else "A"
