@@ -313,7 +313,8 @@ class Experiment:
             judge = self._judge(spec) if spec.judge_model != "trust" else None
             agent = self._agent(spec) if cls.needs_agent else None
         try:
-            return cls(judge, agent, both_orders=self.config.both_orders, seed=self.config.seed, **spec.kwargs)
+            kw = {"both_orders": self.config.both_orders, **spec.kwargs}  # a protocol entry may override
+            return cls(judge, agent, seed=self.config.seed, **kw)
         except TypeError as e:
             raise ConfigError(f"protocol {spec.protocol}: bad keyword ({e}); keywords: num_turns, both_orders, judge_sees_source"
                               + (", condition" if spec.protocol == "EvidenceDebate" else "")) from None

@@ -69,11 +69,12 @@ class ModelJudge:
         msgs = self.messages(question, visible, with_source=with_source)
         return await elicit(self.model, msgs, question.shorts, self.elicitation)
 
-    async def ask(self, question: Question, visible: Sequence[Turn]) -> str:
+    async def ask(self, question: Question, visible: Sequence[Turn], *, with_source: bool = False) -> str:
         """A question for a consultant (consultancy with an interactive judge)."""
-        q = question.judge_view()
+        q = question.judge_view(with_source=with_source)
         user = render(
-            "judge_ask", self.prompts_dir, question=q.text, options=options_block(q), transcript=transcript_block(visible)
+            "judge_ask", self.prompts_dir, source=source_block(q.source_text), question=q.text,
+            options=options_block(q), transcript=transcript_block(visible),
         )
         out = await self.model.generate(
             [ChatMessage(role="system", content=render("judge_system", self.prompts_dir)), ChatMessage(role="user", content=user)],

@@ -25,7 +25,7 @@ class Consultancy(Protocol):
             turns.append(await self._argue(self.agent, question, answer_case, turns, ctx))
             ask = getattr(self.judge, "ask", None)
             if r < self.num_turns and ask is not None:
-                turns.append(Turn(role="judge", speaker="judge", content=await ask(question, turns)))
+                turns.append(Turn(role="judge", speaker="judge", content=await ask(question, turns, with_source=self.judge_sees_source)))
         verdict = await self.judge.judge(question, turns, with_source=self.judge_sees_source, argued=answer_case)
         return CaseRun(answer_case, self._transcript(question, turns), verdict)
 
