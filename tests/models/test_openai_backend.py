@@ -173,3 +173,27 @@ def test_no_key_and_no_base_url_is_an_authentication_error(monkeypatch: pytest.M
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(AuthenticationError, match="OPENAI_API_KEY"):
         OpenAIBackend("gpt-4o-mini")
+
+
+async def test_asyncio_front_end_of_the_fake_server() -> None:
+    """The benchmark serves from an asyncio loop: same answers and errors as the threaded server."""
+    import asyncio
+
+    srv = FakeOpenAIServer(reply="B", top_logprobs={"A": -2.0, "B": -1.0})
+    task = asyncio.create_task(srv.serve_asyncio())
+    try:
+        m = _model(srv)
+        outs = await asyncio.gather(*(m.generate(f"q{i}", max_tokens=1, logprobs=True, top_logprobs=2) for i in range(5)))
+        assert [o.text for o in outs] == ["B"] * 5
+        assert outs[0].samples[0].logprobs is not None and outs[0].samples[0].logprobs[0].logprob == -1.0
+        srv.fail_next(429)
+        assert (await m.generate("retry me")).text == "B"
+        bad = _model(srv, key="bad")
+        with pytest.raises(AuthenticationError):
+            await bad.generate("x")
+        assert srv.request_count == 5 + 2 + 1
+        await m.aclose()
+        await bad.aclose()
+    finally:
+        task.cancel()
+        srv.stop()

@@ -143,7 +143,8 @@ class FakeOpenAIServer:
         return self
 
     def stop(self) -> None:
-        self._httpd.shutdown()
+        if self._thread is not None:  # shutdown() would wait forever for a loop never started
+            self._httpd.shutdown()
         self._httpd.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
