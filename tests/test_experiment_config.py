@@ -158,3 +158,9 @@ def test_fingerprint_ignores_out_limit_concurrency_name() -> None:
     assert a.fingerprint() == _parse(out="x", limit=3, concurrency=9, name="other").fingerprint()
     assert a.fingerprint() != _parse(eps=1e-3).fingerprint()
     assert a.fingerprint() != _parse(parse_failures="half").fingerprint()
+
+
+def test_protocol_entry_overrides_both_orders() -> None:
+    cfg = _parse(protocols=["NaiveJudge", {"name": "Consultancy", "both_orders": True}])
+    names = sorted(s.protocol_dir for s in Experiment(cfg).grid())
+    assert names == ["Consultancy_t1_swap", "NaiveJudge"]
