@@ -8,7 +8,7 @@ from typing import Any
 
 from seerbench.errors import AuthenticationError, ModelError
 from seerbench.models._backend import Backend, RetryableError
-from seerbench.models._types import ChatMessage, GenerateConfig, Sample, TokenLogprob, TopLogprob, Usage
+from seerbench.models._types import ChatMessage, GenerateConfig, Sample, Usage, token_logprobs
 
 
 class LiteLLMBackend(Backend):
@@ -64,14 +64,7 @@ class LiteLLMBackend(Backend):
         lps = None
         content = getattr(getattr(choice, "logprobs", None), "content", None)
         if config.logprobs and content:
-            lps = [
-                TokenLogprob(
-                    token=t.token,
-                    logprob=t.logprob,
-                    top=tuple(TopLogprob(token=x.token, logprob=x.logprob) for x in (t.top_logprobs or [])),
-                )
-                for t in content
-            ]
+            lps = token_logprobs(content)
         u = getattr(r, "usage", None)
         return Sample(
             text=choice.message.content or "",

@@ -19,7 +19,7 @@ import numpy as np
 
 from seerbench.errors import ModelError
 from seerbench.models._backend import Backend
-from seerbench.models._types import ChatMessage, GenerateConfig, Sample, TokenLogprob, TopLogprob, Usage
+from seerbench.models._types import ChatMessage, GenerateConfig, Sample, Usage, token_logprobs
 
 DEFAULT_N_CTX = 4096
 N_CTX_ENV = "SEERBENCH_LOCAL_N_CTX"
@@ -129,14 +129,7 @@ class LocalBackend(Backend):
         choice = r["choices"][0]
         lps = None
         if config.logprobs and choice.get("logprobs"):
-            lps = [
-                TokenLogprob(
-                    token=t["token"],
-                    logprob=float(t["logprob"]),
-                    top=tuple(TopLogprob(token=x["token"], logprob=float(x["logprob"])) for x in t.get("top_logprobs") or []),
-                )
-                for t in choice["logprobs"]["content"]
-            ]
+            lps = token_logprobs(choice["logprobs"]["content"])
         usage = r.get("usage") or {}
         return Sample(
             text=choice["message"]["content"] or "",

@@ -9,7 +9,7 @@ from typing import Any
 
 from seerbench.errors import AuthenticationError, ModelError
 from seerbench.models._backend import Backend, RetryableError
-from seerbench.models._types import ChatMessage, GenerateConfig, Sample, TokenLogprob, TopLogprob, Usage
+from seerbench.models._types import ChatMessage, GenerateConfig, Sample, Usage, token_logprobs
 
 DEFAULT_TIMEOUT = 120.0
 
@@ -109,14 +109,7 @@ def _parse_completion(r: Any, config: GenerateConfig, where: str) -> Sample:
         lps = None
         content = (choice.get("logprobs") or {}).get("content")
         if config.logprobs and content:
-            lps = [
-                TokenLogprob(
-                    token=t["token"],
-                    logprob=float(t["logprob"]),
-                    top=tuple(TopLogprob(token=x["token"], logprob=float(x["logprob"])) for x in t.get("top_logprobs") or ()),
-                )
-                for t in content
-            ]
+            lps = token_logprobs(content)
         u = r.get("usage") or {}
         return Sample(
             text=message.get("content") or "",

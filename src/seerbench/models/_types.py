@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -60,6 +60,17 @@ class TokenLogprob(BaseModel):
     token: str
     logprob: float
     top: tuple[TopLogprob, ...] = ()
+
+
+def token_logprobs(content: list[Any]) -> list[TokenLogprob]:
+    """Convert the chat-completions wire format (``logprobs.content``: dicts, or SDK objects with
+    ``model_dump``) into :class:`TokenLogprob` s."""
+    out = []
+    for t in content:
+        d = t if isinstance(t, dict) else t.model_dump()
+        top = tuple(TopLogprob(token=x["token"], logprob=float(x["logprob"])) for x in d.get("top_logprobs") or ())
+        out.append(TokenLogprob(token=d["token"], logprob=float(d["logprob"]), top=top))
+    return out
 
 
 class Usage(BaseModel):
