@@ -15,6 +15,7 @@ import logging
 import math
 import re
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -27,6 +28,7 @@ from fastapi.staticfiles import StaticFiles
 from itsdangerous import BadSignature, URLSafeSerializer
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from seerbench.study._items import StudyItem
 from seerbench.study._results import EXPORT_FIELDS, _csv_cell, export_rows, study_stats
@@ -115,6 +117,53 @@ def _paragraphs(text: str) -> list[str]:
     return [p.strip() for p in re.split(r"\n\s*\n", text or "") if p.strip()]
 
 
+_OOPS = "Something went wrong on our side. Please try again."
+_SECURITY_HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        b"frame-ancestors 'none'; form-action 'self'",
+    ),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cache-control", b"no-store"),
+]
+
+
+class _SecurityHeaders:
+    """Pure ASGI middleware (cheaper than ``BaseHTTPMiddleware``): security headers on every
+    response, and an HTML error page instead of any stack trace."""
+
+    def __init__(self, app: ASGIApp, error_page: Callable[[], Response]) -> None:
+        self.app = app
+        self.error_page = error_page
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_with_headers(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                names = {k.lower() for k, _ in message.get("headers", [])}
+                message["headers"] = list(message.get("headers", [])) + [
+                    (k, v) for k, v in _SECURITY_HEADERS if k not in names
+                ]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except Exception:  # never show a stack trace; the server log keeps it
+            log.exception("unhandled error on %s", scope.get("path"))
+            if started:
+                raise
+            await self.error_page()(scope, receive, send_with_headers)
+
+
 def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI:
     """The study web app over ``store`` (a :class:`StudyStore` or a database path/URL)."""
     if not isinstance(store, StudyStore):
@@ -143,15 +192,18 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
     def csrf_for(rater_id: str) -> str:
         return hmac.new(st.secret.encode(), f"csrf:{rater_id}".encode(), hashlib.sha256).hexdigest()
 
-    def current_rater(request: Request) -> dict[str, Any]:
+    def rater_id(request: Request) -> str:
+        """The rater id from the signed session cookie (the signature is the proof; no DB read)."""
         raw = request.cookies.get(_COOKIE)
         if not raw:
             raise _HTTPError(401, "Please open the study through your personal link.")
         try:
-            rid = signer.loads(raw)
+            return str(signer.loads(raw))
         except BadSignature:
             raise _HTTPError(401, "Your session is not valid; please open your study link again.") from None
-        r = st.rater(str(rid))
+
+    def current_rater(request: Request) -> dict[str, Any]:
+        r = st.rater(rater_id(request))
         if r is None:
             raise _HTTPError(401, "Your session is not valid; please open your study link again.")
         return r
@@ -168,22 +220,7 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
         )
         return resp
 
-    @app.middleware("http")
-    async def _headers(request: Request, call_next: Any) -> Response:
-        try:
-            resp: Response = await call_next(request)
-        except Exception:  # never show a stack trace; the log keeps it
-            log.exception("unhandled error on %s", request.url.path)
-            resp = render("error.html", 500, message="Something went wrong on our side. Please try again.")
-        resp.headers["Content-Security-Policy"] = (
-            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-            "frame-ancestors 'none'; form-action 'self'"
-        )
-        resp.headers["X-Content-Type-Options"] = "nosniff"
-        resp.headers["X-Frame-Options"] = "DENY"
-        resp.headers["Referrer-Policy"] = "no-referrer"
-        resp.headers.setdefault("Cache-Control", "no-store")
-        return resp
+    app.add_middleware(_SecurityHeaders, error_page=lambda: render("error.html", 500, message=_OOPS))
 
     @app.exception_handler(_HTTPError)
     async def _http_error(request: Request, exc: _HTTPError) -> Response:
@@ -279,15 +316,15 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
         st.mark_finished(r["id"])
         return RedirectResponse("/done", status_code=303)
 
-    def own(request: Request, aid: str) -> tuple[dict[str, Any], Assignment]:
-        r = current_rater(request)
-        a = st.get_assignment(aid, r["id"]) if _ID_RE.match(aid) else None
+    def own(request: Request, aid: str) -> tuple[str, Assignment]:
+        rid = rater_id(request)
+        a = st.get_assignment(aid, rid) if _ID_RE.match(aid) else None
         if a is None:
             # Same answer whether the task exists or belongs to someone else: ids are not probeable.
             raise _HTTPError(404, "Task not found.")
-        return r, a
+        return rid, a
 
-    def task_context(r: dict[str, Any], a: Assignment, error: str | None = None) -> dict[str, Any]:
+    def task_context(rid: str, a: Assignment, error: str | None = None) -> dict[str, Any]:
         it: StudyItem = st.item(a.item_id)
         cond = m.condition(a.condition)
         now = st.clock()
@@ -350,7 +387,7 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
             "assistance": assistance,
             "remaining": None if remaining is None else math.ceil(remaining),
             "finalise_s": m.finalise_s,
-            "csrf": csrf_for(r["id"]),
+            "csrf": csrf_for(rid),
             "error": error,
             "expert_case": expert_case,
             "ratings": FACTUALITY_RATINGS,
@@ -361,15 +398,15 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
 
     @app.get("/task/{aid}", response_class=HTMLResponse)
     def task(request: Request, aid: str) -> Response:
-        r, a = own(request, aid)
+        rid, a = own(request, aid)
         if a.status != "active":
             return RedirectResponse(f"/task/{aid}/feedback" if a.status == "submitted" else "/next", 303)
         if m.timed and a.final_deadline is not None and st.clock() > a.final_deadline + m.submit_grace_s:
-            st.submit(aid, r["id"], {}, auto=True)
+            st.submit(aid, rid, {}, auto=True)
             return RedirectResponse(f"/task/{aid}/feedback", 303)
         if a.shown_at is None:
             st.mark_shown(aid)
-        return render("task.html", **task_context(r, a))
+        return render("task.html", **task_context(rid, a))
 
     @app.post("/task/{aid}/start")
     async def task_start(request: Request, aid: str) -> Response:
@@ -377,9 +414,9 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
         return await run_in_threadpool(_task_start, request, aid, form)
 
     def _task_start(request: Request, aid: str, form: dict[str, Any]) -> Response:
-        r, _a = own(request, aid)
-        check_csrf(form, r["id"])
-        st.start_timer(aid, r["id"])
+        rid, _a = own(request, aid)
+        check_csrf(form, rid)
+        st.start_timer(aid, rid)
         return RedirectResponse(f"/task/{aid}", status_code=303)
 
     def parse_answer(form: dict[str, Any], a: Assignment) -> tuple[dict[str, Any], str | None]:
@@ -432,8 +469,8 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
         return await run_in_threadpool(_task_submit, request, aid, form)
 
     def _task_submit(request: Request, aid: str, form: dict[str, Any]) -> Response:
-        r, a = own(request, aid)
-        check_csrf(form, r["id"])
+        rid, a = own(request, aid)
+        check_csrf(form, rid)
         auto = str(form.get("auto", "")) == "1"
         if a.status == "submitted":
             return RedirectResponse(f"/task/{aid}/feedback", status_code=303)
@@ -444,8 +481,8 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
         if not (auto or late):
             fields, err = parse_answer(form, a)
             if err:
-                return render("task.html", 400, **task_context(r, a, err))
-        res = st.submit(aid, r["id"], fields, auto=auto)
+                return render("task.html", 400, **task_context(rid, a, err))
+        res = st.submit(aid, rid, fields, auto=auto)
         if res is None:
             raise _HTTPError(404, "Task not found.")
         if res.outcome == "reclaimed":
