@@ -255,6 +255,9 @@ class StudyStore:
     """A study in a database: its manifest, items, slots, raters and their assignments."""
 
     def __init__(self, db: str | Path, *, clock: Callable[[], float] = time.time) -> None:
+        if "://" not in str(db) and not Path(db).is_file():
+            # opening a missing SQLite file would create an empty one
+            raise ConfigError(f"{db} does not exist; create a study with `seerbench study create MANIFEST --db {db}`")
         self.url = database_url(db)
         self.engine = _make_engine(self.url)
         self.clock = clock
