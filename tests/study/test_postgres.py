@@ -1,0 +1,81 @@
+"""The same guarantees on PostgreSQL (runs when SEERBENCH_TEST_POSTGRES_URL names an empty,
+disposable database; its study tables are dropped first)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from seerbench.study import StudyStore, create_study, export_rows, load_manifest
+from seerbench.study._loadgen import simulate_raters
+
+from .conftest import base_manifest, question
+
+URL = os.environ.get("SEERBENCH_TEST_POSTGRES_URL")
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.skipif(not URL, reason="set SEERBENCH_TEST_POSTGRES_URL to a disposable PostgreSQL database"),
+]
+
+
+@pytest.fixture
+def pg_store(tmp_path: Path):
+    pytest.importorskip("psycopg")
+    from sqlalchemy import create_engine
+
+    from seerbench.study._storage import database_url, metadata
+
+    assert URL
+    eng = create_engine(database_url(URL))
+    metadata.drop_all(eng)
+    eng.dispose()
+    qs = [question(f"q{i}", "AB"[i % 2]) for i in range(60)]
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
+    m = load_manifest(base_manifest(ratings_per_item=2, tasks_per_rater=3, catch_rate=0.1))
+    store = create_study(m, URL, base_dir=tmp_path)
+    yield store
+    store.close()
+
+
+def test_postgres_concurrent_claims_and_double_submits(pg_store: StudyStore) -> None:
+    store = pg_store
+
+    def rater(i: int) -> list[str]:
+        rid = str(store.rater_for(f"prolific:pg{i}", "prolific")["id"])
+        done = []
+        while True:
+            a, _ = store.next_assignment(rid)
+            if a is None:
+                return done
+            store.start_timer(a.id, rid)
+            # a double click: two submits of the same task at once
+            with ThreadPoolExecutor(2) as ex:
+                outs = list(ex.map(lambda ans, aid=a.id: store.submit(aid, rid, {"answer": ans}), ["A", "B"]))
+            assert sorted(o.outcome for o in outs if o) == ["duplicate", "stored"]
+            done.append(a.id)
+
+    with ThreadPoolExecutor(32) as ex:
+        results = list(ex.map(rater, range(100)))
+    rows = export_rows(store)
+    assert len(rows) == sum(len(r) for r in results)
+    assert len({r["judgment_id"] for r in rows}) == len(rows)
+    real = [r for r in rows if not r["is_catch"]]
+    assert max(Counter((r["item"], r["condition"]) for r in real).values()) <= 2
+    for rid in {r["rater_id"] for r in rows}:
+        mine = [r for r in rows if r["rater_id"] == rid]
+        assert len({r["question_id"] for r in mine}) == len(mine)
+    assert sum(c["done"] for c in store.progress()["conditions"].values()) == len(real)
+
+
+def test_postgres_live_server(pg_store: StudyStore, live_server) -> None:
+    srv = live_server(pg_store)
+    logs = asyncio.run(simulate_raters(srv.url, 100, quiz={"q0": "0"}, double_click_every=5))
+    assert [e for log in logs for e in log.errors] == []
+    rows = export_rows(pg_store)
+    assert len(rows) == sum(len(log.submitted) for log in logs)
