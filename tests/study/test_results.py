@@ -182,3 +182,39 @@ def test_factuality_task_and_reliance(make_study) -> None:
     # reliance: AI right on f0 (1), f2 (0) -> 0.5; AI wrong on f1 (1); f3 skipped
     assert s["reliance"]["ai_right"]["mean"] == pytest.approx(0.5)
     assert s["reliance"]["ai_wrong"]["mean"] == pytest.approx(1.0) and s["reliance"]["ai_wrong"]["n"] == 1
+
+
+def test_expert_routing_flow(make_study) -> None:
+    # K = 3; each slot names one option k at random; "is the answer k?" yes/no
+    def q3(qid: str) -> dict:
+        return {
+            "id": qid,
+            "text": f"Which city? ({qid})",
+            "answer_cases": [
+                {"short": "A", "long": "Paris", "value": 1.0},
+                {"short": "B", "long": "Rome", "value": 0.0},
+                {"short": "C", "long": "Oslo", "value": 0.0},
+            ],
+        }
+
+    store = make_study(questions=[q3(f"e{i}") for i in range(4)], task="expert_routing", conditions=["Q"], ratings_per_item=1, tasks_per_rater=4, time_limit_s=None)
+    c = TestClient(create_app(store))
+    r = c.get("/start?PROLIFIC_PID=ex")
+    csrf = re.search(r'name="csrf" value="([^"]+)"', r.text).group(1)  # type: ignore[union-attr]
+    r = c.post("/tutorial", data={"csrf": csrf, "q0": "0"})
+    for _ in range(4):
+        m = re.search(r"Is the correct answer <strong>([ABC])</strong>", r.text)
+        assert m, r.text[-800:]
+        aid = str(r.url).rsplit("/", 1)[-1]
+        # an honest expert: yes exactly when k is the true option A
+        r = c.post(f"/task/{aid}/submit", data={"csrf": csrf, "answer": "yes" if m.group(1) == "A" else "no"})
+        assert r.status_code == 200
+        r = c.get("/next")
+    rows = export_rows(store)
+    assert len(rows) == 4 and all(x["correct"] == 1.0 for x in rows)
+    for x in rows:
+        v = judgment_verdict(x)
+        k = x["expert_option"]
+        expected = {o: (1.0 if o == k else 0.0) for o in "ABC"} if k == "A" else {o: (0.0 if o == k else 0.5) for o in "ABC"}
+        assert v.probabilities == expected
+    assert study_stats(rows)["conditions"]["Q"]["accuracy"]["mean"] == 1.0  # the experts' yes/no accuracy

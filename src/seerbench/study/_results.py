@@ -230,6 +230,10 @@ def judgment_verdict(row: dict[str, Any]) -> Verdict:
 def _accuracy(row: dict[str, Any], verdict: Verdict, policy: TimeoutPolicy) -> float | None:
     """Accuracy score of one judgment; failed verdicts follow ``policy`` except skips and "can't
     assess", which never count (the rater declined to answer)."""
+    if verdict.ok and row.get("task") == "expert_routing":
+        # an expert answers "is it k?": their accuracy is whether yes/no was right (the verdict of
+        # a "no" is a complementary label, which scores 1/(K-1) against the truth)
+        return None if row.get("correct") is None else float(row["correct"])
     if verdict.ok:
         return score(verdict.probabilities or {}, row["true_answer"], "accuracy")
     if verdict.error in ("skip", "cant_assess"):
