@@ -107,3 +107,13 @@ def test_reading_grammar_and_options() -> None:
     with pytest.raises(ConfigError):
         generate_reading(3, k=9)
     assert [q.k for q in load_dataset("reading", n=3, seed=0, k=5)] == [5, 5, 5]
+
+
+def test_arithmetic_large_n_never_sells_more_than_baked() -> None:
+    # Regression: with n = 10,000 a bakery problem once sold 19 of 18 muffins (an intermediate
+    # count of -1 and a negative "slip" option). Every problem's story must stay physical.
+    for q in generate_arithmetic(12000, seed=0):
+        if "trays of" in q.text:
+            trays, per, sold, _more = _ints(q.text)
+            assert sold < trays * per, q.text
+        assert all(int(c.long) >= 0 for c in q.answer_cases), q.text

@@ -30,8 +30,10 @@ class _Problem:
 
 def _bakery(r: random.Random) -> _Problem:
     name = r.choice(_NAMES)
-    trays, per, sold, more = r.randint(3, 9), r.randint(6, 12), r.randint(5, 20), r.randint(4, 15)
+    trays, per = r.randint(3, 9), r.randint(6, 12)
     total = trays * per
+    # never sell more than was baked (3 x 6 = 18 is the smallest batch)
+    sold, more = r.randint(5, min(20, total - 1)), r.randint(4, 15)
     return _Problem(
         "bakery",
         f"{name} bakes {trays} trays of {per} muffins each. {name} sells {sold} muffins, "
