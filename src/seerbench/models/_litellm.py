@@ -4,11 +4,10 @@ an optional extra: ``pip install 'seerbench[litellm]'``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from seerbench.errors import AuthenticationError, ModelError
 from seerbench.models._backend import Backend, RetryableError
-from seerbench.models._types import ChatMessage, GenerateConfig, Sample, Usage, token_logprobs
+from seerbench.models._types import ChatMessage, GenerateConfig, Sample, Usage, chat_request, token_logprobs
 
 
 class LiteLLMBackend(Backend):
@@ -34,21 +33,7 @@ class LiteLLMBackend(Backend):
     async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
         import litellm
 
-        kw: dict[str, Any] = {
-            "model": self._model,
-            "messages": [{"role": m.role, "content": m.content} for m in messages],
-            "temperature": config.temperature,
-            "max_tokens": config.max_tokens,
-            "num_retries": 0,
-        }
-        if config.stop:
-            kw["stop"] = list(config.stop)
-        if seed is not None:
-            kw["seed"] = seed
-        if config.logprobs:
-            kw["logprobs"] = True
-            if config.top_logprobs:
-                kw["top_logprobs"] = config.top_logprobs
+        kw = {**chat_request(self._model, messages, config, seed), "num_retries": 0}
         try:
             r = await litellm.acompletion(**kw)
         except litellm.AuthenticationError as e:

@@ -9,7 +9,7 @@ from typing import Any
 
 from seerbench.errors import AuthenticationError, ModelError
 from seerbench.models._backend import Backend, RetryableError
-from seerbench.models._types import ChatMessage, GenerateConfig, Sample, Usage, token_logprobs
+from seerbench.models._types import ChatMessage, GenerateConfig, Sample, Usage, chat_request, token_logprobs
 
 DEFAULT_TIMEOUT = 120.0
 
@@ -54,21 +54,7 @@ class OpenAIBackend(Backend):
     async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
         import openai
 
-        kw: dict[str, Any] = {
-            "model": self._model,
-            "messages": [{"role": m.role, "content": m.content} for m in messages],
-            "temperature": config.temperature,
-            "max_tokens": config.max_tokens,
-            "n": 1,
-        }
-        if config.stop:
-            kw["stop"] = list(config.stop)
-        if seed is not None:
-            kw["seed"] = seed
-        if config.logprobs:
-            kw["logprobs"] = True
-            if config.top_logprobs:
-                kw["top_logprobs"] = config.top_logprobs
+        kw = chat_request(self._model, messages, config, seed)
         where = self.base_url or "api.openai.com"
         try:
             # The SDK's own low-level POST (documented for custom requests): same connection pool,

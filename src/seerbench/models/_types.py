@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -60,6 +61,29 @@ class TokenLogprob(BaseModel):
     token: str
     logprob: float
     top: tuple[TopLogprob, ...] = ()
+
+
+def chat_request(
+    model: str, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None
+) -> dict[str, Any]:
+    """The chat-completions request body for one sample (the OpenAI wire format, which
+    OpenAI-compatible servers and LiteLLM accept)."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": m.role, "content": m.content} for m in messages],
+        "temperature": config.temperature,
+        "max_tokens": config.max_tokens,
+        "n": 1,
+    }
+    if config.stop:
+        body["stop"] = list(config.stop)
+    if seed is not None:
+        body["seed"] = seed
+    if config.logprobs:
+        body["logprobs"] = True
+        if config.top_logprobs:
+            body["top_logprobs"] = config.top_logprobs
+    return body
 
 
 def token_logprobs(content: list[Any]) -> list[TokenLogprob]:
