@@ -92,9 +92,7 @@ class ModelAgent:
         prompts_dir: str | Path | None = None,
     ) -> None:
         self.model = get_model(model) if isinstance(model, str) else model
-        self.tools: tuple[Tool, ...] = (
-            get_tools([t for t in tools if isinstance(t, str)]) if tools and isinstance(tools[0], str) else tuple(tools)  # type: ignore[arg-type]
-        )
+        self.tools: tuple[Tool, ...] = tuple(t if isinstance(t, Tool) else get_tools([t])[0] for t in tools)
         self.name = self.model.spec + ("+" + "+".join(t.name.lower() for t in self.tools) if self.tools else "")
         self.generation = generation or GenerateConfig(max_tokens=200, temperature=0.0)
         self.max_words = max_words

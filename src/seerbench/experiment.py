@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -44,6 +44,9 @@ from seerbench.models._elicit import Method
 from seerbench.protocols import PROTOCOLS, Protocol, QuestionRun, get_protocol
 from seerbench.results import result_line, run_stats
 from seerbench.types import Question
+
+#: Config keys that may change between runs into the same output folder.
+NOT_IN_FINGERPRINT = frozenset({"out", "limit", "concurrency", "name"})
 
 REPLAY = "replay"  # agent model name for human-written arguments replayed from the dataset
 
@@ -150,7 +153,7 @@ class ExperimentConfig(BaseModel):
 
     def fingerprint(self) -> str:
         """Hash of everything that changes results (not out, limit, concurrency or name)."""
-        d = self.model_dump(mode="json", exclude={"out", "limit", "concurrency", "name"})
+        d = self.model_dump(mode="json", exclude=set(NOT_IN_FINGERPRINT))
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -417,7 +420,8 @@ class Experiment:
         finally:
             os.close(fd)
         lines = _finalise(path, [q.id for q in questions])
-        stats = run_stats(lines, meta, eps=self.config.eps, policy=self.config.parse_failures, n_boot=self.config.n_boot, seed=self.config.seed)
+        stats = run_stats(lines, meta, eps=self.config.eps, policy=self.config.parse_failures, n_boot=self.config.n_boot,
+                          seed=self.config.seed, scored=True)
         stats["n_errors"] = len(errors)
         _atomic_write(d / "stats.json", json.dumps(stats, indent=2, allow_nan=True))
         return RunResult(spec, stats, n_done, len(errors), errors)
@@ -478,8 +482,5 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def _diff_keys(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    ignore = {"out", "limit", "concurrency", "name"}
-    return sorted(k for k in set(old) | set(new) if k not in ignore and old.get(k) != new.get(k))
+    return sorted(k for k in set(old) | set(new) if k not in NOT_IN_FINGERPRINT and old.get(k) != new.get(k))
 
-
-ParseFailurePolicy = Literal["exclude", "half"]

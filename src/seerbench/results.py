@@ -107,16 +107,21 @@ def rescore(line: dict[str, Any], *, eps: float, policy: FailurePolicy, betas: I
     return line
 
 
+#: The per-question metric fields of a results line at the default betas.
 METRIC_KEYS = ("asd", *(f"{p}_{beta_key(b)}" for p in ("jse", "ase") for b in BETAS))
 
 
 def run_stats(
     lines: Sequence[dict[str, Any]], meta: dict[str, Any], *, eps: float, policy: FailurePolicy,
-    n_boot: int = 2000, seed: int = 0, betas: Iterable[float] = BETAS,
+    n_boot: int = 2000, seed: int = 0, betas: Iterable[float] = BETAS, scored: bool = False,
 ) -> dict[str, Any]:
-    """Statistics of one grid cell: mean, std, SE and bootstrap 95% CI of every metric."""
+    """Statistics of one grid cell: mean, std, SE and bootstrap 95% CI of every metric.
+
+    Lines are rescored with ``eps``, ``policy`` and ``betas`` first, unless ``scored`` says the
+    caller already did exactly that."""
     betas = tuple(betas)
-    lines = [rescore(dict(ln), eps=eps, policy=policy, betas=betas) for ln in lines]
+    if not scored:
+        lines = [rescore(dict(ln), eps=eps, policy=policy, betas=betas) for ln in lines]
     keys = ["asd", *(f"{p}_{beta_key(b)}" for p in ("jse", "ase") for b in betas)]
     kept = [ln for ln in lines if not ln["excluded"]]
     metrics: dict[str, Any] = {}

@@ -144,7 +144,7 @@ def stats(
         lines = [rescore(ln, eps=eps_v, policy=policy, betas=betas) for ln in _read_lines(path)]
         meta = {k: lines[0].get(k) for k in ("protocol", "agent", "judge", "tools", "best_of_n")} if lines else {
             "protocol": path.parent.parent.name, "agent": None, "judge": path.parent.name}
-        s = run_stats(lines, meta, eps=eps_v, policy=policy, n_boot=cfg.get("n_boot", 2000), seed=cfg.get("seed", 0), betas=betas)
+        s = run_stats(lines, meta, eps=eps_v, policy=policy, n_boot=cfg.get("n_boot", 2000), seed=cfg.get("seed", 0), betas=betas, scored=True)
         cells.append((path, lines, s))
     if not cells:
         raise ConfigError(f"no results.jsonl under {run_dir}")

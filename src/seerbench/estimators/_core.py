@@ -312,6 +312,13 @@ def mixture_accuracy(counts: LabelCounts, weight: float, *, alpha: float = 0.05)
         _need_ordinary(counts, what)
     if w < 1.0:
         _need_complementary(counts, what)
+    est, var = _combine(counts, w)
+    return _result("mix", counts, est, math.sqrt(var), alpha, weight=w)
+
+
+def _combine(counts: LabelCounts, w: float) -> tuple[float, float]:
+    """w A_ord + (1 - w) A_comp and its variance w^2 Var(A_ord) + (1 - w)^2 Var(A_comp); an arm with
+    zero weight is left out entirely (it may have no labels, hence no estimate)."""
     est, var = 0.0, 0.0
     if w > 0.0:
         est += w * counts.a_ord
@@ -319,7 +326,7 @@ def mixture_accuracy(counts: LabelCounts, weight: float, *, alpha: float = 0.05)
     if w < 1.0:
         est += (1.0 - w) * counts.a_comp
         var += (1.0 - w) ** 2 * counts.var_comp
-    return _result("mix", counts, est, math.sqrt(var), alpha, weight=w)
+    return est, var
 
 
 def ivw_weight(counts: LabelCounts) -> float:
@@ -360,13 +367,7 @@ def ivw_accuracy(counts: LabelCounts, *, alpha: float = 0.05) -> AccuracyEstimat
     """
     counts = _check_counts(counts)
     w, notes = _ivw_weight_notes(counts)
-    est, var = 0.0, 0.0
-    if w > 0.0:
-        est += w * counts.a_ord
-        var += w * w * counts.var_ord
-    if w < 1.0:
-        est += (1.0 - w) * counts.a_comp
-        var += (1.0 - w) ** 2 * counts.var_comp
+    est, var = _combine(counts, w)
     return _result("ivw", counts, est, math.sqrt(var), alpha, weight=w, notes=notes)
 
 
