@@ -317,3 +317,37 @@ def test_cli_run_on_yaml(tmp_path: Path) -> None:
     assert set(stats) == {"NaiveJudge/J_scripted-xp-judge", "SequentialDebate_t1/A_scripted-xp-agent_J_scripted-xp-judge"}
     assert all(s["n_questions"] == 3 for s in stats.values())
     assert len(_lines(out / "NaiveJudge/J_scripted-xp-judge/results.jsonl")) == 3
+
+
+def _down(messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> str:
+    from seerbench.errors import ModelUnavailableError
+
+    raise ModelUnavailableError("cannot connect to http://127.0.0.1:9 after 6 attempts")
+
+
+def _flaky_on_q2(messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> str:
+    from seerbench.errors import ModelUnavailableError
+
+    if "question number 2." in messages[-1].content:
+        raise ModelUnavailableError("server hiccup")
+    return _judge(messages, config, seed)
+
+
+register_scripted("xp-down", _down, replace=True)
+register_scripted("xp-flaky", _flaky_on_q2, replace=True)
+
+
+def test_a_model_that_is_down_stops_the_run_after_one_failed_batch(tmp_path: Path) -> None:
+    from seerbench.errors import ModelUnavailableError
+
+    cfg = _cfg(judge_models=["scripted:xp-down"], protocols=["NaiveJudge"], concurrency=2, out=str(tmp_path / "o"))
+    with pytest.raises(ModelUnavailableError, match="first 2 questions all failed"):
+        Experiment(cfg, questions=QUESTIONS).run()
+
+
+def test_a_failing_question_among_working_ones_is_skipped_and_retried_next_run(tmp_path: Path) -> None:
+    cfg = _cfg(judge_models=["scripted:xp-flaky"], protocols=["NaiveJudge"], concurrency=1, out=str(tmp_path / "o"))
+    [res] = Experiment(cfg, questions=QUESTIONS).run()
+    assert res.n_errors == 1 and res.errors[0].startswith("q2:")
+    ids = [json.loads(x)["question_id"] for x in (tmp_path / "o" / "NaiveJudge" / "J_scripted-xp-flaky" / "results.jsonl").read_text().splitlines()]
+    assert ids == ["q0", "q1", "q3", "q4", "q5"]  # q2 not written, so a rerun tries it again

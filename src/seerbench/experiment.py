@@ -39,7 +39,7 @@ from seerbench.errors import (
 )
 from seerbench.judges import Judge, ModelJudge
 from seerbench.metrics import DEFAULT_EPS, FailurePolicy
-from seerbench.models import ElicitConfig, GenerateConfig, default_tracker, get_model
+from seerbench.models import ElicitConfig, GenerateConfig, get_model
 from seerbench.models._elicit import Method
 from seerbench.protocols import PROTOCOLS, Protocol, QuestionRun, get_protocol
 from seerbench.results import result_line, run_stats
@@ -396,8 +396,10 @@ class Experiment:
         meta = {"protocol": spec.protocol_dir, "agent": spec.agent_model if PROTOCOLS[spec.protocol].needs_agent else None,
                 "judge": spec.judge_model, "tools": list(spec.tools), "best_of_n": spec.best_of_n}
 
+        n_new = 0  # questions finished in this run of the cell
+
         async def one(q: Question) -> None:
-            nonlocal n_done
+            nonlocal n_done, n_new
             async with sem:
                 try:
                     qr: QuestionRun = await protocol.run_question(q)
@@ -405,13 +407,20 @@ class Experiment:
                     raise
                 except (ModelUnavailableError, DataError) as e:
                     errors.append(f"{q.id}: {e}")
-                    default_tracker().record_error(spec.judge_model)
                     if progress:
                         progress(spec, n_done, total, len(errors))
+                    if isinstance(e, ModelUnavailableError) and n_new == 0 and len(errors) >= self.config.concurrency:
+                        # Nothing has worked yet and a full batch failed after retries: the model
+                        # is down, and grinding through every question's retries would help no one.
+                        raise ModelUnavailableError(
+                            f"{spec.key}: the first {len(errors)} questions all failed, so the run stops "
+                            f"(finished results are kept; rerun to resume). Last error: {e}"
+                        ) from e
                     return
             line = result_line(qr, meta, eps=self.config.eps, policy=self.config.parse_failures)
             os.write(fd, (json.dumps(line, allow_nan=True) + "\n").encode())
             n_done += 1
+            n_new += 1
             if progress:
                 progress(spec, n_done, total, len(errors))
 
