@@ -178,7 +178,7 @@ def test_second_run_makes_no_model_calls_and_changes_nothing(finished: Path) -> 
 
 
 def test_config_change_refused_unless_new(finished: Path) -> None:
-    with pytest.raises(ConfigError, match=r"holds results of a different config \(differs in: eps, parse_failures\).*--new"):
+    with pytest.raises(ConfigError, match=r"holds results this config would change: 5 cells \(differs in: eps, parse_failures; e\.g\. NaiveJudge/.*--new"):
         Experiment(_cfg(eps=1e-3, parse_failures="half"), questions=QUESTIONS, out=finished).run()
     # limit and concurrency do not change results: allowed
     Experiment(_cfg(limit=2, concurrency=1), questions=QUESTIONS, out=finished).prepare_out()
@@ -296,7 +296,7 @@ def test_cli_stats_errors(finished: Path, tmp_path: Path) -> None:
     r = runner.invoke(app, ["stats", str(tmp_path)])
     assert isinstance(r.exception, ConfigError) and "no experiment.json" in str(r.exception)
     r = runner.invoke(app, ["stats", str(finished), "--baseline", "Nope"])
-    assert isinstance(r.exception, ConfigError) and "have: ['BlindTrust'" in str(r.exception)
+    assert isinstance(r.exception, ConfigError) and "have: BlindTrust, Consultancy_t1" in str(r.exception)
     r = runner.invoke(app, ["stats", str(finished), "--score", "hinge"])
     assert isinstance(r.exception, ConfigError) and "log, logodds, brier, accuracy" in str(r.exception)
     r = runner.invoke(app, ["stats", str(finished), "--parse-failures", "zero"])
@@ -313,9 +313,13 @@ def test_cli_run_on_yaml(tmp_path: Path) -> None:
     out = tmp_path / "out"
     r = runner.invoke(app, ["run", str(cfg), "--out", str(out), "--limit", "3", "--json"])
     assert r.exit_code == 0, r.output
-    stats = json.loads(r.stdout)
-    assert set(stats) == {"NaiveJudge/J_scripted-xp-judge", "SequentialDebate_t1/A_scripted-xp-agent_J_scripted-xp-judge"}
-    assert all(s["n_questions"] == 3 for s in stats.values())
+    cells = json.loads(r.stdout)["cells"]
+    assert [c["cell"] for c in cells] == ["NaiveJudge/J_scripted-xp-judge", "SequentialDebate_t1/A_scripted-xp-agent_J_scripted-xp-judge"]
+    assert all(s["n_questions"] == 3 for s in cells)
+    # `stats --json` prints the same shape
+    r2 = runner.invoke(app, ["stats", str(out), "--json"])
+    assert r2.exit_code == 0, r2.output
+    assert set(json.loads(r2.stdout)) == set(json.loads(r.stdout)) - {"failed_question_runs"}
     assert len(_lines(out / "NaiveJudge/J_scripted-xp-judge/results.jsonl")) == 3
 
 

@@ -18,6 +18,7 @@ import asyncio
 import hashlib
 import itertools
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from seerbench import __version__
 from seerbench.agents import Agent, BestOfNAgent, ModelAgent
@@ -34,19 +35,31 @@ from seerbench.errors import (
     AuthenticationError,
     ConfigError,
     DataError,
+    ModelError,
     ModelUnavailableError,
     UnknownModelError,
 )
 from seerbench.judges import Judge, ModelJudge
 from seerbench.metrics import DEFAULT_EPS, FailurePolicy
-from seerbench.models import ElicitConfig, GenerateConfig, get_model
+from seerbench.models import ElicitConfig, GenerateConfig, Model, get_model
+from seerbench.models._backend import Backend
 from seerbench.models._elicit import Method
+from seerbench.models._model import to_messages
+from seerbench.models._retry import RetryPolicy
+from seerbench.models._types import ChatMessage, Sample, Usage
+from seerbench.models._usage import default_tracker
+from seerbench.prompts import check_prompts_dir, template_hashes
 from seerbench.protocols import PROTOCOLS, Protocol, QuestionRun, get_protocol
 from seerbench.results import result_line, run_stats
+from seerbench.tools import get_tools
 from seerbench.types import Question
 
-#: Config keys that may change between runs into the same output folder.
+#: Config keys that may change between runs into the same output folder. Growing the grid or the
+#: dataset is allowed too: results are checked per cell (cell.json) and per question (its content).
 NOT_IN_FINGERPRINT = frozenset({"out", "limit", "concurrency", "name"})
+
+#: Keys of a dataset mapping that name files; relative ones are read from the config file's folder.
+_PATH_KEYS = ("path",)
 
 REPLAY = "replay"  # agent model name for human-written arguments replayed from the dataset
 
@@ -114,6 +127,10 @@ class ExperimentConfig(BaseModel):
     n_boot: int = Field(default=2000, ge=100)
     prompts_dir: str | None = None
 
+    #: The folder relative input paths (dataset files, prompts_dir) are read from: the config
+    #: file's folder for a YAML config, else the working directory.
+    _base_dir: Path | None = PrivateAttr(default=None)
+
     @field_validator("protocols", mode="before")
     @classmethod
     def _protocol_strings(cls, v: Any) -> Any:
@@ -139,22 +156,50 @@ class ExperimentConfig(BaseModel):
             raise ConfigError(f"{p} is not valid YAML: {e}") from e
         if not isinstance(raw, dict):
             raise ConfigError(f"{p} must be a mapping of experiment keys")
-        return cls.parse(raw, source=str(p))
+        return cls.parse(raw, source=str(p), base_dir=p.parent)
 
     @classmethod
-    def parse(cls, raw: dict[str, Any], source: str = "config") -> ExperimentConfig:
+    def parse(cls, raw: dict[str, Any], source: str = "config", base_dir: str | Path | None = None) -> ExperimentConfig:
         try:
-            return cls.model_validate(raw)
+            cfg = cls.model_validate(raw)
         except ValidationError as e:
             raise ConfigError(f"invalid {source}:\n{explain(e)}") from None
+        cfg._base_dir = Path(base_dir) if base_dir is not None else None
+        return cfg
+
+    @classmethod
+    def from_run(cls, run_dir: str | Path) -> ExperimentConfig:
+        """The config recorded in a run folder's experiment.json (relative paths read as the
+        original config file's folder read them)."""
+        from seerbench.runs import read_experiment_json
+
+        meta = read_experiment_json(Path(run_dir) / "experiment.json")
+        return cls.parse(meta["config"], source=f"{run_dir}/experiment.json", base_dir=meta.get("config_dir"))
+
+    def with_updates(self, **updates: Any) -> ExperimentConfig:
+        """A copy with some keys replaced (validated), reading relative paths from the same folder."""
+        return ExperimentConfig.parse({**self.model_dump(mode="json", exclude_unset=True), **updates}, base_dir=self._base_dir)
+
+    def resolve(self, path: str | Path) -> Path:
+        """``path`` as the config means it: relative paths are read from the config file's folder."""
+        p = Path(path).expanduser()
+        return p if p.is_absolute() or self._base_dir is None else self._base_dir / p
+
+    def resolved_prompts_dir(self) -> Path | None:
+        return self.resolve(self.prompts_dir) if self.prompts_dir else None
 
     def out_dir(self) -> Path:
         return Path(self.out or f"runs/{self.name}")
 
     def fingerprint(self) -> str:
-        """Hash of everything that changes results (not out, limit, concurrency or name)."""
+        """Hash of the config apart from out, limit, concurrency and name (for the record; whether
+        a folder's results may be extended is decided per cell, see :meth:`Experiment.cell_identity`)."""
         d = self.model_dump(mode="json", exclude=set(NOT_IN_FINGERPRINT))
-        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+        return _hash(d)
+
+
+def _hash(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def explain(e: ValidationError) -> str:
@@ -216,17 +261,42 @@ class RunResult:
     errors: list[str] = field(default_factory=list)
 
 
+@dataclass
+class CellPlan:
+    """What running one cell would cost (``seerbench run --dry-run``): questions still to run and
+    the model calls and tokens they are expected to take, before any cache hit."""
+
+    spec: RunSpec
+    n_questions: int
+    n_todo: int
+    calls: float
+    prompt_tokens: float
+    completion_tokens: float
+    cost: float | None
+
+
+ModelFactory = Callable[[str, str], Model]  # (spec, role 'judge' | 'agent') -> Model
+
+
 class Experiment:
-    """Run a grid over questions. ``questions`` overrides the config's dataset (Python API)."""
+    """Run a grid over questions. ``questions`` overrides the config's dataset (Python API)::
+
+        cfg = ExperimentConfig.from_yaml("examples/quickstart.yaml")
+        results = Experiment(cfg).run()          # list[RunResult], one per grid cell
+    """
 
     def __init__(self, config: ExperimentConfig, questions: Sequence[Question] | None = None, *, out: str | Path | None = None) -> None:
         self.config = config
         self.out = Path(out) if out is not None else config.out_dir()
         self._questions = list(questions) if questions is not None else None
+        self._loaded: list[Question] | None = None
         self.n_skipped = 0  # questions without exactly one true option, left out
+        self.model_factory: ModelFactory = lambda spec, role: get_model(spec)
 
     # ---- data ---------------------------------------------------------------------------------
     def questions(self) -> list[Question]:
+        if self._loaded is not None:
+            return self._loaded
         qs = self._questions if self._questions is not None else self._load_dataset()
         if not qs:
             raise DataError("the dataset is empty")
@@ -246,18 +316,26 @@ class Experiment:
         if len(set(ids)) != len(ids):
             dup = sorted({i for i in ids if ids.count(i) > 1})[:5]
             raise DataError(f"duplicate question ids in the dataset: {dup}")
-        return out[: self.config.limit] if self.config.limit else out
+        self._loaded = out[: self.config.limit] if self.config.limit else out
+        return self._loaded
 
     def _load_dataset(self) -> list[Question]:
-        from seerbench.datasets import load_dataset
+        from seerbench.datasets import list_datasets, load_dataset
+
+        dataset_names = {d.name for d in list_datasets()}
 
         ds = self.config.dataset
         if isinstance(ds, str):
-            return list(load_dataset(ds))
+            return list(load_dataset(ds if ds in dataset_names else self.config.resolve(ds)))
         opts = dict(ds)
         name = opts.pop("name", None) or opts.pop("path", None)
         if name is None:
             raise ConfigError("dataset: give a name (or path), e.g. {name: arithmetic, n: 20}")
+        if name not in dataset_names:
+            name = str(self.config.resolve(name))
+        for k in _PATH_KEYS:
+            if isinstance(opts.get(k), str):
+                opts[k] = str(self.config.resolve(opts[k]))
         return list(load_dataset(name, **opts))
 
     # ---- grid ---------------------------------------------------------------------------------
@@ -285,9 +363,31 @@ class Experiment:
             raise ConfigError(f"the grid has duplicate cells: {sorted({k for k in keys if keys.count(k) > 1})}")
         return specs
 
+    def prompt_hashes(self) -> dict[str, str]:
+        return template_hashes(self.config.resolved_prompts_dir())
+
+    def cell_identity(self, spec: RunSpec) -> dict[str, Any]:
+        """Everything that decides a cell's results line for a given question: two runs of a cell
+        with the same identity may share a results file. (The question itself is checked per line.)"""
+        c = self.config
+        cls = PROTOCOLS[spec.protocol]
+        ident: dict[str, Any] = {
+            "protocol": spec.protocol, "keywords": {"both_orders": c.both_orders, **spec.kwargs},
+            "judge": spec.judge_model, "seed": c.seed, "binary_seed": c.binary_seed, "eps": c.eps,
+            "parse_failures": c.parse_failures, "prompts": self.prompt_hashes(),
+        }
+        if spec.judge_model != "trust":
+            ident["elicitation"] = c.elicitation.model_dump(mode="json")
+        if cls.needs_agent:
+            ident.update(agent=spec.agent_model, tools=list(spec.tools), best_of_n=spec.best_of_n)
+            if spec.agent_model != REPLAY:
+                ident["agent_generation"] = c.agent_generation.model_dump(mode="json")
+        return ident
+
     def _judge(self, spec: RunSpec) -> Judge:
         c = self.config
-        return ModelJudge(get_model(spec.judge_model), elicitation=c.elicitation.build(c.seed), prompts_dir=c.prompts_dir)
+        return ModelJudge(self.model_factory(spec.judge_model, "judge"), elicitation=c.elicitation.build(c.seed),
+                          prompts_dir=c.resolved_prompts_dir())
 
     def _agent(self, spec: RunSpec) -> Agent:
         c = self.config
@@ -297,11 +397,11 @@ class Experiment:
             return ReplayAgent(show_snippets=False)
         g = c.agent_generation
         base = ModelAgent(
-            get_model(spec.agent_model),
+            self.model_factory(spec.agent_model, "agent"),
             tools=list(spec.tools),
             generation=GenerateConfig(temperature=g.temperature, max_tokens=g.max_tokens, seed=c.seed),
             max_words=g.max_words,
-            prompts_dir=c.prompts_dir,
+            prompts_dir=c.resolved_prompts_dir(),
         )
         if spec.best_of_n > 1:
             return BestOfNAgent(base, spec.best_of_n, self._judge(spec))
@@ -322,51 +422,147 @@ class Experiment:
             raise ConfigError(f"protocol {spec.protocol}: bad keyword ({e}); keywords: num_turns, both_orders, judge_sees_source"
                               + (", condition" if spec.protocol == "EvidenceDebate" else "")) from None
 
-    def check_models(self, specs: Sequence[RunSpec]) -> None:
-        """Resolve every model spec of the grid (cheap: nothing is loaded or called), so an unknown
-        one is reported before the output folder records this config."""
+    def check(self, specs: Sequence[RunSpec] | None = None) -> list[RunSpec]:
+        """Everything that can be checked before a model is called or a file written: model specs
+        (resolved, nothing loaded), tools, prompts_dir, and whether the data can give what each cell
+        asks for. Raises :class:`ConfigError` naming the cell and the fix."""
+        specs = list(specs) if specs is not None else self.grid()
+        if self.config.prompts_dir:
+            check_prompts_dir(self.config.resolved_prompts_dir())  # type: ignore[arg-type]
+        questions = self.questions()
+        no_source = [q.id for q in questions if not q.source_text]
         for spec in specs:
+            cls = PROTOCOLS[spec.protocol]
             if spec.judge_model != "trust":
                 get_model(spec.judge_model)
-            if PROTOCOLS[spec.protocol].needs_agent and spec.agent_model != REPLAY:
+            if cls.needs_agent and spec.agent_model != REPLAY:
                 get_model(spec.agent_model)
-
-    # ---- running ------------------------------------------------------------------------------
-    def prepare_out(self, *, new: bool = False) -> Path:
-        """Create the output folder or check that it holds results of the same config."""
-        out = self.out
-        if new and out.exists():
-            i = 2
-            while Path(f"{out}_{i}").exists():
-                i += 1
-            out = self.out = Path(f"{out}_{i}")
-        meta = out / "experiment.json"
-        fp = self.config.fingerprint()
-        if meta.exists():
-            old = json.loads(meta.read_text())
-            if old.get("fingerprint") != fp:
-                diff = _diff_keys(old.get("config", {}), self.config.model_dump(mode="json"))
+                get_tools(list(spec.tools))
+            elif spec.tools:
+                raise ConfigError(f"cell {spec.key}: the replay agent takes no tools; use agent_tools: [[]] with agent_models: [replay]")
+            proto = self._protocol(spec, dry=True)
+            if proto.judge_sees_source and no_source:
                 raise ConfigError(
-                    f"{out} holds results of a different config (differs in: {', '.join(diff) or 'unknown'}); "
-                    "mixing them would be wrong. Use --out NEW_DIR, or --new to write to a fresh sibling folder."
+                    f"cell {spec.key}: the judge is to see the passage (judge_sees_source, or a condition starting with P), "
+                    f"but {len(no_source)} of {len(questions)} questions have no source_text (e.g. {', '.join(no_source[:3])}). "
+                    "Use a dataset with passages (e.g. single_turn_debate with quality_path), or a condition without P "
+                    "(S, SA) / judge_sees_source: false."
                 )
-        out.mkdir(parents=True, exist_ok=True)
-        _atomic_write(meta, json.dumps(
-            {"fingerprint": fp, "seerbench_version": __version__, "config": self.config.model_dump(mode="json")}, indent=2
-        ))
-        _atomic_write(out / "config.yaml", yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False))
+        return specs
+
+    def check_models(self, specs: Sequence[RunSpec]) -> None:
+        """Kept for callers of 0.1: see :meth:`check`."""
+        self.check(specs)
+
+    # ---- the output folder --------------------------------------------------------------------
+    def _conflicts(self, out: Path, specs: Sequence[RunSpec]) -> list[str]:
+        """Why ``out`` cannot take this grid's results: cells whose recorded identity differs."""
+        meta_path = out / "experiment.json"
+        if not meta_path.exists():
+            return []
+        from seerbench.runs import read_experiment_json
+
+        old = read_experiment_json(meta_path)
+        if "cells" not in old:  # written by seerbench 0.1: one fingerprint for the whole config
+            if old.get("fingerprint") != _legacy_fingerprint(self.config):
+                diff = _diff_keys(old.get("config", {}), self.config.model_dump(mode="json"))
+                return [f"the whole folder (differs in: {', '.join(diff) or 'unknown'})"]
+            return []
+        problems = []
+        for spec in specs:
+            cj = out / spec.protocol_dir / spec.pair_dir / "cell.json"
+            if not cj.exists():
+                continue
+            try:
+                rec = json.loads(cj.read_text())
+            except (OSError, json.JSONDecodeError):
+                problems.append(f"{spec.key} (its cell.json is unreadable)")
+                continue
+            ident = self.cell_identity(spec)
+            if rec.get("fingerprint") != _hash(ident):
+                diff = _diff_keys(rec.get("identity", {}), ident, nested=True)
+                problems.append(f"{spec.key} (differs in: {', '.join(diff) or 'unknown'})")
+        return problems
+
+    def _question_conflicts(self, out: Path, specs: Sequence[RunSpec]) -> list[str]:
+        """Finished questions whose stored content differs from the dataset's question of that id."""
+        from seerbench.runs import read_results
+
+        current = {q.id: q.model_dump(mode="json") for q in self.questions()}
+        problems = []
+        for spec in specs:
+            path = out / spec.protocol_dir / spec.pair_dir / "results.jsonl"
+            if not path.exists():
+                continue
+            lines, _ = read_results(path)
+            bad = [ln["question_id"] for ln in lines if ln["question_id"] in current and ln.get("question") != current[ln["question_id"]]]
+            if bad:
+                problems.append(f"{spec.key}: questions {', '.join(bad[:3])}{' ...' if len(bad) > 3 else ''} differ from the dataset's")
+        return problems
+
+    def choose_out(self, specs: Sequence[RunSpec], *, new: bool = False) -> Path:
+        """The folder this grid writes to: ``self.out`` when its results can be extended by this
+        grid; with ``new``, the first of ``out``, ``out_2``, ``out_3``... that can (so a rerun with
+        ``--new`` resumes the folder it made last time)."""
+        candidates = [self.out]
+        if new:
+            i = 2
+            while Path(f"{self.out}_{i}").exists():
+                candidates.append(Path(f"{self.out}_{i}"))
+                i += 1
+            candidates.append(Path(f"{self.out}_{i}"))
+        for cand in candidates:
+            problems = self._conflicts(cand, specs) or self._question_conflicts(cand, specs)
+            if not problems:
+                return cand
+            if not new:
+                raise ConfigError(
+                    f"{cand} holds results this config would change: {_group(problems)}. Mixing them would be wrong: "
+                    "use --out NEW_DIR, or --new to write to (or resume) a fresh sibling folder. Adding cells or questions is fine."
+                )
+        raise AssertionError("unreachable: the last candidate does not exist")
+
+    def prepare_out(self, *, new: bool = False, specs: Sequence[RunSpec] | None = None) -> Path:
+        """Create the output folder (or check that it can take this grid's results) and record the
+        config, the prompt hashes and each cell's identity."""
+        specs = list(specs) if specs is not None else self.grid()
+        out = self.out = self.choose_out(specs, new=new)
+        prompts = self.prompt_hashes()
+        cells = {s.key: _hash(self.cell_identity(s)) for s in specs}
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            old_cells: dict[str, str] = {}
+            meta_path = out / "experiment.json"
+            if meta_path.exists():
+                from seerbench.runs import read_experiment_json
+
+                old_cells = dict(read_experiment_json(meta_path).get("cells") or {})
+            _atomic_write(meta_path, json.dumps({
+                "fingerprint": self.config.fingerprint(), "seerbench_version": __version__,
+                "config": self.config.model_dump(mode="json"), "prompts": prompts,
+                "config_dir": str(self.config._base_dir.resolve()) if self.config._base_dir else None,
+                "cells": {**old_cells, **cells},  # cells of earlier, smaller grids stay listed
+            }, indent=2))
+            _atomic_write(out / "config.yaml", yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False))
+            for s in specs:
+                d = out / s.protocol_dir / s.pair_dir
+                d.mkdir(parents=True, exist_ok=True)
+                ident = self.cell_identity(s)
+                _atomic_write(d / "cell.json", json.dumps({"cell": s.key, "fingerprint": _hash(ident), "identity": ident}, indent=2))
+        except OSError as e:
+            raise ConfigError(f"cannot write the output folder {out}: {e.strerror or e} ({e.filename or out})") from None
         return out
 
+    # ---- running ------------------------------------------------------------------------------
     async def arun(
         self, *, new: bool = False, progress: Callable[[RunSpec, int, int, int], None] | None = None,
         on_start: Callable[[RunSpec, int, int], None] | None = None,
     ) -> list[RunResult]:
         """Run every cell of the grid; finished questions are skipped. ``on_start(spec, done, total)``
         and ``progress(spec, done, total, errors)`` drive a progress display."""
+        specs = self.check()
         questions = self.questions()
-        specs = self.grid()
-        self.check_models(specs)
-        out = self.prepare_out(new=new)
+        out = self.prepare_out(new=new, specs=specs)
         results: list[RunResult] = []
         for spec in specs:
             results.append(await self._run_spec(out, spec, questions, progress, on_start))
@@ -376,6 +572,10 @@ class Experiment:
 
     def run(self, **kw: Any) -> list[RunResult]:
         return asyncio.run(self.arun(**kw))
+
+    def _meta(self, spec: RunSpec) -> dict[str, Any]:
+        return {"protocol": spec.protocol_dir, "agent": spec.agent_model if PROTOCOLS[spec.protocol].needs_agent else None,
+                "judge": spec.judge_model, "tools": list(spec.tools), "best_of_n": spec.best_of_n}
 
     async def _run_spec(self, out: Path, spec: RunSpec, questions: list[Question],
                         progress: Callable[[RunSpec, int, int, int], None] | None,
@@ -393,8 +593,8 @@ class Experiment:
         errors: list[str] = []
         n_done = total - len(todo)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        meta = {"protocol": spec.protocol_dir, "agent": spec.agent_model if PROTOCOLS[spec.protocol].needs_agent else None,
-                "judge": spec.judge_model, "tools": list(spec.tools), "best_of_n": spec.best_of_n}
+        meta = self._meta(spec)
+        stamp = {"fingerprint": _hash(self.cell_identity(spec)), "prompts": self.prompt_hashes()}
 
         n_new = 0  # questions finished in this run of the cell
 
@@ -417,7 +617,7 @@ class Experiment:
                             f"(finished results are kept; rerun to resume). Last error: {e}"
                         ) from e
                     return
-            line = result_line(qr, meta, eps=self.config.eps, policy=self.config.parse_failures)
+            line = {**result_line(qr, meta, eps=self.config.eps, policy=self.config.parse_failures), **stamp}
             os.write(fd, (json.dumps(line, allow_nan=True) + "\n").encode())
             n_done += 1
             n_new += 1
@@ -429,11 +629,138 @@ class Experiment:
         finally:
             os.close(fd)
         lines = _finalise(path, [q.id for q in questions])
-        stats = run_stats(lines, meta, eps=self.config.eps, policy=self.config.parse_failures, n_boot=self.config.n_boot,
-                          seed=self.config.seed, scored=True)
+        stats = run_stats(lines, {"cell": spec.key, **meta}, eps=self.config.eps, policy=self.config.parse_failures,
+                          n_boot=self.config.n_boot, seed=self.config.seed, scored=True)
         stats["n_errors"] = len(errors)
         _atomic_write(d / "stats.json", json.dumps(stats, indent=2, allow_nan=True))
         return RunResult(spec, stats, n_done, len(errors), errors)
+
+    # ---- planning and inspection --------------------------------------------------------------
+    def plan(self, *, sample: int = 3) -> list[CellPlan]:
+        """Per cell: questions to run and the model calls and tokens they should take (before cache
+        hits), found by running the cell's protocol on up to ``sample`` questions against a model
+        that answers instantly and counts. Prompt tokens are estimated as characters / 4;
+        completion tokens are the ``max_tokens`` bound of each call. Nothing is written."""
+        from seerbench.models._usage import UsageTracker
+
+        specs = self.check()
+        questions = self.questions()
+        tracker = default_tracker()
+        out = self.out
+        plans = []
+        for spec in specs:
+            path = out / spec.protocol_dir / spec.pair_dir / "results.jsonl"
+            done = _load_done(path, truncate=False) if path.exists() and not self._conflicts(out, [spec]) else set()
+            todo = [q for q in questions if q.id not in done]
+            counter = UsageTracker(tracker.prices)
+            factory = self.model_factory
+            self.model_factory = lambda s, role, _c=counter: Model(s, _CountingBackend(), cache=False, usage=_c)  # type: ignore[misc]
+            try:
+                proto = self._protocol(spec)
+                probe = todo[:sample] or questions[:sample]
+                asyncio.run(_gather_cancelling([proto.run_question(q) for q in probe]))
+            finally:
+                self.model_factory = factory
+            t = counter.totals()
+            scale = len(todo) / len(probe) if probe else 0.0
+            plans.append(CellPlan(spec, len(questions), len(todo), t.calls * scale, t.prompt_tokens * scale,
+                                  t.completion_tokens * scale, None if t.cost is None else t.cost * scale))
+        return plans
+
+    async def replay_prompts(self, cell_key: str, question_id: str, *, allow_calls: bool = False) -> list[dict[str, Any]]:
+        """Every model request a cell made for one question, rebuilt by running the cell again on
+        that question with the same config: the disk cache answers every call, so the prompts are
+        exactly those of the run. With ``allow_calls=False`` a cache miss raises instead of calling
+        the model (the cache was cleared, or the run used another machine's cache)."""
+        specs = {s.key: s for s in self.grid()}
+        spec = specs.get(cell_key)
+        if spec is None:
+            raise ConfigError(f"no cell {cell_key!r} in this config's grid; cells: {', '.join(specs)}")
+        q = next((x for x in self.questions() if x.id == question_id), None)
+        if q is None:
+            raise ConfigError(f"no question {question_id!r} in this config's dataset")
+        log: list[dict[str, Any]] = []
+        factory = self.model_factory
+        self.model_factory = lambda s, role: _RecordingModel(get_model(s), role, log, allow_calls)
+        try:
+            await self._protocol(spec).run_question(q)
+        finally:
+            self.model_factory = factory
+        return log
+
+
+class _CountingBackend(Backend):
+    """Answers at once for :meth:`Experiment.plan`: 'A' to everything, exact-logprob capable;
+    usage is estimated prompt tokens (chars / 4) and the call's ``max_tokens``."""
+
+    name = "plan"
+    default_concurrency = 1000
+
+    @property
+    def model_id(self) -> str:
+        return "plan"
+
+    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+        prompt = sum(len(m.content) for m in messages) // 4 + 1
+        return Sample(text="A", usage=Usage(prompt_tokens=prompt, completion_tokens=config.max_tokens), finish_reason="stop")
+
+    async def option_logprobs(self, messages: Sequence[ChatMessage], options: Sequence[str]) -> tuple[dict[str, float], Usage]:
+        prompt = sum(len(m.content) for m in messages) // 4 + 1
+        return {o: -math.log(len(options)) for o in options}, Usage(prompt_tokens=prompt, completion_tokens=1)
+
+
+class _NoCallBackend(Backend):
+    """Stands in for a model's backend when prompts are rebuilt from the cache: same cache keys,
+    and a miss is an error instead of a model call."""
+
+    def __init__(self, real: Backend) -> None:
+        self.real = real
+        self.name = real.name
+        self.default_concurrency = real.default_concurrency
+
+    @property
+    def model_id(self) -> str:
+        return self.real.model_id
+
+    @property
+    def supports_logprobs(self) -> bool:
+        return self.real.supports_logprobs
+
+    def _miss(self) -> ModelError:
+        return ModelError(
+            "the model cache no longer holds this run's calls (cleared, or the run used another cache dir), "
+            "so its prompts cannot be rebuilt exactly; pass --allow-calls to regenerate them"
+        )
+
+    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+        raise self._miss()
+
+    async def option_logprobs(self, messages: Sequence[ChatMessage], options: Sequence[str]) -> tuple[dict[str, float], Usage] | None:
+        if type(self.real).option_logprobs is Backend.option_logprobs:
+            return None  # the real backend has no exact option logprobs either
+        raise self._miss()
+
+
+class _RecordingModel(Model):
+    """A model that logs each request's messages (for ``seerbench show``)."""
+
+    def __init__(self, real: Model, role: str, log: list[dict[str, Any]], allow_calls: bool) -> None:
+        backend = real.backend if allow_calls else _NoCallBackend(real.backend)
+        super().__init__(real.spec, backend, cache=real._cache_opt, max_concurrency=real.max_concurrency, retry=RetryPolicy(max_attempts=1))
+        self._role, self._log = role, log
+
+    async def _sample(self, msgs: list[ChatMessage], cfg: GenerateConfig, index: int) -> Sample:
+        sample = await super()._sample(msgs, cfg, index)
+        self._log.append({"role": self._role, "model": self.spec, "kind": "generate", "sample": index,
+                          "messages": [m.model_dump(mode="json") for m in msgs], "output": sample.text})
+        return sample
+
+    async def option_logprobs(self, messages: Any, options: Sequence[str]) -> tuple[dict[str, float], bool] | None:
+        res = await super().option_logprobs(messages, options)
+        if res is not None:
+            self._log.append({"role": self._role, "model": self.spec, "kind": "option_logprobs",
+                              "messages": [m.model_dump(mode="json") for m in to_messages(messages)], "output": res[0]})
+        return res
 
 
 async def _gather_cancelling(coros: list[Any]) -> None:
@@ -448,13 +775,13 @@ async def _gather_cancelling(coros: list[Any]) -> None:
         raise
 
 
-def _load_done(path: Path) -> set[str]:
+def _load_done(path: Path, *, truncate: bool = True) -> set[str]:
     """Ids of complete lines; a torn last line (killed mid-write) is cut off the file."""
     if not path.exists():
         return set()
     data = path.read_bytes()
     keep = data.rfind(b"\n") + 1
-    if keep != len(data):
+    if keep != len(data) and truncate:
         with open(path, "r+b") as f:
             f.truncate(keep)
     done: set[str] = set()
@@ -490,6 +817,35 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _diff_keys(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    return sorted(k for k in set(old) | set(new) if k not in NOT_IN_FINGERPRINT and old.get(k) != new.get(k))
+def _group(problems: list[str]) -> str:
+    """'cell (why)' problems, grouped by why: '5 cells differ in: eps (e.g. NaiveJudge/J_local)'."""
+    by_why: dict[str, list[str]] = {}
+    for p in problems:
+        cell, _, why = p.partition(" (")
+        by_why.setdefault(why.rstrip(")") if why else p, []).append(cell)
+    parts = []
+    for why, cells in by_why.items():
+        if len(cells) == 1:
+            parts.append(f"{cells[0]} ({why})" if why != cells[0] else why)
+        else:
+            parts.append(f"{len(cells)} cells ({why}; e.g. {cells[0]})")
+    return "; ".join(parts)
 
+
+def _legacy_fingerprint(config: ExperimentConfig) -> str:
+    """The whole-config fingerprint seerbench 0.1 recorded."""
+    return config.fingerprint()
+
+
+def _diff_keys(old: dict[str, Any], new: dict[str, Any], *, nested: bool = False) -> list[str]:
+    keys = sorted(k for k in set(old) | set(new) if k not in NOT_IN_FINGERPRINT and old.get(k) != new.get(k))
+    if not nested:
+        return keys
+    out: list[str] = []
+    for k in keys:
+        a, b = old.get(k), new.get(k)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out.extend(f"{k}.{sub}" for sub in _diff_keys(a, b, nested=True))
+        else:
+            out.append(k)
+    return out

@@ -8,6 +8,7 @@ recomputed from the stored probabilities, so statistics for another beta or eps 
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -140,7 +141,69 @@ def run_stats(
         "eps": eps,
         "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": 0.95},
         "metrics": metrics,
+        "diagnostics": judge_diagnostics(lines),
     }
+
+
+#: A judge that picks the same position in more than this share of verdicts is flagged.
+POSITION_BIAS_SHARE = 0.9
+#: A judge whose P(first option) never leaves a band this narrow is flagged.
+NARROW_BAND = 0.1
+_MIN_VERDICTS = 5
+
+
+def judge_diagnostics(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Signs of a degenerate judge in one cell's lines: the share of verdicts that pick each
+    position (the option shown first or second) and the range of P(first option). With
+    ``both_orders`` each order's verdict counts separately, as the judge saw it."""
+    picks: list[int] = []
+    p_first: list[float] = []
+    swapped_any = False
+    for ln in lines:
+        shorts = [c["short"] for c in ln["question"]["answer_cases"]]
+        if len(shorts) != 2:
+            continue
+        seen: set[str] = set()
+        for c in ln["answer_cases"]:
+            cp = c["case_probs"]
+            if cp.get("method") == "trust" or not cp.get("probabilities"):
+                continue
+            key = json.dumps(cp["probabilities"], sort_keys=True) + json.dumps(cp.get("transcript"), sort_keys=True)
+            if ln.get("symmetric") and key in seen:
+                continue
+            seen.add(key)
+            meta = cp.get("metadata") or {}
+            views = [cp["probabilities"]]
+            if meta.get("both_orders") and meta.get("original") and meta.get("swapped"):
+                swapped_any = True
+                # the swapped run showed the options in reverse: its first position is shorts[1]
+                views = [meta["original"], {shorts[0]: meta["swapped"][shorts[1]], shorts[1]: meta["swapped"][shorts[0]]}]
+            for v in views:
+                p0, p1 = float(v.get(shorts[0], 0.0)), float(v.get(shorts[1], 0.0))
+                p_first.append(p0 / (p0 + p1) if p0 + p1 > 0 else 0.5)
+                if abs(p0 - p1) > 1e-9:
+                    picks.append(0 if p0 > p1 else 1)
+    out: dict[str, Any] = {"n_verdicts": len(p_first), "warnings": []}
+    if not p_first:
+        return out
+    share_first = sum(1 for x in picks if x == 0) / len(picks) if picks else None
+    out.update(first_position_share=share_first, p_first_min=min(p_first), p_first_max=max(p_first))
+    if len(p_first) < _MIN_VERDICTS:
+        return out
+    fix = ("both_orders is on, so the bias is averaged out, but the judge carries little signal"
+           if swapped_any else "set `both_orders: true` to control position bias")
+    if share_first is not None and max(share_first, 1 - share_first) > POSITION_BIAS_SHARE:
+        pos = "first" if share_first >= 0.5 else "second"
+        out["warnings"].append(
+            f"judge picked the {pos} option in {max(share_first, 1 - share_first):.0%} of {len(picks)} verdicts "
+            f"(position bias); {fix}"
+        )
+    elif max(p_first) - min(p_first) < NARROW_BAND:
+        out["warnings"].append(
+            f"judge's P(first option) never left [{min(p_first):.2f}, {max(p_first):.2f}]: it barely "
+            f"discriminates; {fix}"
+        )
+    return out
 
 
 def paired(

@@ -1,33 +1,27 @@
-"""`seerbench run CONFIG` and `seerbench stats DIR`."""
+"""`seerbench run CONFIG`, `seerbench stats DIR` and `seerbench show DIR QUESTION_ID`."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import math
+import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from seerbench.cli import app
-from seerbench.cli._common import console, print_json
+from seerbench.cli._common import console, err_console
 from seerbench.errors import ConfigError
-from seerbench.experiment import Experiment, ExperimentConfig, RunSpec
-from seerbench.metrics import DEFAULT_EPS, beta_key
+from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RunSpec
+from seerbench.metrics import beta_key
 from seerbench.models import default_tracker
-from seerbench.results import paired, rescore, run_stats
+from seerbench.runs import CELL_AXES, RunFolder, check_beta, check_eps, json_safe, summarize_run
 
 
 def _usage_line() -> str:
@@ -37,14 +31,95 @@ def _usage_line() -> str:
             f"retries {t.retries}  errors {t.errors}  cost {cost}")
 
 
+def _print_json(obj: Any) -> None:
+    print(json.dumps(json_safe(obj), indent=2))
+
+
+def _eta(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "-:--"
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class _Progress:
+    """Questions done and ETA first, then the cell. A live display on a terminal; on a pipe or a
+    log file (CI, nohup), a plain line every ``every`` seconds and when a cell ends."""
+
+    def __init__(self, specs: list[RunSpec], n_questions: int, *, enabled: bool, every: float = 10.0) -> None:
+        self.enabled = enabled
+        self.total = len(specs) * n_questions
+        self.done: dict[str, int] = {}
+        self.errors: dict[str, int] = {}
+        self.live = enabled and err_console.is_terminal
+        self.every = every
+        self.t0 = time.monotonic()
+        self.done0 = 0
+        self.last_print = 0.0
+        self.bar: Progress | None = None
+        self.tasks: dict[str, TaskID] = {}
+        if self.live:
+            self.bar = Progress(MofNCompleteColumn(), TimeRemainingColumn(), BarColumn(bar_width=16),
+                                TextColumn("{task.description}"), console=err_console)
+            self.all = self.bar.add_task("[bold]all cells[/]", total=self.total)
+            self.usage = self.bar.add_task("", total=None, start=False)
+
+    def __enter__(self) -> _Progress:
+        if self.bar:
+            self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar:
+            self.bar.__exit__(None, None, None)
+
+    def start(self, spec: RunSpec, done: int, total: int) -> None:
+        self.done[spec.key] = done
+        self.done0 += done
+        if self.bar:
+            for key in list(self.tasks):  # one row for the running cell; finished cells drop out
+                self.bar.remove_task(self.tasks.pop(key))
+            self.tasks[spec.key] = self.bar.add_task(escape(spec.key), total=total, completed=done)
+        self._update(spec, total, force=True)
+
+    def step(self, spec: RunSpec, done: int, total: int, errors: int) -> None:
+        self.done[spec.key] = done
+        self.errors[spec.key] = errors
+        self._update(spec, total, force=done == total)
+
+    def _update(self, spec: RunSpec, total: int, *, force: bool) -> None:
+        if not self.enabled:
+            return
+        done_all = sum(self.done.values())
+        err = self.errors.get(spec.key, 0)
+        if self.bar:
+            self.bar.update(self.all, completed=done_all)
+            self.bar.update(self.tasks[spec.key], completed=self.done[spec.key],
+                            description=escape(spec.key) + (f" [red]{err} failed[/]" if err else ""))
+            self.bar.update(self.usage, description=f"[dim]{_usage_line()}")
+            return
+        now = time.monotonic()
+        if not force and now - self.last_print < self.every:
+            return
+        self.last_print = now
+        rate = (done_all - self.done0) / max(now - self.t0, 1e-9)
+        eta = (self.total - done_all) / rate if rate > 0 else None
+        width = len(str(self.total))
+        print(f"[{done_all:>{width}}/{self.total}] eta {_eta(eta)}  {spec.key} {self.done[spec.key]}/{total}"
+              + (f" ({err} failed)" if err else ""), file=sys.stderr, flush=True)
+
+
 @app.command()
 def run(
     config: Annotated[Path, typer.Argument(help="Experiment YAML (see examples/quickstart.yaml).")],
     out: Annotated[Path | None, typer.Option("--out", help="Output folder (overrides the config's `out`).")] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="Run at most N questions (overrides the config).")] = None,
-    new: Annotated[bool, typer.Option("--new", help="If the output folder holds another config's results, write to a fresh sibling folder.")] = False,
+    new: Annotated[bool, typer.Option("--new", help="If the output folder holds results this config would change, write to (or resume) a fresh sibling folder.")] = False,
     concurrency: Annotated[int | None, typer.Option(help="Questions in flight at once (overrides the config).")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the final stats as JSON.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the grid cells, questions to run, expected model calls, tokens and cost; run nothing.")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Every column (JSE/ASE, parse failures) and 3 decimals.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the final stats as JSON (same shape as `stats --json`).")] = False,
 ) -> None:
     """Run an experiment grid; resumes where a previous run of the same config stopped."""
     cfg = ExperimentConfig.from_yaml(config)
@@ -56,64 +131,115 @@ def run(
     if concurrency is not None:
         updates["concurrency"] = concurrency
     if updates:
-        cfg = ExperimentConfig.parse({**cfg.model_dump(mode="json", exclude_unset=True), **updates}, source=str(config))
+        cfg = cfg.with_updates(**updates)
     exp = Experiment(cfg)
-    started = time.time()
-    tasks: dict[str, TaskID] = {}
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
-        TextColumn("[dim]{task.fields[usage]}"), console=console, disable=json_out, transient=False,
-    ) as bar:
-
-        def on_start(spec: RunSpec, done: int, total: int) -> None:
-            tasks[spec.key] = bar.add_task(spec.key, total=total, completed=done, usage=_usage_line())
-
-        def on_progress(spec: RunSpec, done: int, total: int, errors: int) -> None:
-            desc = spec.key + (f" [red]({errors} failed)[/]" if errors else "")
-            bar.update(tasks[spec.key], completed=done, description=desc, usage=_usage_line())
-
-        results = asyncio.run(exp.arun(new=new, progress=on_progress, on_start=on_start))
-    if json_out:
-        print_json({r.spec.key: r.stats for r in results})
+    if dry_run:
+        _print_plan(exp.plan(), exp, json_out=json_out)
         return
-    console.print(stats_table([r.stats for r in results], title=f"{cfg.name}: {exp.out}"))
-    console.print(f"[dim]{_usage_line()}  wall {time.time() - started:.1f}s[/]")
-    if exp.n_skipped:
-        console.print(f"[yellow]{exp.n_skipped} questions without exactly one true option were left out.[/]")
+    specs = exp.check()
+    started = time.time()
+    with _Progress(specs, len(exp.questions()), enabled=not json_out) as bar:
+        results = asyncio.run(exp.arun(new=new, progress=bar.step, on_start=bar.start))
+    stats = [r.stats for r in results]
     failed = sum(r.n_errors for r in results)
+    if json_out:
+        _print_json({"run_dir": str(exp.out), "cells": stats, "paired": [], "skipped_lines": 0, "failed_question_runs": failed})
+    else:
+        _print_stats(stats, title=f"{cfg.name}: {exp.out}", wide=wide)
+        console.print(f"[dim]{_usage_line()}  wall {time.time() - started:.1f}s[/]")
+        if exp.n_skipped:
+            console.print(f"[yellow]{exp.n_skipped} questions without exactly one true option were left out.[/]")
+        console.print(f"results: {exp.out}/  (seerbench stats {exp.out})")
     if failed:
-        console.print(f"[red]{failed} question runs failed (see below); run the same command again to retry them.[/]")
+        n_runs = sum(r.n_done + r.n_errors for r in results)
+        err_console.print(f"[red]{failed} of {n_runs} question runs failed in {sum(1 for r in results if r.n_errors)} cells; "
+                          "finished results are kept: run the same command again to retry the rest.[/]")
         for r in results:
-            for e in r.errors[:5]:
-                console.print(f"  {r.spec.key}: {e}")
-    console.print(f"results: {exp.out}/  (seerbench stats {exp.out})")
+            for e in r.errors[:3]:
+                err_console.print(f"  {escape(r.spec.key)}: {escape(e)}")
+        raise typer.Exit(1)
 
 
-def _fmt(s: dict[str, Any] | None) -> str:
-    if not s or s.get("n", 0) == 0 or s["mean"] is None or (isinstance(s["mean"], float) and math.isnan(s["mean"])):
+def _print_plan(plans: list[CellPlan], exp: Experiment, *, json_out: bool) -> None:
+    rows = [{"cell": p.spec.key, "questions": p.n_questions, "to_run": p.n_todo, "calls": round(p.calls),
+             "prompt_tokens": round(p.prompt_tokens), "completion_tokens_max": round(p.completion_tokens),
+             "cost_usd_max": p.cost} for p in plans]
+    costs = [p.cost for p in plans]
+    total = {"cells": len(plans), "to_run": sum(p.n_todo for p in plans), "calls": round(sum(p.calls for p in plans)),
+             "prompt_tokens": round(sum(p.prompt_tokens for p in plans)),
+             "completion_tokens_max": round(sum(p.completion_tokens for p in plans)),
+             "cost_usd_max": None if any(c is None for c in costs) else sum(c for c in costs if c is not None)}
+    if json_out:
+        _print_json({"out": str(exp.out), "cells": rows, "total": total})
+        return
+    t = Table(title=f"dry run: {exp.config.name} -> {exp.out}", caption="before cache hits; prompt tokens ~ chars/4; completion tokens at most max_tokens")
+    for col in ("cell", "to run", "calls", "tokens in", "out (max)", "cost (max)"):
+        t.add_column(col, overflow="fold", justify="left" if col == "cell" else "right")
+
+    def cost(c: Any) -> str:
+        return "unknown" if c is None else f"${c:.4f}"
+
+    for r in rows:
+        t.add_row(escape(str(r["cell"])), f"{r['to_run']}/{r['questions']}", str(r["calls"]), f"{r['prompt_tokens']:,}",
+                  f"{r['completion_tokens_max']:,}", cost(r["cost_usd_max"]))
+    t.add_row("[bold]total[/]", str(total["to_run"]), str(total["calls"]), f"{total['prompt_tokens']:,}",
+              f"{total['completion_tokens_max']:,}", cost(total["cost_usd_max"]))
+    console.print(t)
+
+
+def _fmt(s: dict[str, Any] | None, digits: int = 2) -> str:
+    if not s or s.get("n", 0) == 0 or s.get("mean") is None or (isinstance(s["mean"], float) and math.isnan(s["mean"])):
         return "n/a"
-    return f"{s['mean']:.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}]"
+    lo, hi = s.get("ci_low"), s.get("ci_high")
+    if lo is None or hi is None:
+        return f"{s['mean']:.{digits}f}"
+    return f"{s['mean']:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
-def stats_table(stats: list[dict[str, Any]], *, title: str, beta: float = 1.0, score: str = "log") -> Table:
+def _axis_value(s: dict[str, Any], axis: str) -> str:
+    v = s.get(axis)
+    if axis == "tools":
+        return "+".join(v) if v else "-"
+    if axis == "best_of_n":
+        return str(v or 1)
+    return str(v) if v else "-"
+
+
+def stats_table(stats: list[dict[str, Any]], *, title: str, beta: float = 1.0, score: str = "log", wide: bool = False) -> Table:
+    """One row per cell. The protocol is always a column; agent, judge, tools and best-of-N are
+    columns when they vary between cells (else they are named in the title), so no two rows look
+    alike. ``wide`` adds JSE/ASE and parse failures and prints 3 decimals."""
     b = beta_key(beta)
-    t = Table(title=title)
-    for col in ("protocol", "agent", "judge", "n", "fail", f"ASD({score})", f"JSE_{b}({score})", f"ASE_{b}({score})", "accuracy"):
+    digits = 3 if wide else 2
+    varying = [a for a in CELL_AXES[1:] if len({_axis_value(s, a) for s in stats}) > 1]
+    fixed = [f"{a} {_axis_value(stats[0], a)}" for a in CELL_AXES[1:] if a not in varying and stats and _axis_value(stats[0], a) not in ("-", "1")]
+    t = Table(title=title + (f"\n[dim]{', '.join(fixed)}[/]" if fixed else ""))
+    cols = ["protocol", *("bo" if a == "best_of_n" else a for a in varying), "n"]
+    cols += ["fail", f"ASD({score})", f"JSE_{b}({score})", f"ASE_{b}({score})", "accuracy"] if wide else [f"ASD({score})", "accuracy"]
+    for col in cols:
         t.add_column(col, overflow="fold")
     for s in stats:
         m = s["metrics"]
-        t.add_row(
-            s["protocol"], s.get("agent") or "-", s["judge"], str(s["n_scored"]), str(s["parse_failures"]),
-            _fmt(m.get("asd", {}).get(score)), _fmt(m.get(f"jse_{b}", {}).get(score)), _fmt(m.get(f"ase_{b}", {}).get(score)),
-            _fmt(m.get("judge_accuracy")),
-        )
-    t.caption = (f"mean [95% bootstrap CI]; eps={stats[0]['eps'] if stats else DEFAULT_EPS}; "
-                 f"parse failures {stats[0]['parse_failure_policy'] if stats else ''}d") if stats else None
+        row = [escape(str(s["protocol"])), *(escape(_axis_value(s, a)) for a in varying), str(s["n_scored"])]
+        if wide:
+            row += [str(s["parse_failures"]), _fmt(m.get("asd", {}).get(score), digits), _fmt(m.get(f"jse_{b}", {}).get(score), digits),
+                    _fmt(m.get(f"ase_{b}", {}).get(score), digits), _fmt(m.get("judge_accuracy"), digits)]
+        else:
+            row += [_fmt(m.get("asd", {}).get(score), digits), _fmt(m.get("judge_accuracy"), digits)]
+        t.add_row(*row)
+    if stats:
+        t.caption = (f"mean [95% bootstrap CI]; eps={stats[0]['eps']}; parse failures {stats[0]['parse_failure_policy']}d"
+                     + ("" if wide else "; --wide for JSE/ASE"))
     return t
 
 
-def _read_lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+def _print_stats(stats: list[dict[str, Any]], *, title: str, wide: bool, beta: float = 1.0, score: str = "log") -> None:
+    console.print(stats_table(stats, title=title, beta=beta, score=score, wide=wide))
+    warned = [(s, w) for s in stats for w in (s.get("diagnostics") or {}).get("warnings", [])]
+    for s, w in warned[:4]:
+        console.print(f"[yellow]warning[/] {escape(str(s.get('cell') or s['protocol']))}: {escape(w)}")
+    if len(warned) > 4:
+        console.print(f"[yellow]... and {len(warned) - 4} more judge warnings (--json shows all)[/]")
 
 
 @app.command()
@@ -121,56 +247,81 @@ def stats(
     run_dir: Annotated[Path, typer.Argument(help="An experiment output folder.")],
     beta: Annotated[float, typer.Option(help="Temperature of the open-choice JSE/ASE column (0, 1, inf or any >= 0).")] = 1.0,
     score: Annotated[str, typer.Option(help="Score type: log, logodds, brier or accuracy.")] = "log",
-    eps: Annotated[float | None, typer.Option(help="Probability clipping for log scores (default: the run's).")] = None,
+    eps: Annotated[float | None, typer.Option(help="Probability clipping for log scores, in (0, 0.5) (default: the run's).")] = None,
     parse_failures: Annotated[str | None, typer.Option(help="exclude or half (default: the run's).")] = None,
     baseline: Annotated[str | None, typer.Option(help="Protocol folder to compare against with paired differences, e.g. NaiveJudge.")] = None,
+    wide: Annotated[bool, typer.Option("--wide", help="Every column (JSE/ASE, parse failures) and 3 decimals.")] = False,
     json_out: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Table of protocol x agent x judge -> ASD, JSE/ASE(beta), accuracy with 95% CIs."""
-    meta_path = run_dir / "experiment.json"
-    if not meta_path.exists():
-        raise ConfigError(f"{run_dir} is not an experiment output folder (no experiment.json); run `seerbench run` first")
-    cfg = json.loads(meta_path.read_text())["config"]
-    eps_v = cfg.get("eps", DEFAULT_EPS) if eps is None else eps
-    policy: Any = parse_failures or cfg.get("parse_failures", "exclude")
-    if policy not in ("exclude", "half"):
-        raise ConfigError("--parse-failures must be 'exclude' or 'half'")
-    if score not in ("log", "logodds", "brier", "accuracy"):
-        raise ConfigError("--score must be one of log, logodds, brier, accuracy")
-    betas = sorted({0.0, 1.0, math.inf, beta})
-    cells = []
-    for path in sorted(run_dir.glob("*/*/results.jsonl")):
-        # rescored with this command's eps and parse-failure policy, for the paired differences too
-        lines = [rescore(ln, eps=eps_v, policy=policy, betas=betas) for ln in _read_lines(path)]
-        meta = {k: lines[0].get(k) for k in ("protocol", "agent", "judge", "tools", "best_of_n")} if lines else {
-            "protocol": path.parent.parent.name, "agent": None, "judge": path.parent.name}
-        s = run_stats(lines, meta, eps=eps_v, policy=policy, n_boot=cfg.get("n_boot", 2000), seed=cfg.get("seed", 0), betas=betas, scored=True)
-        cells.append((path, lines, s))
-    if not cells:
-        raise ConfigError(f"no results.jsonl under {run_dir}")
-    comparisons = []
-    if baseline:
-        base = [c for c in cells if c[2]["protocol"] == baseline]
-        if not base:
-            raise ConfigError(f"no protocol folder {baseline!r} in {run_dir}; have: {sorted({c[2]['protocol'] for c in cells})}")
-        for _path, lines, s in cells:
-            if s["protocol"] == baseline:
-                continue
-            for _bp, blines, bs in base:
-                if bs["judge"] != s["judge"]:
-                    continue
-                comparisons.append({
-                    "protocol": s["protocol"], "agent": s["agent"], "judge": s["judge"], "baseline": baseline,
-                    "asd_diff": paired(lines, blines, "asd", score), "accuracy_diff": paired(lines, blines, "judge_accuracy"),
-                })
+    check_beta(beta)
+    if eps is not None:
+        check_eps(eps)
+    summary = summarize_run(run_dir, beta=beta, score=score, eps=eps, parse_failures=parse_failures, baseline=baseline)
     if json_out:
-        print_json({"cells": [c[2] for c in cells], "paired": comparisons})
+        _print_json(summary)
         return
-    console.print(stats_table([c[2] for c in cells], title=str(run_dir), beta=beta, score=score))
-    if comparisons:
+    _print_stats(summary["cells"], title=str(run_dir), beta=beta, score=score, wide=wide)
+    if summary["skipped_lines"]:
+        console.print(f"[yellow]{summary['skipped_lines']} unreadable results lines skipped (a torn last line is what a crash "
+                      "leaves; rerunning the config repairs it).[/]")
+    if summary["paired"]:
         t = Table(title=f"paired differences vs {baseline} (same questions)")
-        for col in ("protocol", "agent", "judge", f"ΔASD({score})", "Δaccuracy"):
-            t.add_column(col)
-        for c in comparisons:
-            t.add_row(c["protocol"], c["agent"] or "-", c["judge"], _fmt(c["asd_diff"]), _fmt(c["accuracy_diff"]))
+        for col in ("cell", "judge", f"ΔASD({score})", "Δaccuracy"):
+            t.add_column(col, overflow="fold")
+        for c in summary["paired"]:
+            t.add_row(escape(str(c["cell"])), escape(str(c["judge"])), _fmt(c["asd_diff"]), _fmt(c["accuracy_diff"]))
         console.print(t)
+
+
+@app.command()
+def show(
+    run_dir: Annotated[Path, typer.Argument(help="An experiment output folder.")],
+    question_id: Annotated[str, typer.Argument(help="A question id (as in the results lines).")],
+    cell: Annotated[str | None, typer.Option(help="Only this cell (protocol folder/agent-judge folder).")] = None,
+    prompts: Annotated[bool, typer.Option("--prompts/--no-prompts", help="Rebuild the exact prompts every model saw (from the disk cache).")] = True,
+    allow_calls: Annotated[bool, typer.Option("--allow-calls", help="If the cache lacks a call, call the model to rebuild the prompts.")] = False,
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """One question of a run: the transcripts, the judge's verdicts and scores, and the prompts."""
+    folder = RunFolder(run_dir)
+    cells = [folder.cell(cell)] if cell else folder.cells()
+    found = []
+    for c in cells:
+        lines, _ = c.read()
+        for ln in lines:
+            if ln["question_id"] == question_id:
+                found.append((c, ln))
+    if not found:
+        raise ConfigError(f"question {question_id!r} is in no results file under {run_dir}")
+    exp = Experiment(ExperimentConfig.from_run(run_dir)) if prompts else None
+    out = []
+    for c, ln in found:
+        rec: dict[str, Any] = {"cell": c.key, "line": ln}
+        if exp is not None:
+            rec["prompts"] = asyncio.run(exp.replay_prompts(c.key, question_id, allow_calls=allow_calls))
+        out.append(rec)
+    if json_out:
+        _print_json(out)
+        return
+    q = found[0][1]["question"]
+    console.print(f"[bold]{escape(question_id)}[/]: {escape(q['text'])}")
+    for a in q["answer_cases"]:
+        console.print(f"  {a['short']}) {escape(str(a['long']))}" + ("  [green](true)[/]" if a["value"] > 0.5 else ""))
+    for rec in out:
+        ln = rec["line"]
+        console.rule(escape(rec["cell"]))
+        for case in ln["answer_cases"]:
+            cp = case["case_probs"]
+            console.print(f"[bold]agent argues {case['short']}[/]  judge {cp['method']}: "
+                          + ", ".join(f"P({k})={v:.3f}" for k, v in (cp["probabilities"] or {}).items())
+                          + ("" if cp["parse_status"] == "ok" else f"  [red]{cp['parse_status']}: {escape(str(cp['error']))}[/]"))
+            for turn in cp["transcript"]:
+                console.print(f"  [cyan]{escape(str(turn.get('speaker')))}[/] ({escape(str(turn.get('answer_case')))}): {escape(str(turn.get('content')))}")
+        asd = (ln.get("asd") or {}).get("log")
+        console.print(f"ASD(log) {asd if asd is not None else 'n/a'}  judge accuracy {ln.get('judge_accuracy')}")
+        for i, p in enumerate(rec.get("prompts", []), 1):
+            console.print(f"[dim]--- request {i}: {p['role']} {escape(p['model'])} ({p['kind']})[/]")
+            for m in p["messages"]:
+                console.print(f"[magenta]{m['role']}:[/] {escape(m['content'])}")
+            console.print(f"[green]-> {escape(str(p['output']))}[/]")

@@ -83,6 +83,11 @@ class EvidenceDebate(Protocol):
         super().__init__(*args, **kw)  # type: ignore[arg-type]
         if condition not in CONDITIONS:
             raise ConfigError(f"EvidenceDebate condition {condition!r} is not one of {list(CONDITIONS)}")
+        if kw.get("judge_sees_source") and not condition.startswith("P"):
+            raise ConfigError(
+                f"EvidenceDebate: judge_sees_source: true contradicts condition {condition} (no passage); "
+                f"the condition decides what the judge sees: use condition P{condition} to show the passage"
+            )
         self.condition = condition
         self.judge_sees_source = condition.startswith("P")
 

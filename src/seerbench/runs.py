@@ -1,0 +1,241 @@
+"""Reading an experiment output folder: its metadata, its grid cells and their results files, and
+the statistics over them (what ``seerbench stats``, ``export`` and ``show`` print).
+
+A folder written by :class:`seerbench.experiment.Experiment` looks like::
+
+    out/experiment.json                           config, per-cell fingerprints, prompt hashes
+    out/<protocol config>/<agent-judge config>/results.jsonl
+    out/<protocol config>/<agent-judge config>/cell.json
+    out/<protocol config>/<agent-judge config>/stats.json
+
+Readers here never change a file: a torn last line (what a crash leaves) or a corrupt line is
+skipped and counted, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from seerbench.errors import ConfigError, DataError
+from seerbench.metrics import DEFAULT_EPS, SCORE_TYPES, FailurePolicy
+from seerbench.results import paired, rescore, run_stats
+
+#: Grid axes a cell is described by, in the order tables show them.
+CELL_AXES = ("protocol", "agent", "judge", "tools", "best_of_n")
+
+
+def check_eps(eps: float) -> float:
+    if not (isinstance(eps, int | float) and 0.0 < eps < 0.5):
+        raise ConfigError(f"eps must lie strictly between 0 and 0.5 (log scores clip probabilities to [eps, 1-eps]); got {eps}")
+    return float(eps)
+
+
+def check_beta(beta: float) -> float:
+    if math.isnan(beta) or beta < 0:
+        raise ConfigError(f"beta must be >= 0 (0 = argmax, inf = uniform); got {beta}")
+    return beta
+
+
+def check_score(score: str) -> str:
+    if score not in SCORE_TYPES:
+        raise ConfigError(f"score must be one of {', '.join(SCORE_TYPES)}; got {score!r}")
+    return score
+
+
+def check_policy(policy: str) -> FailurePolicy:
+    if policy not in ("exclude", "half"):
+        raise ConfigError(f"parse failures must be 'exclude' or 'half'; got {policy!r}")
+    return policy  # type: ignore[return-value]
+
+
+def read_results(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The complete lines of a results file and how many lines were skipped (a torn last line
+    left by a crash, or a line that is not a results record)."""
+    lines: list[dict[str, Any]] = []
+    skipped = 0
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise DataError(f"cannot read {path}: {e.strerror or e}") from None
+    for raw in text.splitlines():
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except json.JSONDecodeError:
+            skipped += 1
+            continue
+        if not isinstance(rec, dict) or "question_id" not in rec or "answer_cases" not in rec:
+            skipped += 1
+            continue
+        lines.append(rec)
+    return lines, skipped
+
+
+@dataclass
+class Cell:
+    """One grid cell's folder."""
+
+    folder: Path
+    key: str  # "<protocol config>/<agent-judge config>"
+    info: dict[str, Any] = field(default_factory=dict)  # cell.json, when present
+
+    @property
+    def results_path(self) -> Path:
+        return self.folder / "results.jsonl"
+
+    def read(self) -> tuple[list[dict[str, Any]], int]:
+        return read_results(self.results_path)
+
+
+class RunFolder:
+    """An experiment output folder. Raises :class:`ConfigError` naming the problem when ``path``
+    is not one, or its ``experiment.json`` is unreadable."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        meta_path = self.path / "experiment.json"
+        if not self.path.is_dir():
+            raise ConfigError(f"{self.path} is not a folder; give an experiment output folder (the `out` of a run)")
+        if not meta_path.is_file():
+            raise ConfigError(f"{self.path} is not an experiment output folder (no experiment.json); run `seerbench run` first")
+        self.meta = read_experiment_json(meta_path)
+        self.config: dict[str, Any] = self.meta.get("config") or {}
+
+    def cells(self) -> list[Cell]:
+        out = []
+        for res in sorted(self.path.glob("*/*/results.jsonl")):
+            folder = res.parent
+            info: dict[str, Any] = {}
+            cj = folder / "cell.json"
+            if cj.is_file():
+                try:
+                    info = json.loads(cj.read_text())
+                except (OSError, json.JSONDecodeError):
+                    info = {}
+            out.append(Cell(folder, f"{folder.parent.name}/{folder.name}", info))
+        return out
+
+    def cell(self, key: str) -> Cell:
+        cells = self.cells()
+        exact = [c for c in cells if c.key == key.strip("/")]
+        match = exact or [c for c in cells if c.key.startswith(key)]
+        if len(match) == 1:
+            return match[0]
+        raise ConfigError(f"{'no' if not match else 'more than one'} cell {key!r} in {self.path}; cells: {', '.join(c.key for c in self.cells()) or 'none'}")
+
+
+def read_experiment_json(path: Path) -> dict[str, Any]:
+    try:
+        meta = json.loads(path.read_text())
+    except OSError as e:
+        raise ConfigError(f"cannot read {path}: {e.strerror or e}") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(
+            f"{path} is corrupt ({e.msg} at line {e.lineno}); the results files beside it are intact: "
+            "restore it, or delete it and rerun the same config to rewrite it"
+        ) from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
+        raise ConfigError(f"{path} is not a seerbench experiment record (no 'config' mapping)")
+    return meta
+
+
+def cell_meta(lines: list[dict[str, Any]], cell: Cell) -> dict[str, Any]:
+    """The grid coordinates of a cell, from its lines (or its folder names when it has none)."""
+    if lines:
+        meta = {k: lines[0].get(k) for k in CELL_AXES}
+    else:
+        meta = {"protocol": cell.folder.parent.name, "agent": None, "judge": cell.folder.name, "tools": [], "best_of_n": 1}
+    return {"cell": cell.key, **meta}
+
+
+def summarize_run(
+    run_dir: str | Path,
+    *,
+    beta: float = 1.0,
+    score: str = "log",
+    eps: float | None = None,
+    parse_failures: str | None = None,
+    baseline: str | None = None,
+) -> dict[str, Any]:
+    """Statistics of every cell of a run folder, rescored with ``eps`` and ``parse_failures``
+    (default: the run's own), plus paired differences against the protocol folder ``baseline``
+    on the same questions. Pure: the folder is not changed.
+
+    Returns ``{"run_dir", "cells": [stats...], "paired": [...], "skipped_lines": n}``."""
+    folder = RunFolder(run_dir)
+    cfg = folder.config
+    check_beta(beta)
+    check_score(score)
+    eps_v = check_eps(cfg.get("eps", DEFAULT_EPS) if eps is None else eps)
+    policy = check_policy(parse_failures or cfg.get("parse_failures", "exclude"))
+    betas = sorted({0.0, 1.0, math.inf, beta})
+    cells: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
+    skipped = 0
+    for cell in folder.cells():
+        raw, bad = cell.read()
+        skipped += bad
+        lines = [rescore(ln, eps=eps_v, policy=policy, betas=betas) for ln in raw]
+        s = run_stats(lines, cell_meta(lines, cell), eps=eps_v, policy=policy, n_boot=cfg.get("n_boot", 2000),
+                      seed=cfg.get("seed", 0), betas=betas, scored=True)
+        if bad:
+            s["skipped_lines"] = bad
+        cells.append((lines, s))
+    if not cells:
+        raise ConfigError(f"no results.jsonl under {folder.path}: the run has not finished a question yet")
+    comparisons = paired_comparisons(cells, baseline, score) if baseline else []
+    return {"run_dir": str(folder.path), "cells": [s for _, s in cells], "paired": comparisons, "skipped_lines": skipped}
+
+
+def paired_comparisons(
+    cells: Iterable[tuple[list[dict[str, Any]], dict[str, Any]]], baseline: str, score: str
+) -> list[dict[str, Any]]:
+    """Each cell minus the ``baseline`` protocol's cell with the same judge, on shared questions."""
+    cells = list(cells)
+    base = [c for c in cells if c[1]["protocol"] == baseline]
+    if not base:
+        raise ConfigError(f"no protocol folder {baseline!r}; have: {', '.join(sorted({c[1]['protocol'] for c in cells}))}")
+    out = []
+    for lines, s in cells:
+        if s["protocol"] == baseline:
+            continue
+        for blines, bs in base:
+            if bs["judge"] != s["judge"]:
+                continue
+            out.append({
+                **{k: s.get(k) for k in ("cell", *CELL_AXES)}, "baseline": baseline, "baseline_cell": bs.get("cell"),
+                "asd_diff": paired(lines, blines, "asd", score), "accuracy_diff": paired(lines, blines, "judge_accuracy"),
+            })
+    return out
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` with every non-finite float replaced by None, so ``json.dumps`` gives valid JSON."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_safe(v) for v in obj]
+    return obj
+
+
+__all__ = [
+    "CELL_AXES",
+    "Cell",
+    "RunFolder",
+    "check_beta",
+    "check_eps",
+    "check_policy",
+    "check_score",
+    "json_safe",
+    "paired_comparisons",
+    "read_experiment_json",
+    "read_results",
+    "summarize_run",
+]
