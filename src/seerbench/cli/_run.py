@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 import sys
 import time
 from pathlib import Path
@@ -193,13 +194,13 @@ def _fmt(s: dict[str, Any] | None, digits: int = 2) -> str:
     lo, hi = s.get("ci_low"), s.get("ci_high")
     if lo is None or hi is None:
         return f"{s['mean']:.{digits}f}"
-    return f"{s['mean']:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+    return f"{s['mean']:.{digits}f} [{lo:.{digits}f},{hi:.{digits}f}]"
 
 
 def _axis_value(s: dict[str, Any], axis: str) -> str:
     v = s.get(axis)
     if axis == "tools":
-        return "+".join(v) if v else "-"
+        return "+".join(v) if v else "none"
     if axis == "best_of_n":
         return str(v or 1)
     return str(v) if v else "-"
@@ -211,8 +212,14 @@ def stats_table(stats: list[dict[str, Any]], *, title: str, beta: float = 1.0, s
     alike. ``wide`` adds JSE/ASE and parse failures and prints 3 decimals."""
     b = beta_key(beta)
     digits = 3 if wide else 2
-    varying = [a for a in CELL_AXES[1:] if len({_axis_value(s, a) for s in stats}) > 1]
-    fixed = [f"{a} {_axis_value(stats[0], a)}" for a in CELL_AXES[1:] if a not in varying and stats and _axis_value(stats[0], a) not in ("-", "1")]
+    # "-" (a protocol without an agent) and "trust" (BlindTrust's judge) are placeholders, not values
+    placeholder = {"agent": {"-"}, "judge": {"trust"}, "tools": set(), "best_of_n": set()}
+    varying = [a for a in CELL_AXES[1:] if len({_axis_value(s, a) for s in stats} - placeholder[a]) > 1]
+    fixed = []
+    for a in CELL_AXES[1:]:
+        values = sorted({_axis_value(s, a) for s in stats} - placeholder[a] - {"none", "1"})
+        if a not in varying and values:
+            fixed.append(f"{'best of' if a == 'best_of_n' else a} {values[0]}")
     t = Table(title=title + (f"\n[dim]{', '.join(fixed)}[/]" if fixed else ""))
     cols = ["protocol", *("bo" if a == "best_of_n" else a for a in varying), "n"]
     cols += ["fail", f"ASD({score})", f"JSE_{b}({score})", f"ASE_{b}({score})", "accuracy"] if wide else [f"ASD({score})", "accuracy"]
@@ -235,11 +242,14 @@ def stats_table(stats: list[dict[str, Any]], *, title: str, beta: float = 1.0, s
 
 def _print_stats(stats: list[dict[str, Any]], *, title: str, wide: bool, beta: float = 1.0, score: str = "log") -> None:
     console.print(stats_table(stats, title=title, beta=beta, score=score, wide=wide))
-    warned = [(s, w) for s in stats for w in (s.get("diagnostics") or {}).get("warnings", [])]
-    for s, w in warned[:4]:
-        console.print(f"[yellow]warning[/] {escape(str(s.get('cell') or s['protocol']))}: {escape(w)}")
-    if len(warned) > 4:
-        console.print(f"[yellow]... and {len(warned) - 4} more judge warnings (--json shows all)[/]")
+    groups: dict[str, list[tuple[dict[str, Any], str]]] = {}
+    for s in stats:
+        for w in (s.get("diagnostics") or {}).get("warnings", []):
+            groups.setdefault(re.sub(r"[\d.]+", "#", w), []).append((s, w))
+    for items in groups.values():  # one line per kind of warning, not one per cell
+        s, w = items[0]
+        where = escape(str(s.get("cell") or s["protocol"])) + (f" and {len(items) - 1} more cells" if len(items) > 1 else "")
+        console.print(f"[yellow]warning[/] {where}: {escape(w)}")
 
 
 @app.command()
