@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import logging
+import sys
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 from rich.console import Console
+
+from seerbench.errors import ConfigError
 
 console = Console()
 err_console = Console(stderr=True)
@@ -27,3 +32,87 @@ def _default(o: Any) -> Any:
     if hasattr(o, "__dict__"):
         return vars(o)
     raise TypeError(f"cannot serialise {type(o).__name__}")
+
+
+# ---- verbosity and logging (set once per process by the global -v/-q/--log-file options) ---------
+
+#: Verbosity levels: ``QUIET`` (-q: errors only), ``NORMAL`` (the default), ``VERBOSE`` (-v).
+QUIET, NORMAL, VERBOSE = -1, 0, 1
+_verbosity = NORMAL
+_LOGGER = "seerbench"
+_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def verbosity() -> int:
+    """The verbosity the command line asked for: ``QUIET``, ``NORMAL`` or ``VERBOSE``."""
+    return _verbosity
+
+
+def quiet() -> bool:
+    """True under ``seerbench -q``: a command prints no progress bar, table or note, only what
+    it was asked for (``--json`` output, a written file's content on stdout) and errors."""
+    return _verbosity <= QUIET
+
+
+def verbose() -> bool:
+    """True under ``seerbench -v``: debug logging is on."""
+    return _verbosity >= VERBOSE
+
+
+class _Handler(logging.Handler):
+    """Marks the handlers :func:`configure_logging` installed, so a second call replaces them."""
+
+
+class _StderrHandler(logging.StreamHandler, _Handler):
+    """Writes to whatever ``sys.stderr`` is at the time of the record (as the standard library's
+    last-resort handler does), so a replaced or captured stderr is honoured."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
+class _FileHandler(logging.FileHandler, _Handler):
+    pass
+
+
+class _ShortFormatter(logging.Formatter):
+    """``warning: message``, like the command line's ``error: message``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.levelname.lower()}: {super().format(record)}"
+
+
+def configure_logging(level: int = NORMAL, log_file: Path | None = None) -> None:
+    """Set the verbosity and route the ``seerbench`` logger hierarchy: stderr gets warnings
+    (``VERBOSE``: everything from debug up; ``QUIET``: errors only); ``log_file``, when given, gets
+    info and up (debug with ``VERBOSE``) appended, whatever stderr shows. Replaces the handlers
+    of an earlier call; leaves other loggers alone (records still propagate to the root logger,
+    which has no handler in the command line)."""
+    global _verbosity
+    _verbosity = level
+    logger = logging.getLogger(_LOGGER)
+    for h in [h for h in logger.handlers if isinstance(h, _Handler)]:
+        logger.removeHandler(h)
+        h.close()
+    console_level = {QUIET: logging.ERROR, NORMAL: logging.WARNING, VERBOSE: logging.DEBUG}[level]
+    stream = _StderrHandler()
+    stream.setLevel(console_level)
+    stream.setFormatter(_ShortFormatter() if level < VERBOSE else logging.Formatter(_LOG_FORMAT))
+    logger.addHandler(stream)
+    levels = [console_level]
+    if log_file is not None:
+        file_level = logging.DEBUG if level >= VERBOSE else logging.INFO
+        try:
+            fh = _FileHandler(log_file, mode="a", encoding="utf-8")
+        except OSError as e:
+            raise ConfigError(f"--log-file {log_file}: cannot open it for writing: {e.strerror or e}") from None
+        fh.setLevel(file_level)
+        fh.setFormatter(logging.Formatter(_LOG_FORMAT))
+        logger.addHandler(fh)
+        levels.append(file_level)
+    logger.setLevel(min(levels))

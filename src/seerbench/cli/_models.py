@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -13,7 +11,6 @@ from rich.table import Table
 
 from seerbench.cli import app
 from seerbench.cli._common import console, print_json
-from seerbench.config import CACHE_DIR_ENV
 from seerbench.errors import ConfigError
 from seerbench.models import (
     DEFAULT_MODEL,
@@ -25,16 +22,6 @@ from seerbench.models import (
     get_model,
     list_backends,
 )
-
-
-@app.callback()
-def _root(
-    cache_dir: Annotated[
-        Path | None, typer.Option("--cache-dir", help=f"Where the disk cache lives (default: ${CACHE_DIR_ENV} or the user cache dir).")
-    ] = None,
-) -> None:
-    if cache_dir is not None:
-        os.environ[CACHE_DIR_ENV] = str(cache_dir)
 
 
 @app.command()

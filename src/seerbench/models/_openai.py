@@ -37,11 +37,11 @@ class OpenAIBackend(Backend):
         self._model = model
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
         key = api_key or os.environ.get("OPENAI_API_KEY")
-        if key is None:
+        if not key:  # unset, or set to an empty string
             if self.base_url is None:
                 raise AuthenticationError(
-                    "no API key for openai/: set OPENAI_API_KEY, or point OPENAI_BASE_URL (or "
-                    "openai/<model>@<base_url>) at an OpenAI-compatible server"
+                    f"no API key for openai/{model}: set OPENAI_API_KEY, or point OPENAI_BASE_URL (or "
+                    f"openai/{model}@<base_url>) at an OpenAI-compatible server"
                 )
             key = "not-needed"  # local OpenAI-compatible servers ignore it
         # Retries are ours (with jitter and usage accounting), so the SDK's are off.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,9 @@ from typing import Any
 import yaml
 
 from seerbench.errors import ConfigError
+
+#: The environment variable naming the price table (``seerbench --prices FILE`` sets it).
+PRICES_ENV = "SEERBENCH_PRICES"
 
 #: Models known to cost nothing per token (they run on the user's own machine).
 _FREE_BACKENDS = ("local", "scripted")
@@ -35,29 +39,65 @@ class PriceTable:
     def load(cls, path: str | Path | None = None) -> PriceTable:
         """Read a YAML/JSON mapping ``spec: {prompt: $/Mtok, completion: $/Mtok}`` from ``path`` or
         ``$SEERBENCH_PRICES``; no file means an empty table."""
-        path = path or os.environ.get("SEERBENCH_PRICES")
+        where = "--prices" if path else PRICES_ENV
+        path = path or os.environ.get(PRICES_ENV)
         if not path:
             return cls()
         p = Path(path)
-        if not p.exists():
-            raise ConfigError(f"price table {p} does not exist (set by SEERBENCH_PRICES or --prices)")
-        raw: Any = json.loads(p.read_text()) if p.suffix == ".json" else yaml.safe_load(p.read_text())
+        try:
+            text = p.read_text()
+        except FileNotFoundError:
+            raise ConfigError(f"price table {p} (from {where}) does not exist") from None
+        except OSError as e:
+            raise ConfigError(f"price table {p} (from {where}) cannot be read: {e.strerror or e}") from None
+        try:
+            raw: Any = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+        except (ValueError, yaml.YAMLError) as e:
+            raise ConfigError(f"price table {p} (from {where}) is not valid {'JSON' if p.suffix == '.json' else 'YAML'}: "
+                              f"{' '.join(str(e).split())}") from None
         if not isinstance(raw, dict):
-            raise ConfigError(f"price table {p} must map model specs to {{prompt: ..., completion: ...}}")
+            raise ConfigError(f"price table {p} must map model specs to {{prompt: ..., completion: ...}} ($/Mtok)")
         prices = {}
         for spec, v in raw.items():
             if not isinstance(v, dict) or not {"prompt", "completion"} <= set(v):
                 raise ConfigError(f"price table {p}: entry {spec!r} needs 'prompt' and 'completion' ($/Mtok)")
-            prices[str(spec)] = Price(float(v["prompt"]), float(v["completion"]))
+            try:
+                price = Price(float(v["prompt"]), float(v["completion"]))
+            except (TypeError, ValueError):
+                raise ConfigError(f"price table {p}: entry {spec!r}: prompt and completion must be numbers ($/Mtok)") from None
+            if not (price.prompt_per_mtok >= 0 and price.completion_per_mtok >= 0):
+                raise ConfigError(f"price table {p}: entry {spec!r}: prices must be >= 0")
+            prices[str(spec).strip()] = price
         return cls(prices)
 
+    def price(self, spec: str) -> Price | None:
+        """The price of a model spec: its own entry, else (for ``openai/<model>@<base_url>``) the
+        entry of ``openai/<model>``; None when the table has neither."""
+        spec = spec.strip()
+        if spec in self.prices:
+            return self.prices[spec]
+        base, at, _url = spec.partition("@")
+        if at and base in self.prices:
+            return self.prices[base]
+        return None
+
     def cost(self, spec: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-        if spec.split(":")[0].split("/")[0] in _FREE_BACKENDS:
-            return 0.0
-        price = self.prices.get(spec)
+        """Dollars for the tokens; 0 for a model that runs on this machine (``local``,
+        ``scripted``) unless the table prices it; None (unknown) for any other unpriced model."""
+        price = self.price(spec)
         if price is None:
-            return None
+            return 0.0 if _is_free(spec) else None
         return (prompt_tokens * price.prompt_per_mtok + completion_tokens * price.completion_per_mtok) / 1e6
+
+    def unmatched(self, specs: Iterable[str]) -> list[str]:
+        """Entries of the table that price none of ``specs`` (a misspelt spec, or one never used)."""
+        used = {s.strip() for s in specs}
+        used |= {s.partition("@")[0] for s in used}
+        return [k for k in self.prices if k not in used]
+
+
+def _is_free(spec: str) -> bool:
+    return spec.strip().split(":")[0].split("/")[0] in _FREE_BACKENDS
 
 
 @dataclass
@@ -132,3 +172,26 @@ def default_tracker() -> UsageTracker:
     if _default_tracker is None:
         _default_tracker = UsageTracker()
     return _default_tracker
+
+
+def use_prices(path: str | Path) -> PriceTable:
+    """Make the price table at ``path`` this process's (``seerbench --prices FILE``): it is read
+    and checked now, replaces the default tracker's table, and is what later trackers load."""
+    table = PriceTable.load(path)
+    os.environ[PRICES_ENV] = str(path)
+    if _default_tracker is not None:
+        _default_tracker.prices = table
+    return table
+
+
+def unused_prices() -> list[str]:
+    """Entries of the default tracker's price table that matched no model this process used
+    (empty when no model was used): the command line warns about them, since such an entry
+    usually means a spec written differently from the one run (e.g. ``openai/gpt-4o`` vs
+    ``openai/gpt-4o-mini``)."""
+    t = _default_tracker
+    if t is None or not t.by_model:
+        return []
+    with t._lock:
+        specs = list(t.by_model)
+    return t.prices.unmatched(specs)

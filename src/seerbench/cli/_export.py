@@ -1,0 +1,83 @@
+"""`seerbench export RUN_DIR`: one flat row per question per grid cell, as CSV or parquet."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from seerbench.cli import app
+from seerbench.cli._common import console, err_console, print_json, quiet
+from seerbench.errors import ConfigError
+from seerbench.export import FORMATS, PARQUET_HINT, export_rows, parquet_available, write_csv, write_parquet
+
+_SUFFIX = {"csv": ".csv", "parquet": ".parquet"}
+
+
+@app.command()
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="An experiment output folder (the `out` of a run).")],
+    format: Annotated[
+        str | None, typer.Option("--format", "-f", help="csv or parquet (default: from --out's suffix, else csv).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="File to write (default: RUN_DIR/export.csv or .parquet); - for stdout (csv).")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print what was written as JSON.")] = False,
+) -> None:
+    """Per-question results of every grid cell as one flat table (columns: docs/experiments.md, Export)."""
+    fmt = format or ("parquet" if out is not None and out.suffix in (".parquet", ".pq") else "csv")
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format must be one of {', '.join(FORMATS)}; got {fmt!r}")
+    if fmt == "parquet" and not parquet_available():
+        raise ConfigError(f"--format parquet needs pyarrow, which is not installed: {PARQUET_HINT} (or use --format csv)")
+    to_stdout = out is not None and str(out) == "-"
+    if to_stdout and fmt != "csv":
+        raise ConfigError("--out - (stdout) takes csv only; give a file for parquet")
+    ex = export_rows(run_dir)
+    if ex.n_cells == 0:
+        raise ConfigError(f"no results.jsonl under {run_dir}: the run has not finished a question yet")
+    target = out if out is not None else run_dir / f"export{_SUFFIX[fmt]}"
+    if to_stdout:
+        write_csv(ex.rows, sys.stdout)
+    else:
+        _write(ex.rows, fmt, target)
+    if json_out:
+        print_json({
+            "out": None if to_stdout else str(target), "format": fmt, "rows": len(ex.rows), "cells": ex.n_cells,
+            "skipped_lines": ex.skipped_lines,
+        })
+    if quiet():
+        return
+    # notes go to stderr when stdout carries the table or the JSON
+    note = err_console if (to_stdout or json_out) else console
+    if ex.skipped_lines:
+        err_console.print(
+            f"[yellow]skipped {ex.n_skipped} torn or corrupt results line(s) (a crash leaves a torn last line; "
+            f"rerunning the config redoes them): "
+            + ", ".join(f"{escape(k)} ({n})" for k, n in ex.skipped_lines.items()) + "[/]"
+        )
+    if not json_out:
+        where = "stdout" if to_stdout else escape(str(target))
+        note.print(f"wrote {len(ex.rows)} row(s) from {ex.n_cells} cell(s) to {where}", highlight=False)
+
+
+def _write(rows: list[dict[str, Any]], fmt: str, target: Path) -> None:
+    """Write to a temporary sibling and rename, so a failed export never leaves half a file."""
+    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
+    try:
+        if fmt == "csv":
+            with tmp.open("w", newline="", encoding="utf-8") as f:
+                write_csv(rows, f)
+        else:
+            write_parquet(rows, tmp)
+        os.replace(tmp, target)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise ConfigError(f"cannot write {target}: {e.strerror or e}") from None
