@@ -122,7 +122,7 @@ def test_evidence_debate_no_longer_drops_judge_sees_source() -> None:
     from seerbench.protocols import EvidenceDebate
 
     with pytest.raises(ConfigError, match=r"contradicts condition SA.*use condition PSA"):
-        EvidenceDebate(None, object(), condition="SA", judge_sees_source=True)  # type: ignore[arg-type]
+        EvidenceDebate(None, object(), condition="SA", judge_sees_source=True)
 
 
 # ---- 2. prompt changes ---------------------------------------------------------------------------
