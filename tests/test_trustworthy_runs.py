@@ -399,3 +399,12 @@ def test_show_rebuilds_the_exact_prompts_from_the_cache(finished: Path, _isolate
     assert "--allow-calls" in msg
     assert runner.invoke(app, ["show", str(finished), "q1", "--allow-calls"]).exit_code == 0
     assert "no results file" in _one_line_error(runner.invoke(app, ["show", str(finished), "nope"]))
+
+
+def test_an_unknown_tool_is_refused_before_any_cell_runs(tmp_path: Path) -> None:
+    cfg = _config_file(tmp_path / "c", protocols=["NaiveJudge", "Consultancy"], agent_tools=[[], ["abacus"]],
+                       out=str(tmp_path / "out"))
+    calls = _calls(JUDGE, AGENT)
+    msg = _one_line_error(runner.invoke(app, ["run", str(cfg)]))
+    assert "unknown tool(s) ['abacus']" in msg and "calculator" in msg
+    assert _calls(JUDGE, AGENT) == calls and not (tmp_path / "out").exists()
