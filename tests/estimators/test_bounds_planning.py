@@ -163,6 +163,6 @@ def test_plan_eq8_matches_paper_ablation() -> None:
 )
 def test_plan_bad_args(args: tuple[float, int, int]) -> None:
     with pytest.raises(ConfigError):
-        plan_labels(*args)  # type: ignore[arg-type]
+        plan_labels(*args)
     with pytest.raises(ConfigError):
         labels_for_half_width(0.5, 4, 0.0)

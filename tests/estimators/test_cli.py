@@ -184,3 +184,26 @@ def test_partition_bad_input(tmp_path: Path, line: str, match: str) -> None:
     assert r.exit_code != 0
     assert isinstance(r.exception, DataError)
     assert "line 2" in str(r.exception) and match in str(r.exception)
+
+
+def test_estimate_interval_and_cluster_options(tmp_path: Path) -> None:
+    p = _labels(tmp_path)
+    d = json.loads(runner.invoke(app, ["estimate", str(p), "--k", "4", "--json"]).output)
+    ords = {row["name"]: row["estimate"] for row in d["estimators"]}["ord"]
+    # default: Wilson for 7/10 (see test_core.py)
+    assert ords["interval"] == "score"
+    assert (ords["ci_low"], ords["ci_high"]) == pytest.approx((0.3967781, 0.8922087), abs=1e-6)
+    w = json.loads(runner.invoke(app, ["estimate", str(p), "--k", "4", "--json", "--interval", "wald"]).output)
+    ordw = {row["name"]: row["estimate"] for row in w["estimators"]}["ord"]
+    assert (ordw["ci_low"], ordw["ci_high"]) == pytest.approx((0.4159741, 0.9840259), abs=1e-6)
+    # one label per item: 30 clusters of one, so the cluster-robust variance is the independent one
+    # times G/(G-1) = 30/29 for every estimator
+    c = json.loads(runner.invoke(app, ["estimate", str(p), "--k", "4", "--json", "--cluster", "item"]).output)
+    for row in c["estimators"]:
+        assert row["estimate"]["design_effect"] == pytest.approx(30 / 29), row["name"]
+    table = runner.invoke(app, ["estimate", str(p), "--k", "4"])
+    assert "(score)" in table.output
+    bad = runner.invoke(app, ["estimate", str(p), "--k", "4", "--interval", "exact"])
+    assert bad.exit_code != 0 and "--interval" in str(bad.exception)
+    nocol = runner.invoke(app, ["estimate", str(p), "--k", "4", "--cluster", "rater"])
+    assert isinstance(nocol.exception, DataError) and "rater" in str(nocol.exception)

@@ -37,8 +37,14 @@ def test_ordinary() -> None:
     r = ordinary_accuracy(EX)
     assert r.estimate == pytest.approx(0.7)
     assert r.se == pytest.approx(0.14491377, abs=1e-8)
-    # CI = 0.7 -/+ 1.959964 * 0.1449138 = 0.7 -/+ 0.2840259 = [0.4159741, 0.9840259]
-    assert (r.ci_low, r.ci_high) == pytest.approx((0.4159741, 0.9840259), abs=1e-6)
+    # Wald: 0.7 -/+ 1.959964 * 0.1449138 = 0.7 -/+ 0.2840259 = [0.4159741, 0.9840259]
+    w = ordinary_accuracy(EX, interval="wald")
+    assert (w.ci_low, w.ci_high) == pytest.approx((0.4159741, 0.9840259), abs=1e-6)
+    assert w.interval == "wald"
+    # Default, Wilson: centre (7 + z^2/2)/(10 + z^2) = 8.9207294/13.8414588 = 0.6444934;
+    # half-width z/(10 + z^2) sqrt(7*3/10 + z^2/4) = 0.1416012 * sqrt(3.0603647) = 0.2477153
+    assert r.interval == "score"
+    assert (r.ci_low, r.ci_high) == pytest.approx((0.3967781, 0.8922087), abs=1e-6)
     assert (r.n_o, r.n_c, r.k) == (10, 20, 4)
 
 
@@ -46,12 +52,17 @@ def test_complementary_eq2_eq3() -> None:
     # q = 17/20 = 0.85; A_comp = (4-1) * 0.85 - (4-2) = 2.55 - 2 = 0.55 (Eq. 2)
     # Var (Eq. 3 at A = 0.55) = (0.55 + 2)(1 - 0.55) / 20 = 2.55 * 0.45 / 20 = 0.057375
     # which equals (K-1)^2 q(1-q)/n_c = 9 * 0.85 * 0.15 / 20 = 0.057375; SE = 0.2395308
-    r = complementary_accuracy(EX)
+    r = complementary_accuracy(EX, interval="wald")
     assert r.estimate == pytest.approx(0.55)
     assert r.se**2 == pytest.approx(0.057375)
     # CI = 0.55 -/+ 1.959964 * 0.2395308 = 0.55 -/+ 0.4694717 -> [0.0805283, 1.0194717], upper end cut at 1
     assert r.ci_low == pytest.approx(0.0805283, abs=1e-6)
     assert r.ci_high == 1.0
+    # Score (default): Wilson for q = 17/20, centre 18.9207294/23.8414588 = 0.7936062, half-width
+    # z/23.8414588 * sqrt(17*3/20 + z^2/4) = 0.0822080 * 1.8735966 = 0.1540251 -> q in
+    # [0.6395811, 0.9476313]; A = 3q - 2 -> [-0.0812566, 0.8428938], lower end cut at 0.
+    s = complementary_accuracy(EX)
+    assert (s.ci_low, s.ci_high) == pytest.approx((0.0, 0.8428938), abs=1e-6)
     assert complementary_variance(0.55, 4, 20) == pytest.approx(0.057375)
 
 
@@ -61,6 +72,7 @@ def test_complementary_can_be_negative_and_is_not_clipped() -> None:
     assert r.estimate == pytest.approx(-0.6)
     assert not r.clipped
     assert r.ci_low == 0.0  # the interval is intersected with [0, 1]
+    assert complementary_accuracy(LabelCounts(k=5, n_c=10, s_c=6), interval="wald").ci_low == 0.0
 
 
 def test_raw_q() -> None:
@@ -97,13 +109,17 @@ def test_ivw_one_sided_and_degenerate() -> None:
     assert ivw_accuracy(only_c).estimate == pytest.approx(0.55)
     only_o = LabelCounts(k=4, n_o=10, s_o=7)
     assert ivw_accuracy(only_o).estimate == pytest.approx(0.7)
-    # A_ord = 1 and q = 1: both plug-in variances are 0, Eq. 7 is 0/0; Eq. 8 with pilot A = 1:
+    # A_ord = 1 and q = 1: both plug-in variances are 0, Eq. 7 is 0/0; Eq. 8 with pilot A_ML = 1:
     # w = (1 + 2) * 10 / (1 * 20 + 3 * 10) = 30/50 = 0.6; estimate = 0.6 * 1 + 0.4 * 1 = 1
     r = ivw_accuracy(LabelCounts(k=4, n_o=10, s_o=10, n_c=20, s_c=20))
     assert r.weight == pytest.approx(0.6)
     assert r.estimate == pytest.approx(1.0)
     assert r.se == 0.0
     assert any("Eq. 8" in n for n in r.notes)
+    # ... and the score interval is not a point: A0 is in it when
+    # (1 - A0)^2 <= z^2 (1 - A0) [0.36 A0 / 10 + 0.16 (A0 + 2) / 20], i.e. 1 - A0 <= z^2 (0.044 A0 + 0.016)
+    # -> A0 >= (1 - 0.016 z^2) / (1 + 0.044 z^2) = 0.9385367 / 1.1690242 = 0.8028377
+    assert (r.ci_low, r.ci_high) == pytest.approx((0.8028377, 1.0), abs=1e-6)
 
 
 def test_ml_eq9_by_hand() -> None:
@@ -115,8 +131,10 @@ def test_ml_eq9_by_hand() -> None:
     assert r.estimate == pytest.approx(0.6506095, abs=1e-7)
     # the score equation S_o/A - T_o/(1-A) + S_c/(A+K-2) - T_c/(1-A) vanishes there
     assert 7 / a - 3 / (1 - a) + 17 / (a + 2) - 3 / (1 - a) == pytest.approx(0.0, abs=1e-9)
-    # se = [10 / (A(1-A)) + 20 / (9 * 0.85 * 0.15)]^(-1/2)
-    assert r.se == pytest.approx((10 / (a * (1 - a)) + 20 / 1.1475) ** -0.5)
+    # se from the expected information at the estimate: [10 / (A(1-A)) + 20 / ((A + 2)(1-A))]^(-1/2)
+    # (the complementary term is n_c / ((K-1)^2 q (1-q)) at q = (A + 2)/3)
+    assert r.se == pytest.approx((10 / (a * (1 - a)) + 20 / ((a + 2) * (1 - a))) ** -0.5)
+    assert r.se == pytest.approx(0.1234780, abs=1e-7)
     assert not r.clipped
 
 
@@ -152,7 +170,7 @@ def test_k2_complementary_labels_become_ordinary() -> None:
 
 def test_alpha_changes_interval() -> None:
     # 90% interval: 0.7 -/+ 1.6448536 * 0.1449138 = 0.7 -/+ 0.2383619
-    r = ordinary_accuracy(EX, alpha=0.10)
+    r = ordinary_accuracy(EX, alpha=0.10, interval="wald")
     assert r.ci_low == pytest.approx(0.4616381, abs=1e-6)
     assert r.confidence == pytest.approx(0.9)
 

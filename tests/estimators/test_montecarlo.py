@@ -7,6 +7,7 @@ q = (A + K - 2)/(K - 1)); one test draws them through the simulated protocol ins
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from scipy.optimize import minimize_scalar
 from scipy.stats import binom
 
 from seerbench.estimators import (
+    AccuracyEstimate,
     LabelCounts,
     bernstein_mixture_bound,
     complementary_accuracy,
@@ -75,10 +77,10 @@ def test_ivw_unbiased_within_mc_error() -> None:
         ("mix", lambda c: mixture_accuracy(c, 0.5)),
     ],
 )
-def test_ci_coverage(name: str, fn: object) -> None:
+def test_ci_coverage(name: str, fn: Callable[[LabelCounts], AccuracyEstimate]) -> None:
     a = 0.6
     draws = _draw(4, 4, a, 300, 900)
-    hits = np.array([(r.ci_low <= a <= r.ci_high) for r in map(fn, draws)])  # type: ignore[arg-type]
+    hits = np.array([(r.ci_low <= a <= r.ci_high) for r in map(fn, draws)])
     nominal = 0.95
     mc = 3 * math.sqrt(nominal * (1 - nominal) / R)  # 3 Monte Carlo standard errors = 0.012
     assert hits.mean() >= nominal - mc, (name, hits.mean())

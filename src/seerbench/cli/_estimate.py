@@ -17,7 +17,10 @@ from seerbench.cli import app
 from seerbench.cli._common import console, print_json
 from seerbench.errors import ConfigError, DataError
 from seerbench.estimators import (
+    INTERVALS,
+    Interval,
     LabelSet,
+    cluster_design_effect,
     estimate_all,
     expand_complementary,
     plan_labels,
@@ -46,6 +49,10 @@ def estimate(
     delta: float = typer.Option(0.05, help="Failure probability of the deviation bounds."),
     weight: float = typer.Option(0.5, help="Fixed weight on the ordinary estimate for 'IVW w=...'."),
     alpha: float = typer.Option(0.05, help="1 - confidence level of the intervals (0.05 gives 95%)."),
+    interval: str = typer.Option("score", help="Confidence interval: score (Wilson-type, the default) or wald."),
+    cluster: str | None = typer.Option(
+        None, help="Column naming each label's cluster (rater, item): widen intervals by its design effect."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
 ) -> None:
     """Estimate a system's accuracy from ordinary and complementary labels.
@@ -58,12 +65,19 @@ def estimate(
     _check_unit("--alpha", alpha)
     if not 0.0 <= weight <= 1.0:
         raise ConfigError(f"--weight must lie in [0, 1], got {weight}")
-    counts = read_labels_csv(labels, k=k).counts()
-    report = estimate_all(counts, weight=weight, delta=delta, alpha=alpha)
+    if interval not in INTERVALS:
+        raise ConfigError(f"--interval must be one of {', '.join(INTERVALS)}, got {interval!r}")
+    label_set = read_labels_csv(labels, k=k)
+    counts = label_set.counts()
+    deffs: dict[str, float] = {}
+    if cluster is not None:
+        deffs = {n: cluster_design_effect(label_set, cluster, n, weight=weight) for n in ("ord", "comp", "ivw", "mix", "ml")}
+    kind: Interval = "wald" if interval == "wald" else "score"
+    report = estimate_all(counts, weight=weight, delta=delta, alpha=alpha, interval=kind, design_effects=deffs)
     if as_json:
         print_json({"file": str(labels), **report.to_dict()})
         return
-    conf = f"{100 * (1 - alpha):g}% CI"
+    conf = f"{100 * (1 - alpha):g}% CI ({interval})"
     c = counts
     title = f"{labels}: K={c.k}, n_o={c.n_o} (correct {c.s_o}), n_c={c.n_c} (avoided {c.s_c})"
     if c.n_converted:

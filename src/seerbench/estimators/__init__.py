@@ -8,6 +8,10 @@ labels ("the answer is not k", k uniform over the wrong options), or both:
 >>> round(ivw_accuracy(counts).estimate, 4)
 0.7
 
+Every estimate carries a confidence interval: by default a score (Wilson-type) interval that keeps
+its coverage near A = 0 and A = 1; ``interval="wald"`` gives the paper's plug-in interval.
+:func:`clustered_accuracy` widens the variances for labels clustered by rater or item.
+
 Functions are pure and take :class:`LabelCounts`; :func:`read_labels_csv` and
 :meth:`LabelSet.counts` get counts from a ``labels.csv``. Bounds say whether they hold for a weight
 estimated from the data (:class:`DeviationBound`).
@@ -20,8 +24,11 @@ from seerbench.estimators._bounds import (
     complementary_bound,
     union_mixture_bound,
 )
+from seerbench.estimators._clusters import cluster_design_effect, clustered_accuracy
 from seerbench.estimators._core import (
+    INTERVALS,
     AccuracyEstimate,
+    Interval,
     LabelCounts,
     complementary_accuracy,
     complementary_variance,
@@ -56,11 +63,13 @@ from seerbench.estimators._summary import EstimateReport, EstimatorRow, estimate
 
 __all__ = [
     "ESTIMATORS",
+    "INTERVALS",
     "AccuracyEstimate",
     "DeviationBound",
     "EstimateReport",
     "EstimatorRow",
     "HalfWidthPlan",
+    "Interval",
     "LabelCounts",
     "LabelSet",
     "RankedSystem",
@@ -69,6 +78,8 @@ __all__ = [
     "SimulatedPartition",
     "bernstein_ivw_bound",
     "bernstein_mixture_bound",
+    "cluster_design_effect",
+    "clustered_accuracy",
     "complementary_accuracy",
     "complementary_bound",
     "complementary_labels_to_match",

@@ -13,14 +13,17 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from scipy.stats import norm
 
 from seerbench.errors import ConfigError, DataError
+from seerbench.estimators import _intervals
 
 __all__ = [
+    "INTERVALS",
     "AccuracyEstimate",
+    "Interval",
     "LabelCounts",
     "complementary_accuracy",
     "complementary_variance",
@@ -32,6 +35,12 @@ __all__ = [
     "ordinary_accuracy",
     "raw_complementary_accuracy",
 ]
+
+
+Interval = Literal["score", "wald"]
+#: Interval kinds: "score" (the default: Wilson-type, variance at the hypothesised accuracy; never
+#: degenerate) and "wald" (the paper's plug-in normal interval, estimate -/+ z * se).
+INTERVALS: tuple[str, ...] = ("score", "wald")
 
 
 def _as_int(name: str, value: Any) -> int:
@@ -139,13 +148,19 @@ class LabelCounts:
 
 @dataclass(frozen=True)
 class AccuracyEstimate:
-    """An accuracy estimate with its standard error and normal-approximation interval.
+    """An accuracy estimate with its standard error and confidence interval.
 
-    ``ci_low``/``ci_high`` are ``estimate -/+ z_{1-alpha/2} * se`` intersected with [0, 1] (the
-    accuracy lies in [0, 1], so the intersection keeps the interval's coverage). ``estimate`` itself
-    is *not* clipped except for ML: A_comp and the mixtures are unbiased only unclipped and can fall
-    below 0 on small samples. ``raw_estimate`` is the value before any clipping; ``clipped`` says
-    whether the two differ. ``weight`` is the weight on A_ord for mixtures (None otherwise).
+    ``interval`` says how ``ci_low``/``ci_high`` were computed: ``"score"`` (the default) inverts a
+    test whose variance is taken at the hypothesised accuracy (Wilson-type; for ML the score test of
+    the joint likelihood), so it stays a proper interval when an estimate or a label set sits at 0 or
+    1; ``"wald"`` is the paper's plug-in interval ``estimate -/+ z_{1-alpha/2} * se``, which collapses
+    to a point when the plug-in variance is 0. Both are intersected with [0, 1] (the accuracy lies in
+    [0, 1], so the intersection keeps the interval's coverage). ``se`` is the plug-in standard error
+    (for ML: at the estimate) either way. ``estimate`` itself is *not* clipped except for ML: A_comp and
+    the mixtures are unbiased only unclipped and can fall below 0 on small samples. ``raw_estimate`` is
+    the value before any clipping; ``clipped`` says whether the two differ. ``weight`` is the weight
+    on A_ord for mixtures (None otherwise). ``design_effect`` multiplied every variance (1 for
+    independent labels; see :func:`cluster_design_effect`).
     """
 
     method: str
@@ -161,6 +176,8 @@ class AccuracyEstimate:
     raw_estimate: float | None = None
     clipped: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    interval: str = "score"
+    design_effect: float = 1.0
 
     @property
     def confidence(self) -> float:
@@ -169,7 +186,7 @@ class AccuracyEstimate:
 
     @property
     def half_width(self) -> float:
-        """Unclipped half-width z * se of the interval."""
+        """Unclipped half-width z * se of the Wald interval (the score interval is not symmetric)."""
         return z_value(self.alpha) * self.se
 
     def to_dict(self) -> dict[str, Any]:
@@ -179,33 +196,56 @@ class AccuracyEstimate:
         return d
 
 
+def _interval_arg(interval: Any) -> Interval:
+    if interval == "score" or interval == "wald":
+        return "score" if interval == "score" else "wald"
+    raise ConfigError(f"interval must be one of {list(INTERVALS)}, got {interval!r}")
+
+
+def _deff_arg(deff: Any) -> float:
+    if isinstance(deff, bool) or not isinstance(deff, numbers.Real) or not (0.0 < float(deff) < math.inf):
+        raise ConfigError(f"design_effect must be a positive finite number, got {deff!r}")
+    return float(deff)
+
+
 def _result(
     method: str,
     counts: LabelCounts,
     estimate: float,
     se: float,
     alpha: float,
+    score_bounds: tuple[Any, Any],
     *,
+    interval: str = "score",
+    deff: float = 1.0,
     weight: float | None = None,
     raw: float | None = None,
     clipped: bool = False,
     notes: list[str] | None = None,
 ) -> AccuracyEstimate:
-    half = z_value(alpha) * se
+    """Assemble an estimate; ``se`` excludes the design effect, ``score_bounds`` include it."""
     notes = list(notes or [])
+    se = se * math.sqrt(deff)
     if counts.n_converted:
         notes.append(
             f"K=2: {counts.n_converted} complementary labels were converted to ordinary labels "
             "(the other option is the true one)"
         )
-    if se == 0.0:
-        notes.append("plug-in standard error is 0 (an estimate at 0 or 1); the interval is degenerate")
+    if interval == "wald":
+        half = z_value(alpha) * se
+        low, high = estimate - half, estimate + half
+        if se == 0.0:
+            notes.append("plug-in standard error is 0: the Wald interval is degenerate (use the score interval)")
+    else:
+        low, high = float(score_bounds[0]), float(score_bounds[1])
+    if deff != 1.0:
+        notes.append(f"variances multiplied by the design effect {deff:.4g} (clustered labels)")
     return AccuracyEstimate(
         method=method,
         estimate=float(estimate),
         se=float(se),
-        ci_low=float(min(1.0, max(0.0, estimate - half))),
-        ci_high=float(max(0.0, min(1.0, estimate + half))),
+        ci_low=float(min(1.0, max(0.0, low))),
+        ci_high=float(max(0.0, min(1.0, high))),
         alpha=float(alpha),
         k=counts.k,
         n_o=counts.n_o,
@@ -214,7 +254,26 @@ def _result(
         raw_estimate=float(estimate if raw is None else raw),
         clipped=clipped,
         notes=tuple(notes),
+        interval=interval,
+        design_effect=float(deff),
     )
+
+
+def _linear(
+    method: str,
+    counts: LabelCounts,
+    estimate: float,
+    var: float,
+    w: float,
+    alpha: float,
+    interval: Any,
+    deff: Any,
+    **kw: Any,
+) -> AccuracyEstimate:
+    """A linear estimator w A_ord + (1 - w) A_comp with its linear score interval."""
+    interval, deff = _interval_arg(interval), _deff_arg(deff)
+    bounds = _intervals.linear_score_bounds(estimate, w, counts.n_o, counts.n_c, counts.k, z_value(alpha), deff)
+    return _result(method, counts, estimate, math.sqrt(var), alpha, bounds, interval=interval, deff=deff, **kw)
 
 
 def _check_counts(counts: Any) -> LabelCounts:
@@ -238,36 +297,52 @@ def _need_complementary(counts: LabelCounts, what: str) -> None:
         raise DataError(f"{what} needs complementary labels; the label set has none{extra}")
 
 
-def ordinary_accuracy(counts: LabelCounts, *, alpha: float = 0.05) -> AccuracyEstimate:
-    """A_ord = S_o / n_o with plug-in SE sqrt(A_ord (1 - A_ord) / n_o)."""
+def ordinary_accuracy(
+    counts: LabelCounts, *, alpha: float = 0.05, interval: Interval = "score", design_effect: float = 1.0
+) -> AccuracyEstimate:
+    """A_ord = S_o / n_o with plug-in SE sqrt(A_ord (1 - A_ord) / n_o); the score interval is Wilson's.
+
+    ``interval``: "score" (default; Wilson-type, never degenerate) or "wald" (the paper's plug-in
+    interval); ``design_effect`` multiplies every variance (clustered labels).
+    """
     counts = _check_counts(counts)
     _need_ordinary(counts, "A_ord")
-    return _result("ord", counts, counts.a_ord, math.sqrt(counts.var_ord), alpha)
+    return _linear("ord", counts, counts.a_ord, counts.var_ord, 1.0, alpha, interval, design_effect)
 
 
-def complementary_accuracy(counts: LabelCounts, *, alpha: float = 0.05) -> AccuracyEstimate:
+def complementary_accuracy(
+    counts: LabelCounts, *, alpha: float = 0.05, interval: Interval = "score", design_effect: float = 1.0
+) -> AccuracyEstimate:
     """A_comp = (K-1) q_hat - (K-2) (Eq. 2), unbiased under uniform complementary labels (Eq. 1).
 
     Plug-in SE: the square root of Eq. 3 with A replaced by A_comp, which equals
     (K-1) sqrt(q_hat (1 - q_hat) / n_c). Needs K >= 3: for K = 2 complementary labels are converted to
-    ordinary ones (see :class:`LabelCounts`) and this raises :class:`DataError`.
+    ordinary ones (see :class:`LabelCounts`) and this raises :class:`DataError`. The score interval
+    is the Wilson interval for q mapped through Eq. 2 (variance Eq. 3 at the hypothesised A).
+    ``interval`` and ``design_effect`` as in :func:`ordinary_accuracy`.
     """
     counts = _check_counts(counts)
     _need_complementary(counts, "A_comp")
-    return _result("comp", counts, counts.a_comp, math.sqrt(counts.var_comp), alpha)
+    return _linear("comp", counts, counts.a_comp, counts.var_comp, 0.0, alpha, interval, design_effect)
 
 
-def raw_complementary_accuracy(counts: LabelCounts, *, alpha: float = 0.05) -> AccuracyEstimate:
+def raw_complementary_accuracy(
+    counts: LabelCounts, *, alpha: float = 0.05, interval: Interval = "score", design_effect: float = 1.0
+) -> AccuracyEstimate:
     """q_hat = S_c / n_c, the share of predictions avoiding the complementary label.
 
     A *biased* estimate of accuracy (E q = (A + K - 2)/(K - 1)) but with (K-1)^2 times smaller variance
     than A_comp; the paper (Section 3.4, Appendix H) uses it as a fitness signal. For a fixed K it ranks
-    systems exactly as A_comp does, being an increasing linear map of it.
+    systems exactly as A_comp does, being an increasing linear map of it. The score interval is
+    Wilson's for the proportion q.
     """
     counts = _check_counts(counts)
     _need_complementary(counts, "q_hat")
+    interval, deff = _interval_arg(interval), _deff_arg(design_effect)
     q = counts.q_hat
-    return _result("q", counts, q, math.sqrt(q * (1.0 - q) / counts.n_c), alpha)
+    # Wilson for a proportion: the ordinary-arm formula with n_c trials.
+    bounds = _intervals.linear_score_bounds(q, 1.0, counts.n_c, 0, counts.k, z_value(alpha), deff)
+    return _result("q", counts, q, math.sqrt(q * (1.0 - q) / counts.n_c), alpha, bounds, interval=interval, deff=deff)
 
 
 def complementary_variance(accuracy: float, k: int, n_c: int) -> float:
@@ -298,12 +373,20 @@ def _weight_arg(weight: Any) -> float:
     return float(weight)
 
 
-def mixture_accuracy(counts: LabelCounts, weight: float, *, alpha: float = 0.05) -> AccuracyEstimate:
+def mixture_accuracy(
+    counts: LabelCounts,
+    weight: float,
+    *,
+    alpha: float = 0.05,
+    interval: Interval = "score",
+    design_effect: float = 1.0,
+) -> AccuracyEstimate:
     """A_mix = w A_ord + (1 - w) A_comp at a user-fixed weight w on the ordinary estimate.
 
     Unbiased for any fixed w (the two label sets are disjoint and independent). Plug-in variance
     w^2 Var(A_ord) + (1 - w)^2 Var(A_comp). w = 1 needs only ordinary labels, w = 0 only
-    complementary ones; anything in between needs both.
+    complementary ones; anything in between needs both. The score interval solves
+    (A_mix - A)^2 <= z^2 [w^2 A(1-A)/n_o + (1-w)^2 (A+K-2)(1-A)/n_c] for A.
     """
     counts = _check_counts(counts)
     w = _weight_arg(weight)
@@ -313,7 +396,7 @@ def mixture_accuracy(counts: LabelCounts, weight: float, *, alpha: float = 0.05)
     if w < 1.0:
         _need_complementary(counts, what)
     est, var = _combine(counts, w)
-    return _result("mix", counts, est, math.sqrt(var), alpha, weight=w)
+    return _linear("mix", counts, est, var, w, alpha, interval, design_effect, weight=w)
 
 
 def _combine(counts: LabelCounts, w: float) -> tuple[float, float]:
@@ -338,8 +421,12 @@ def _ivw_weight_notes(counts: LabelCounts) -> tuple[float, list[str]]:
     """The plug-in inverse-variance weight on A_ord (Eq. 7) and notes on any fallback used.
 
     w_hat = Var(A_comp) / (Var(A_ord) + Var(A_comp)) with plug-in variances. Edge cases: no ordinary
-    labels -> 0; no complementary labels -> 1; both plug-in variances 0 (estimates at the boundary)
-    -> Eq. 8 with the pilot A_ord.
+    labels -> 0; no complementary labels -> 1; a plug-in variance of 0 (a label set that is all
+    correct / all avoided, or all wrong) -> Eq. 8 at the pilot A_ML. Eq. 7 would put the whole weight
+    on the arm whose plug-in variance is 0 and drop the other label set (K = 10, 484/500 ordinary
+    correct, 500/500 complementary avoided: IVW = A_comp = 1 +/- 0 although A_ord = 0.968); Eq. 8 is
+    the same optimal weight written with the variances at one accuracy (Eq. 3 and A(1-A)), which
+    share the factor (1 - A) and so stay comparable at the boundary. The pilot A_ML uses both label sets.
     """
     counts = _check_counts(counts)
     if counts.n == 0:
@@ -349,26 +436,33 @@ def _ivw_weight_notes(counts: LabelCounts) -> tuple[float, list[str]]:
     if counts.n_c == 0:
         return 1.0, ["no complementary labels: IVW is A_ord"]
     v_o, v_c = counts.var_ord, counts.var_comp
-    if v_o + v_c > 0.0:
+    if v_o > 0.0 and v_c > 0.0:
         return v_c / (v_o + v_c), []
-    # Both plug-in variances vanish, so Eq. 7 is 0/0; Eq. 8 with the pilot A_ord is the closed form of
-    # the same optimal weight and stays defined (its denominator is >= (K-2) n_o > 0 for K >= 3).
-    a, k = counts.a_ord, counts.k
-    w = (a + k - 2) * counts.n_o / (a * counts.n_c + (a + k - 2) * counts.n_o)
-    return w, ["both plug-in variances are 0; weight from Eq. 8 with pilot A_ord"]
+    # Eq. 8 is defined for every pilot in [0, 1]: its denominator is >= (K-2) n_o > 0 for K >= 3.
+    pilot = min(1.0, max(0.0, _ml_root(counts)))
+    w = float(_intervals.eq8_weight(pilot, counts.n_o, counts.n_c, counts.k))
+    which = "both plug-in variances are" if v_o + v_c == 0.0 else (
+        "the ordinary plug-in variance is" if v_o == 0.0 else "the complementary plug-in variance is"
+    )
+    return w, [f"{which} 0 (Eq. 7 would drop a label set); weight from Eq. 8 at pilot A_ML = {pilot:.6g}"]
 
 
-def ivw_accuracy(counts: LabelCounts, *, alpha: float = 0.05) -> AccuracyEstimate:
+def ivw_accuracy(
+    counts: LabelCounts, *, alpha: float = 0.05, interval: Interval = "score", design_effect: float = 1.0
+) -> AccuracyEstimate:
     """A_IVW = w_hat A_ord + (1 - w_hat) A_comp with the plug-in weight of Eq. 7.
 
     Plug-in variance: the harmonic combination Var(A_ord) Var(A_comp) / (Var(A_ord) + Var(A_comp)),
     which equals w_hat^2 Var(A_ord) + (1 - w_hat)^2 Var(A_comp). The weight is estimated from the same
-    data, so the estimator is consistent rather than exactly unbiased (Section 2.2).
+    data, so the estimator is consistent rather than exactly unbiased (Section 2.2). Where a plug-in
+    variance is 0 the weight comes from Eq. 8 at the pilot A_ML (see :func:`ivw_weight`) and the
+    variance is w^2 Var(A_ord) + (1 - w)^2 Var(A_comp) at that weight. The score interval is the one
+    of :func:`mixture_accuracy` at the estimated weight.
     """
     counts = _check_counts(counts)
     w, notes = _ivw_weight_notes(counts)
     est, var = _combine(counts, w)
-    return _result("ivw", counts, est, math.sqrt(var), alpha, weight=w, notes=notes)
+    return _linear("ivw", counts, est, var, w, alpha, interval, design_effect, weight=w, notes=notes)
 
 
 def _ml_root(counts: LabelCounts) -> float:
@@ -408,7 +502,9 @@ def log_likelihood(accuracy: float, counts: LabelCounts) -> float:
     )
 
 
-def ml_accuracy(counts: LabelCounts, *, alpha: float = 0.05) -> AccuracyEstimate:
+def ml_accuracy(
+    counts: LabelCounts, *, alpha: float = 0.05, interval: Interval = "score", design_effect: float = 1.0
+) -> AccuracyEstimate:
     """Closed-form maximum-likelihood accuracy (Eq. 9) with its large-sample standard error.
 
     A_ML = (-beta + sqrt(beta^2 - 4 alpha gamma)) / (2 alpha) with alpha = N,
@@ -417,13 +513,18 @@ def ml_accuracy(counts: LabelCounts, *, alpha: float = 0.05) -> AccuracyEstimate
     likelihood lies below 0 (possible only with S_o = 0, e.g. A_comp < 0) the maximiser over [0, 1] is
     0, and ``clipped`` / ``raw_estimate`` report it.
 
-    se = [n_o / (A_ML (1 - A_ML)) + n_c / ((K-1)^2 q_hat (1 - q_hat))]^(-1/2), as in the paper (expected
-    information for the ordinary part, plug-in q_hat for the complementary part). It reduces to the
-    SEs of A_ord and A_comp in the two one-sided cases.
+    se = I(A_ML)^(-1/2) with the expected information at the estimate,
+    I(A) = n_o / (A (1 - A)) + n_c / ((A + K - 2)(1 - A)) (= n_c / ((K-1)^2 q (1 - q)) at q = q(A)), one
+    of the two choices the paper names ("observed or expected information"). The paper's display
+    takes q_hat instead of q(A_ML) in the complementary part, which gives se = 0 at an interior
+    estimate whenever every complementary label is avoided (q_hat = 1); at the estimate it is 0 only
+    when A_ML itself is 0 or 1. It reduces to the SEs of A_ord and A_comp in the two one-sided cases.
+    The default interval is the score interval of the joint likelihood (see ``_intervals``).
     """
     counts = _check_counts(counts)
     if counts.n == 0:
         raise DataError("A_ML needs at least one label; the label set is empty")
+    interval, deff = _interval_arg(interval), _deff_arg(design_effect)
     raw = _ml_root(counts)
     est = min(1.0, max(0.0, raw))
     # Rounding can push an exact boundary root a hair outside [0, 1]; only a real excursion is clipping.
@@ -433,9 +534,13 @@ def ml_accuracy(counts: LabelCounts, *, alpha: float = 0.05) -> AccuracyEstimate
         d = est * (1.0 - est)
         info += counts.n_o / d if d > 0 else math.inf
     if counts.n_c:
-        q = counts.q_hat
-        d = (counts.k - 1) ** 2 * q * (1.0 - q)
+        d = (est + counts.k - 2) * (1.0 - est)
         info += counts.n_c / d if d > 0 else math.inf
     se = 0.0 if math.isinf(info) else 1.0 / math.sqrt(info)
     notes = [f"clipped to [0, 1] from {raw:.6g}"] if clipped else []
-    return _result("ml", counts, est, se, alpha, raw=raw, clipped=clipped, notes=notes)
+    bounds = _intervals.ml_score_bounds(
+        est, counts.s_o, counts.n_o, counts.s_c, counts.n_c, counts.k, z_value(alpha), deff
+    )
+    return _result(
+        "ml", counts, est, se, alpha, bounds, interval=interval, deff=deff, raw=raw, clipped=clipped, notes=notes
+    )

@@ -16,6 +16,7 @@ from seerbench.estimators._bounds import (
 )
 from seerbench.estimators._core import (
     AccuracyEstimate,
+    Interval,
     LabelCounts,
     complementary_accuracy,
     ivw_accuracy,
@@ -84,36 +85,49 @@ def _try(fn: Callable[[], T]) -> tuple[T | None, str | None]:
 
 
 def estimate_all(
-    counts: LabelCounts, *, weight: float = 0.5, delta: float = 0.05, alpha: float = 0.05
+    counts: LabelCounts,
+    *,
+    weight: float = 0.5,
+    delta: float = 0.05,
+    alpha: float = 0.05,
+    interval: Interval = "score",
+    design_effects: dict[str, float] | None = None,
 ) -> EstimateReport:
     """Compute every estimator and bound; ones the data cannot support (e.g. A_comp without
-    complementary labels) are reported as unavailable with the reason instead of raising."""
+    complementary labels) are reported as unavailable with the reason instead of raising.
+
+    ``interval`` picks the confidence interval ("score" or "wald"); ``design_effects`` maps an
+    estimator name ("ord", "comp", "ivw", "mix", "ml") to the design effect of clustered labels
+    (see :func:`cluster_design_effect`; missing names get 1). The deviation bounds assume
+    independent labels and are not adjusted."""
+    de = design_effects or {}
+    kw: dict[str, Any] = {"alpha": alpha, "interval": interval}
     specs: list[tuple[str, str, Callable[[], AccuracyEstimate], Callable[[], DeviationBound] | None]] = [
         (
             "ord",
             "Ord",
-            lambda: ordinary_accuracy(counts, alpha=alpha),
+            lambda: ordinary_accuracy(counts, design_effect=de.get("ord", 1.0), **kw),
             lambda: union_mixture_bound(counts, 1.0, delta),
         ),
         (
             "comp",
             "Comp",
-            lambda: complementary_accuracy(counts, alpha=alpha),
+            lambda: complementary_accuracy(counts, design_effect=de.get("comp", 1.0), **kw),
             lambda: complementary_bound(counts, delta),
         ),
         (
             "ivw",
             "IVW",
-            lambda: ivw_accuracy(counts, alpha=alpha),
+            lambda: ivw_accuracy(counts, design_effect=de.get("ivw", 1.0), **kw),
             lambda: union_mixture_bound(counts, None, delta),
         ),
         (
             "mix",
             f"IVW w={weight:g}",
-            lambda: mixture_accuracy(counts, weight, alpha=alpha),
+            lambda: mixture_accuracy(counts, weight, design_effect=de.get("mix", 1.0), **kw),
             lambda: union_mixture_bound(counts, weight, delta),
         ),
-        ("ml", "ML", lambda: ml_accuracy(counts, alpha=alpha), None),
+        ("ml", "ML", lambda: ml_accuracy(counts, design_effect=de.get("ml", 1.0), **kw), None),
     ]
     rows = []
     for name, label, est_fn, bound_fn in specs:
