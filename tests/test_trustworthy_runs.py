@@ -5,6 +5,7 @@ a run with failed questions exits non-zero. Scripted models throughout; values w
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -408,3 +409,20 @@ def test_an_unknown_tool_is_refused_before_any_cell_runs(tmp_path: Path) -> None
     msg = _one_line_error(runner.invoke(app, ["run", str(cfg)]))
     assert "unknown tool(s) ['abacus']" in msg and "calculator" in msg
     assert _calls(JUDGE, AGENT) == calls and not (tmp_path / "out").exists()
+
+
+def test_quiet_run_prints_nothing_but_errors(tmp_path: Path) -> None:
+    cfg = _config_file(tmp_path / "c", out=str(tmp_path / "out"))
+    r = runner.invoke(app, ["-q", "run", str(cfg)])
+    assert r.exit_code == 0 and r.stdout.strip() == ""
+    assert (tmp_path / "out" / "NaiveJudge" / "J_scripted-tr-judge" / "results.jsonl").exists()
+
+
+def test_progress_on_a_pipe_is_plain_lines(tmp_path: Path) -> None:
+    cfg = _config_file(tmp_path / "c", judge_models=["scripted:coin"], out=str(tmp_path / "out"))
+    exe = Path(sys.executable).parent / "seerbench"
+    p = subprocess.run([str(exe), "run", str(cfg)], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "SEERBENCH_CACHE_DIR": str(tmp_path / "cache")})
+    assert p.returncode == 0, p.stderr
+    assert "\x1b[" not in p.stderr  # no live bar on a pipe
+    assert "[4/4] eta" in p.stderr and "NaiveJudge/J_scripted-coin 4/4" in p.stderr

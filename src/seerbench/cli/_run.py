@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from seerbench.cli import app
-from seerbench.cli._common import console, err_console
+from seerbench.cli._common import console, err_console, quiet
 from seerbench.errors import ConfigError
 from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RunSpec
 from seerbench.metrics import beta_key
@@ -139,13 +139,13 @@ def run(
         return
     specs = exp.check()
     started = time.time()
-    with _Progress(specs, len(exp.questions()), enabled=not json_out) as bar:
+    with _Progress(specs, len(exp.questions()), enabled=not (json_out or quiet())) as bar:
         results = asyncio.run(exp.arun(new=new, progress=bar.step, on_start=bar.start))
     stats = [r.stats for r in results]
     failed = sum(r.n_errors for r in results)
     if json_out:
         _print_json({"run_dir": str(exp.out), "cells": stats, "paired": [], "skipped_lines": 0, "failed_question_runs": failed})
-    else:
+    elif not quiet():
         _print_stats(stats, title=f"{cfg.name}: {exp.out}", wide=wide)
         console.print(f"[dim]{_usage_line()}  wall {time.time() - started:.1f}s[/]")
         if exp.n_skipped:
