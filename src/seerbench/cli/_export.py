@@ -60,11 +60,12 @@ def export(
         err_console.print(
             f"[yellow]skipped {ex.n_skipped} torn or corrupt results line(s) (a crash leaves a torn last line; "
             f"rerunning the config redoes them): "
-            + ", ".join(f"{escape(k)} ({n})" for k, n in ex.skipped_lines.items()) + "[/]"
+            + ", ".join(f"{escape(k)} ({n})" for k, n in ex.skipped_lines.items()) + "[/]",
+            soft_wrap=True,
         )
     if not json_out:
         where = "stdout" if to_stdout else escape(str(target))
-        note.print(f"wrote {len(ex.rows)} row(s) from {ex.n_cells} cell(s) to {where}", highlight=False)
+        note.print(f"wrote {len(ex.rows)} row(s) from {ex.n_cells} cell(s) to {where}", highlight=False, soft_wrap=True)
 
 
 def _write(rows: list[dict[str, Any]], fmt: str, target: Path) -> None:
