@@ -205,6 +205,28 @@ def test_jse_beta_zero_tie_and_lying_preferred() -> None:
     assert qs.ase["b0"]["log"] == pytest.approx(math.log(0.8))
 
 
+def test_beta_zero_tie_after_both_orders_rounding_is_split() -> None:
+    # Regression (issue 12): both_orders averages the two presentation orders. After the truthful
+    # agent the judge holds T at 0.4 in one order and 0.8 in the other: q^T_T = 0.5 * (0.4 + 0.8),
+    # which is 0.6 on paper but 0.6000000000000001 in doubles. After the lying agent q^F_F = 0.6.
+    # On paper AS_T = AS_F = log 0.6, ASD_log = 0: a tie, split evenly at beta = 0.
+    q_tt = 0.5 * (0.4 + 0.8)
+    assert q_tt != 0.6  # the rounding step this test is about
+    probs = {"T": {"T": q_tt, "F": 1 - q_tt}, "F": {"T": 0.4, "F": 0.6}}
+    qs = question_scores(probs, "T", "F")
+    assert open_choice(qs.asd["log"], 0.0) == (0.5, 0.5)
+    # JS_T = log 0.6, JS_F = log 0.4 -> JSE_b0 = (log 0.6 + log 0.4) / 2 (not log 0.6, the strict pick)
+    assert qs.jse["b0"]["log"] == pytest.approx(0.5 * (math.log(0.6) + math.log(0.4)))
+    # accuracy: JS_T = 1, JS_F = 0 -> 0.5
+    assert qs.jse["b0"]["accuracy"] == pytest.approx(0.5)
+    # a within-case tie that rounding breaks is a tie too: 0.1 + 0.2 (= 0.30000000000000004) vs 0.3;
+    # A, B and D share the top, 1/3 each
+    assert 0.1 + 0.2 != 0.3
+    assert score({"A": 0.1 + 0.2, "B": 0.3, "C": 0.1, "D": 0.3}, "B", "accuracy") == pytest.approx(1 / 3)
+    # and a real preference, however small in judge terms, is still one
+    assert open_choice(1e-6, 0.0) == (1.0, 0.0)
+
+
 def test_infinite_scores_with_eps_zero_do_not_poison_unchosen_case() -> None:
     # eps = 0, the judge is certain of whatever is argued (BlindTrust): AS = log 1 = 0 both,
     # ASD = 0; JS_F = log 0 = -inf. beta = 0 mixes 0.5 * 0 + 0.5 * -inf = -inf.

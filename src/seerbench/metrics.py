@@ -19,6 +19,12 @@ Open choice with temperature beta: p_T = sigmoid(ASD_log / beta), p_F = 1 - p_T;
 argmax with ties split evenly, beta = inf is 1/2 each. JSE_beta = p_T JS_T + p_F JS_F and
 ASE_beta = p_T AS_T + p_F AS_F, for every score type.
 
+Ties: two values within ``TIE_TOL`` (1e-9) of each other are a tie, both for the accuracy score
+and for the beta = 0 argmax (on ASD_log). Probabilities that are equal on paper can differ by a
+rounding step once computed: ``both_orders`` averages 0.5 * (0.4 + 0.8) = 0.6000000000000001, not
+0.6, and an exact comparison would turn that tie into a strict preference. 1e-9 is far above
+double rounding (about 1e-16 relative) and far below any difference a judge expresses.
+
 Clipping: the seed's own example reports ``logodds = Infinity`` for a judge that is certain. An
 infinite score makes every mean infinite, so seerbench clips probabilities to ``[eps, 1 - eps]``
 for log and logodds (``DEFAULT_EPS``) and records ``eps`` in every stats file. Pass ``eps=0`` to
@@ -38,6 +44,7 @@ __all__ = [
     "BETAS",
     "DEFAULT_EPS",
     "SCORE_TYPES",
+    "TIE_TOL",
     "FailurePolicy",
     "QuestionScores",
     "beta_key",
@@ -52,6 +59,8 @@ __all__ = [
 ScoreType = Literal["log", "logodds", "brier", "accuracy"]
 SCORE_TYPES: tuple[ScoreType, ...] = ("log", "logodds", "brier", "accuracy")
 DEFAULT_EPS = 1e-6
+#: Values closer than this are tied (accuracy score, beta = 0 argmax); see the module docstring.
+TIE_TOL = 1e-9
 #: The betas written into every results line, as in the seed (jse_b0, jse_b1, jse_binf).
 BETAS: tuple[float, ...] = (0.0, 1.0, math.inf)
 
@@ -79,9 +88,9 @@ def score(probs: Mapping[str, float], x: str, kind: ScoreType, eps: float = DEFA
         return -sum(((1.0 if y == x else 0.0) - q) ** 2 for y, q in probs.items())
     if kind == "accuracy":
         top = max(probs.values())
-        if probs[x] < top:
+        if probs[x] < top - TIE_TOL:
             return 0.0
-        n_top = sum(1 for q in probs.values() if q == top)
+        n_top = sum(1 for q in probs.values() if q >= top - TIE_TOL)
         return 1.0 / n_top
     raise ValueError(f"unknown score type {kind!r}; use one of {SCORE_TYPES}")
 
@@ -94,16 +103,17 @@ def scores(probs: Mapping[str, float], x: str, eps: float = DEFAULT_EPS) -> dict
 def open_choice(asd_log: float, beta: float) -> tuple[float, float]:
     """(p_T, p_F): the probability that an agent free to choose argues for the true / false answer.
 
-    beta = 0 is the argmax with ties split evenly; beta = inf is 1/2 each.
+    beta = 0 is the argmax with ties split evenly (|asd_log| <= ``TIE_TOL`` is a tie); beta = inf is
+    1/2 each.
     """
     if beta < 0 or math.isnan(beta):
         raise ValueError(f"beta must be >= 0, got {beta}")
     if math.isinf(beta):
         return 0.5, 0.5
     if beta == 0:
-        if asd_log > 0:
+        if asd_log > TIE_TOL:
             return 1.0, 0.0
-        if asd_log < 0:
+        if asd_log < -TIE_TOL:
             return 0.0, 1.0
         return 0.5, 0.5
     z = asd_log / beta
