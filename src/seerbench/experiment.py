@@ -795,17 +795,18 @@ def _load_done(path: Path, *, truncate: bool = True) -> set[str]:
 
 def _finalise(path: Path, order: list[str]) -> list[dict[str, Any]]:
     """Rewrite results.jsonl atomically: one line per question, in dataset order, no duplicates."""
-    by_id: dict[str, str] = {}
+    by_id: dict[str, tuple[str, dict[str, Any]]] = {}
     for raw in path.read_text().splitlines():
         try:
-            qid = json.loads(raw)["question_id"]
-        except (json.JSONDecodeError, KeyError):
+            rec = json.loads(raw)
+            qid = rec["question_id"]
+        except (json.JSONDecodeError, KeyError, TypeError):
             continue
-        by_id.setdefault(qid, raw)
+        by_id.setdefault(qid, (raw, rec))
     rank = {q: i for i, q in enumerate(order)}
     ids = sorted(by_id, key=lambda q: (rank.get(q, len(rank)), q))
-    _atomic_write(path, "".join(by_id[q] + "\n" for q in ids))
-    return [json.loads(by_id[q]) for q in ids]
+    _atomic_write(path, "".join(by_id[q][0] + "\n" for q in ids))
+    return [by_id[q][1] for q in ids]
 
 
 def _atomic_write(path: Path, text: str) -> None:
