@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from seerbench.errors import AuthenticationError, ModelError
 from seerbench.models._backend import Backend, RetryableError
+from seerbench.models._openai import _retry_after
 from seerbench.models._types import ChatMessage, GenerateConfig, Sample, Usage, chat_request, token_logprobs
 
 
@@ -40,7 +41,8 @@ class LiteLLMBackend(Backend):
             raise AuthenticationError(f"{self._model}: the provider refused the API key: {e}") from e
         except (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError,
                 litellm.ServiceUnavailableError, litellm.InternalServerError) as e:
-            raise RetryableError(f"{self._model}: {type(e).__name__}: {e}") from e
+            # the provider's Retry-After, where the exception carries the HTTP response
+            raise RetryableError(f"{self._model}: {type(e).__name__}: {e}", retry_after=_retry_after(e)) from e
         except litellm.NotFoundError as e:
             raise ModelError(f"{self._model}: unknown model: {e}") from e
         except litellm.BadRequestError as e:
