@@ -3,6 +3,7 @@ arguments through the real protocols."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -10,16 +11,17 @@ import pytest
 from seerbench.agents import AgentContext, BestOfNAgent, check_quotes, parse_evidence
 from seerbench.datasets import ReplayAgent, binary_view, load_single_turn_debate
 from seerbench.errors import ConfigError
-from seerbench.models import GenerateConfig
+from seerbench.models import ChatMessage, GenerateConfig
 from seerbench.protocols import Consultancy, EvidenceDebate, SequentialDebate, SimultaneousDebate
 from seerbench.tools import calculate, get_tools
+from seerbench.types import Question
 
 from .scripts import ASSIGNED, SECRET, Recorder, judge_reply, model_agent, model_judge, question, run
 
 FIXTURES = Path(__file__).parent.parent / "datasets" / "fixtures"
 
 
-def evidence_reply(messages, seed):  # type: ignore[no-untyped-def]
+def evidence_reply(messages: Sequence[ChatMessage], seed: int | None) -> str:
     side = ASSIGNED.search(messages[0].content).group(1)  # type: ignore[union-attr]
     return (
         f"ARGUMENT: Side {side} is right, read the passage.\n"
@@ -142,7 +144,7 @@ def test_calculator() -> None:
 
 
 def test_agent_calculator_tool_loop() -> None:
-    def reply(messages, seed):  # type: ignore[no-untyped-def]
+    def reply(messages: Sequence[ChatMessage], seed: int | None) -> str:
         last = messages[-1].content
         if last.startswith("Tool results:"):
             return "17 times 23 is 391, so A."
@@ -177,7 +179,7 @@ def test_tool_loop_is_bounded_and_off_without_tools() -> None:
 # replayed human arguments through the real protocols
 
 
-def _std() -> list:  # type: ignore[type-arg]
+def _std() -> list[Question]:
     qs = load_single_turn_debate(FIXTURES / "single_turn_debate.jsonl", quality_path=FIXTURES / "QuALITY.v1.0.1.dev")
     return [q for q in binary_view(qs, seed=0) if all(a.argument for a in q.answer_cases)]
 
@@ -229,7 +231,7 @@ def test_best_of_n_candidates_keep_their_own_tool_calls() -> None:
     cfg = GenerateConfig(max_tokens=50, temperature=0.8, seed=0)
     seeds = {cfg.sample_seed(i): i for i in range(2)}
 
-    def reply(messages, seed):  # type: ignore[no-untyped-def]
+    def reply(messages: Sequence[ChatMessage], seed: int | None) -> str:
         if messages[-1].content.startswith("Tool results:"):
             return "final " + messages[-1].content.split(" = ")[1].split("\n")[0]
         return f"CALC({seeds[seed] + 1} * 10)"  # candidate 0 computes 1 * 10, candidate 1 2 * 10

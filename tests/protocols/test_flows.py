@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import pytest
 
 from seerbench.errors import ConfigError, DataError
 from seerbench.judges import TrustJudge
 from seerbench.metrics import question_scores
+from seerbench.models import ChatMessage
 from seerbench.protocols import (
     PROTOCOLS,
     BlindTrust,
@@ -180,7 +182,7 @@ def test_random_consultancy_coin_is_seeded_and_fair() -> None:
 def test_open_consultancy_argues_the_side_its_model_believes() -> None:
     judge = Recorder("open-judge", judge_reply(0.5))
 
-    def believer(messages, seed):  # type: ignore[no-untyped-def]
+    def believer(messages: Sequence[ChatMessage], seed: int | None) -> str:
         last = messages[-1].content
         if "How likely is it that the answer is A?" in last:
             return "0.2"  # believes B
