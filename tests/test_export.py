@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from seerbench.experiment import Experiment, ExperimentConfig
-from seerbench.export import COLUMNS, SCHEMA, export_rows, to_csv
+from seerbench.export import COLUMNS, SCHEMA, export_rows, flat_row, to_csv
 from seerbench.models import ChatMessage, GenerateConfig, register_scripted
+from seerbench.results import rescore
 from seerbench.types import AnswerCase, Question
 from tests.test_cli_global import one_line_error, run_main
 
@@ -293,3 +294,13 @@ def test_csv_quotes_awkward_text() -> None:
     back = list(csv.reader(io.StringIO(text)))
     assert back[1][COLUMNS.index("question_id")] == 'q,"1"\nx' and back[1][COLUMNS.index("true_answer")] == "a, b"
     assert back[1][COLUMNS.index("excluded")] == "false" and back[1][COLUMNS.index("asd_log")] == ""
+
+
+def test_a_near_tie_is_no_choice(run_dir: Path) -> None:
+    """Within TIE_TOL, as the accuracy score counts ties: 0.5000000000000001 vs 0.5 (a rounding step)."""
+    line = json.loads((run_dir / CONS / "results.jsonl").read_text().splitlines()[0])
+    for c in line["answer_cases"]:
+        c["case_probs"]["probabilities"] = {"A": 0.5000000000000001, "B": 0.5}
+    row = flat_row(rescore(line, eps=1e-6, policy="exclude"), CONS)
+    assert row["t_choice"] is None and row["f_choice"] is None
+    assert row["t_judge_accuracy"] == 0.5 and row["judge_accuracy"] == 0.5

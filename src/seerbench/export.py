@@ -10,7 +10,7 @@ in this order, stable across versions; new columns are only ever appended):
   ``chosen_case`` (the case a protocol ran alone: OpenConsultancy, RandomConsultancy);
 - per answer case, ``t_`` for the case where the agent argued the true option and ``f_`` for the
   false one: ``p_true`` (the judge's probability of the true option), ``choice`` (the option the
-  judge rated highest; empty on a tie or a failed verdict), ``judge_log/brier/accuracy`` (judge
+  judge rated highest; empty on a tie, as the accuracy score counts ties, or a failed verdict), ``judge_log/brier/accuracy`` (judge
   score JS), ``agent_log/brier/accuracy`` (agent score AS), ``method`` (how the probabilities were
   elicited), ``parse_status``; empty when that case was not run or could not be scored;
 - the question's metrics: ``asd_log/logodds/brier/accuracy``, ``jse_b0/b1/binf_log``,
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from seerbench.errors import ConfigError
-from seerbench.metrics import DEFAULT_EPS
+from seerbench.metrics import DEFAULT_EPS, TIE_TOL
 from seerbench.results import rescore
 from seerbench.runs import RunFolder, check_eps, check_policy
 
@@ -176,8 +176,9 @@ def _case_fields(case: dict[str, Any], true_short: str | None) -> dict[str, Any]
 
 
 def _choice(probs: dict[str, float]) -> str | None:
+    """The option rated highest; None on a tie (within TIE_TOL, as the accuracy score counts ties)."""
     top = max(probs.values())
-    best = [o for o, p in probs.items() if p == top]
+    best = [o for o, p in probs.items() if p >= top - TIE_TOL]
     return best[0] if len(best) == 1 else None
 
 
