@@ -135,9 +135,8 @@ def main() -> None:
             # standalone: always ends in SystemExit (click handles a closed stdout pipe); the fixed
             # name keeps usage lines and the completion script right under `python -m seerbench` too
             app(prog_name="seerbench")
-        except SystemExit as e:
-            if e.code in (0, None):
-                _warn_unused_prices()
+        except SystemExit:
+            _warn_unused_prices()  # also after a run that exited 1 for failed questions
             raise
     except SeerbenchError as e:
         typer.secho(f"error: {e}", fg="red", err=True)
