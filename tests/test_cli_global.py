@@ -250,7 +250,9 @@ register_scripted("global-price", _cheap, replace=True)
 def fresh_tracker(monkeypatch: pytest.MonkeyPatch) -> None:
     """A process whose default usage tracker has not been made yet, with no price table set."""
     monkeypatch.setattr(usage_mod, "_default_tracker", None)
-    monkeypatch.delenv(usage_mod.PRICES_ENV, raising=False)
+    # setenv first, so that the variable --prices sets is undone after the test
+    monkeypatch.setenv(usage_mod.PRICES_ENV, "")
+    monkeypatch.delenv(usage_mod.PRICES_ENV)
 
 
 @pytest.mark.usefixtures("fresh_tracker")
