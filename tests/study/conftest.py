@@ -87,7 +87,7 @@ def base_manifest(**over: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def make_study(tmp_path: Path) -> Callable[..., StudyStore]:
+def make_study(tmp_path: Path) -> Iterator[Callable[..., StudyStore]]:
     """Write items + manifest into tmp_path and create the study; returns the store."""
     stores: list[StudyStore] = []
 
@@ -109,7 +109,7 @@ def make_study(tmp_path: Path) -> Callable[..., StudyStore]:
         stores.append(store)
         return store
 
-    yield make  # type: ignore[misc]
+    yield make
     for s in stores:
         s.close()
 

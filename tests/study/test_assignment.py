@@ -28,7 +28,7 @@ def _do_task(store: StudyStore, rid: str, answer: str | None = None) -> tuple[st
 def test_quotas_balance_and_no_question_twice(make_study) -> None:
     # 6 questions x 2 conditions x 2 ratings = 24 slots; 4 tasks per rater
     store = make_study()
-    raters = []
+    raters: list[str] = []
     while True:
         rid = _rater(store, f"r{len(raters)}")
         done = [aid for _ in range(4) if (aid := _do_task(store, rid)[0])]
@@ -69,7 +69,7 @@ def test_abandoned_assignment_is_reclaimed_after_its_time(make_study) -> None:
     late = store.submit(a.id, ra, {"answer": "A"})
     assert late is not None and late.outcome == "reclaimed"
     store.start_timer(b.id, rb)
-    assert store.submit(b.id, rb, {"answer": "B"}).outcome == "stored"  # type: ignore[union-attr]
+    assert store.submit(b.id, rb, {"answer": "B"}).outcome == "stored"
     rows = export_rows(store)
     assert [(r["rater_external_id"], r["answer"]) for r in rows] == [("prolific:b", "B")]
 
@@ -145,8 +145,107 @@ def test_rater_with_low_catch_accuracy_is_stopped(make_study) -> None:
         wrong = "B" if truth == "A" else "A"
         store.submit(a.id, rid, {"answer": truth if right else wrong})
         if catch_seen == 5:
-            assert not store.rater(rid)["stopped"]  # type: ignore[index]
-    assert store.rater(rid)["stopped"]  # type: ignore[index]
+            assert not store.rater(rid)["stopped"]
+    assert store.rater(rid)["stopped"]
     assert store.next_assignment(rid) == (None, "stopped")
     prog = store.progress()
     assert prog["catch_trials"] == 6 and prog["catch_accuracy"] == 0.5
+
+
+def _answer(store: StudyStore, rid: str, right: bool) -> tuple[str, bool]:
+    """Take the next task and answer it right or wrong; returns (condition, is_catch)."""
+    a, reason = store.next_assignment(rid)
+    assert reason == "ok" and a is not None
+    store.start_timer(a.id, rid)
+    truth = store.item(a.item_id).correct
+    store.submit(a.id, rid, {"answer": truth if right else ("B" if truth == "A" else "A")})
+    return a.condition, a.is_catch
+
+
+def test_catch_trials_count_per_condition(make_study) -> None:
+    # issue 14.3 (seed 004): a rater is removed from a condition after >= catch_min catch trials
+    # *in it* below the threshold, not from the study. catch_min 2, threshold 0.5; both conditions
+    # take seed-004 catch trials and nearly every task is one (catch_rate 0.99).
+    store = make_study(
+        questions=[question(f"q{i}", "AB"[i % 2]) for i in range(12)],
+        conditions=["PS", "PSA"],
+        catch_rate=0.99,
+        catch_min=2,
+        catch_threshold=0.5,
+        tasks_per_rater=8,
+        seed=11,
+    )
+    rid = _rater(store, "a")
+    # one wrong catch trial in each condition: 1 per condition, below catch_min in both (the old
+    # code counted 2 wrong across conditions and stopped the rater here)
+    first = [_answer(store, rid, right=False) for _ in range(2)]
+    assert sorted(first) == [("PS", True), ("PSA", True)]
+    assert not store.rater(rid)["stopped"]
+    assert store.progress()["raters"][0]["removed_from"] == []
+    # a second wrong one in a condition: 0 of 2 there, removed from it only
+    cond, is_catch = _answer(store, rid, right=False)
+    assert is_catch
+    other = "PSA" if cond == "PS" else "PS"
+    assert store.progress()["raters"][0]["removed_from"] == [cond]
+    rest = []
+    while store.next_assignment(rid)[0] is not None:
+        rest.append(_answer(store, rid, right=True))
+    # every later task is in the condition left, where 1 wrong + right ones stay at >= 0.5
+    assert {c for c, _ in rest} == {other}
+    assert not store.rater(rid)["stopped"]
+    assert 3 + len(rest) == 8  # the quota was reached there
+    assert store.next_assignment(rid) == (None, "done")
+
+
+def test_catch_per_condition_is_guaranteed(make_study) -> None:
+    # issue 14.3: catch_per_condition 2 with 6 tasks over 2 conditions (3 each): every rater gets
+    # exactly 2 catch trials in each condition, at places that vary from rater to rater
+    store = make_study(
+        questions=[question(f"q{i}", "AB"[i % 2]) for i in range(10)],
+        conditions=["PS", "PSA"],
+        catch_rate=0.0,
+        catch_per_condition=2,
+        tasks_per_rater=6,
+        ratings_per_item=10,
+    )
+    places = set()
+    for n in range(6):
+        rid = _rater(store, f"g{n}")
+        tasks = [_answer(store, rid, right=True) for _ in range(6)]
+        assert Counter(c for c, catch in tasks if catch) == {"PS": 2, "PSA": 2}
+        assert Counter(c for c, _ in tasks) == {"PS": 3, "PSA": 3}
+        places.add(tuple(catch for _, catch in tasks))
+        assert store.next_assignment(rid) == (None, "done")
+    assert len(places) > 1
+
+
+def test_study_full_gives_no_code_for_no_work(make_study) -> None:
+    # issue 14.5: one slot; "a" does it but has a quota of 2, "b" gets nothing. Neither earned the
+    # code (the old code gave it to both). With min_tasks_for_code 1, "a" earns it, "b" does not.
+    for min_tasks, earned_a in ((None, False), (1, True)):
+        store = make_study(questions=[question("only")], conditions=["P"], ratings_per_item=1, tasks_per_rater=2, min_tasks_for_code=min_tasks)
+        ra, rb = _rater(store, "a"), _rater(store, "b")
+        _do_task(store, ra)
+        assert store.next_assignment(ra) == (None, "exhausted")
+        assert store.next_assignment(rb) == (None, "exhausted")
+        assert (store.finish(ra), store.finish(rb)) == (earned_a, False)
+        assert (store.rater(ra)["finished_at"] is not None) == earned_a
+        assert store.rater(rb)["finished_at"] is None
+
+
+def test_catch_trials_alone_earn_no_code(make_study) -> None:
+    # issue 14.5: the pool is used up; a rater who still gets catch trials has judged nothing
+    # that counts, so min_tasks_for_code 1 is not met
+    from sqlalchemy import update
+
+    from seerbench.study._storage import slot_t
+
+    store = make_study(questions=[question(f"q{i}", "AB"[i % 2]) for i in range(3)], conditions=["PSA"], catch_rate=0.99, tasks_per_rater=5, min_tasks_for_code=1, seed=11)
+    with store.engine.begin() as c:
+        c.execute(update(slot_t).values(status="done"))
+    rid = _rater(store, "c")
+    kinds = []
+    while store.next_assignment(rid)[0] is not None:
+        kinds.append(_answer(store, rid, right=True)[1])
+    assert kinds == [True, True, True]  # one catch trial per question, then nothing
+    assert store.finish(rid) is False

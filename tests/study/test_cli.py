@@ -62,3 +62,50 @@ def test_missing_study_database(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["study", "stats", "--db", str(tmp_path / "none.sqlite")])
     assert r.exit_code != 0 and "does not exist" in str(r.exception)
     assert not (tmp_path / "none.sqlite").exists()
+
+
+def _main(argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
+    """`seerbench ARGV` through the console-script entry point: (exit status, stdout, stderr)."""
+    from seerbench.cli import main
+
+    monkeypatch.setattr("sys.argv", ["seerbench", *argv])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        main()
+    out, err = capsys.readouterr()
+    return int(e.value.code or 0), out, err
+
+
+def test_serve_on_a_busy_port_fails_before_printing_links(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    db = str(tmp_path / "s.sqlite")
+    assert _main(["study", "create", str(ROOT / "examples" / "study.yaml"), "--db", db], capsys, monkeypatch)[0] == 0
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code, out, err = _main(["study", "serve", "--db", db, "--port", str(port)], capsys, monkeypatch)
+    assert code == 2 and out == ""  # no link printed
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"error: cannot listen on 127.0.0.1:{port} (") and "choose another with --port" in line
+
+
+def test_create_prints_notes_and_refuses_missing_passages(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from .conftest import question
+
+    qs = [question("q0", "A"), question("q0dup", "A", text="Question q0: how many ships did she record?"), question("q1", "B")]
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
+    (tmp_path / "m.yaml").write_text(
+        "name: t\nitems: [{questions: items.jsonl}]\nconditions: [P, PSA]\ntasks_per_rater: 4\ncompletion_code: X\n"
+    )
+    code, out, err = _main(["study", "create", str(tmp_path / "m.yaml"), "--db", str(tmp_path / "a.sqlite")], capsys, monkeypatch)
+    assert code == 0, err
+    assert "note: merged duplicate question q0dup into q0 (same text, options and passage)" in out
+    assert "note: catch rule off in condition P" in out and "note: catch rule unreachable in condition PSA" in out
+    bare = [{**q, "source_text": None} for q in qs]
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(q) + "\n" for q in bare))
+    code, out, err = _main(["study", "create", str(tmp_path / "m.yaml"), "--db", str(tmp_path / "b.sqlite")], capsys, monkeypatch)
+    assert code == 2 and out == ""
+    (line,) = err.strip().splitlines()
+    assert line.startswith("error: conditions that show the passage have items without one (no source_text): P: 2 items (q0, q1); PSA: 2 items (q0, q1)")

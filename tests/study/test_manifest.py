@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from seerbench.errors import ConfigError, DataError
-from seerbench.study import build_catch_trials, load_items, load_manifest
+from seerbench.study import build_catch_trials, create_study, load_items, load_manifest
 
 from .conftest import base_manifest, question
 
@@ -59,12 +60,12 @@ def test_missing_and_malformed_manifest_files(tmp_path: Path) -> None:
 
 def test_items_from_questions_inline_and_results(tmp_path: Path) -> None:
     (tmp_path / "q.jsonl").write_text(json.dumps(question("q1")) + "\n\n")
-    tr = {"question_id": "r1", "protocol": "consultancy", "turns": [{"role": "agent", "speaker": "consultant", "content": "Pick A", "answer_case": "A"}]}
+    tr: dict[str, Any] = {"question_id": "r1", "protocol": "consultancy", "turns": [{"role": "agent", "speaker": "consultant", "content": "Pick A", "answer_case": "A"}]}
     results = [
         # list form, with extra keys a results line also carries
-        {"question": question("r1"), "answer_cases": [{"short": "A", "transcript": tr, "probabilities": {"A": 0.8, "B": 0.2}}, {"short": "B", "transcript": {**tr, "turns": []}}], "asd": {}},
-        # mapping form; a case without a transcript is skipped
-        {"question": question("r2", "B"), "answer_cases": {"A": {"transcript": {**tr, "question_id": "r2"}}, "B": {}}},
+        {"question": question("r1"), "answer_cases": [{"short": "A", "transcript": tr, "probabilities": {"A": 0.8, "B": 0.2}}, {"short": "B", "transcript": {**tr, "turns": [{**tr["turns"][0], "answer_case": "B"}]}}], "asd": {}},
+        # mapping form; a case without a transcript, or with no turns, is skipped
+        {"question": question("r2", "B"), "answer_cases": {"A": {"transcript": {**tr, "question_id": "r2"}}, "B": {"transcript": {**tr, "turns": []}}}},
     ]
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
     m = load_manifest(
@@ -114,4 +115,89 @@ def test_catch_trials_put_another_questions_material_on_the_wrong_option(tmp_pat
     assert catch["catch:q0"].correct == "A" and catch["catch:q0"].catch == "mismatch"
     c1 = catch["catch:q1"].question
     assert c1.case("B").argument == "Argument for B on q1 (#1)."  # q1's true option untouched
-    assert c1.case("A").argument.endswith("on q0 (#1).")
+    assert str(c1.case("A").argument).endswith("on q0 (#1).")
+
+
+def _write(tmp_path: Path, name: str, rows: list[dict]) -> None:
+    (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_duplicate_questions_are_merged_and_reported(tmp_path: Path) -> None:
+    # issue 14.4: the same question under two ids (as 20006_10 / 20006_12 in the real data), with
+    # other white space and case and another writer's arguments, is judged once
+    dup = question("q0dup", "A", text="  question q0: HOW many ships did she record? ")
+    dup["answer_cases"][0]["argument"] = "Another writer's argument."
+    _write(tmp_path, "items.jsonl", [question("q0", "A", text="Question q0: how many ships did she record?"), question("q1", "B"), dup])
+    store = create_study(load_manifest(base_manifest(conditions=["PSA"], ratings_per_item=1, tasks_per_rater=3)), tmp_path / "s.sqlite", base_dir=tmp_path)
+    try:
+        assert store.notes() == ["merged duplicate question q0dup into q0 (same text, options and passage)"]
+        rid = str(store.rater_for("prolific:r", "prolific")["id"])
+        seen = []
+        while (a := store.next_assignment(rid)[0]) is not None:
+            store.start_timer(a.id, rid)
+            store.submit(a.id, rid, {"answer": "A"})
+            seen.append(a.question_id)
+        assert sorted(seen) == ["q0", "q1"]  # the old code also served q0dup: the same question twice
+        assert sum(c["total"] for c in store.progress()["conditions"].values()) == 2
+    finally:
+        store.close()
+
+
+def test_duplicates_that_disagree_about_the_answer_are_refused(tmp_path: Path) -> None:
+    _write(tmp_path, "items.jsonl", [question("q0", "A"), question("q1", "B", text="Question q0: how many ships did she record?")])
+    with pytest.raises(DataError, match="questions 'q0' and 'q1' have the same text and options but different true answers"):
+        create_study(load_manifest(base_manifest()), tmp_path / "s.sqlite", base_dir=tmp_path)
+
+
+def test_passage_conditions_need_a_passage(tmp_path: Path) -> None:
+    # issue 14.9: P/PS/PSA on items without source_text are refused, naming conditions and items
+    bare = [{**question(f"n{i}"), "source_text": None} for i in range(7)]
+    _write(tmp_path, "items.jsonl", [question("ok"), *bare])
+    m = base_manifest(conditions=["PS", "PSA", {"name": "args", "show": ["snippets", "arguments"]}])
+    with pytest.raises(ConfigError) as e:
+        create_study(load_manifest(m), tmp_path / "a.sqlite", base_dir=tmp_path)
+    msg = str(e.value)
+    assert "PS: 7 items (n0, n1, n2, n3, n4, ...); PSA: 7 items (n0, n1, n2, n3, n4, ...)" in msg
+    assert "args" not in msg and "allow_missing_passage: true" in msg and "\n" not in msg
+    assert not (tmp_path / "a.sqlite").exists()  # refused before the database is made
+    # without the passage conditions the same items are fine; with the override, noted
+    create_study(load_manifest({**m, "conditions": ["Q", {"name": "args", "show": ["snippets", "arguments"]}]}), tmp_path / "b.sqlite", base_dir=tmp_path).close()
+    store = create_study(load_manifest({**m, "allow_missing_passage": True}), tmp_path / "c.sqlite", base_dir=tmp_path)
+    assert "shown without a passage (allow_missing_passage): PS: 7 items" in store.notes()[0]
+    store.close()
+
+
+@pytest.mark.parametrize(
+    ("over", "expected"),
+    [
+        # defaults of the example: 4 tasks over P and PSA; P takes no seed-004 catch trial
+        (
+            {"conditions": ["P", "PSA"], "tasks_per_rater": 4, "catch_rate": 0.1},
+            [
+                "catch rule off in condition P: no catch trial fits it",
+                "catch rule unreachable in condition PSA: a rater does at most 2 tasks there (tasks_per_rater 4 over 2 conditions), fewer than catch_min 5; raise tasks_per_rater to 10",
+            ],
+        ),
+        # 20 tasks in PSA at 10%: about 2 catch trials, 5 needed
+        (
+            {"conditions": ["PSA"], "tasks_per_rater": 20, "catch_rate": 0.1},
+            ["catch rule fires only by chance in condition PSA: raters get about 2.0 catch trials there, fewer than catch_min 5; set catch_per_condition: 5"],
+        ),
+        # guaranteed: nothing to say
+        ({"conditions": ["PSA"], "tasks_per_rater": 20, "catch_rate": 0.1, "catch_per_condition": 5}, []),
+    ],
+)
+def test_create_says_when_the_catch_rule_cannot_fire(tmp_path: Path, over: dict, expected: list[str]) -> None:
+    # issue 14.3
+    _write(tmp_path, "items.jsonl", [question(f"q{i}", "AB"[i % 2]) for i in range(20)])
+    store = create_study(load_manifest(base_manifest(**over)), tmp_path / "s.sqlite", base_dir=tmp_path)
+    notes = store.notes()
+    store.close()
+    assert len(notes) == len(expected)
+    for note, start in zip(notes, expected, strict=True):
+        assert note.startswith(start), note
+
+
+def test_min_tasks_for_code_cannot_exceed_the_quota() -> None:
+    with pytest.raises(ConfigError, match=r"min_tasks_for_code \(5\) cannot exceed tasks_per_rater \(4\)"):
+        load_manifest(base_manifest(min_tasks_for_code=5))

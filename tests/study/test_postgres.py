@@ -48,7 +48,7 @@ def test_postgres_concurrent_claims_and_double_submits(pg_store: StudyStore) -> 
 
     def rater(i: int) -> list[str]:
         rid = str(store.rater_for(f"prolific:pg{i}", "prolific")["id"])
-        done = []
+        done: list[str] = []
         while True:
             a, _ = store.next_assignment(rid)
             if a is None:

@@ -218,3 +218,125 @@ def test_expert_routing_flow(make_study) -> None:
         expected = {o: (1.0 if o == k else 0.0) for o in "ABC"} if k == "A" else {o: (0.0 if o == k else 0.5) for o in "ABC"}
         assert v.probabilities == expected
     assert study_stats(rows)["conditions"]["Q"]["accuracy"]["mean"] == 1.0  # the experts' yes/no accuracy
+
+
+def _judge_all(store: StudyStore, clock: FakeClock, plan: dict[tuple[str, str], tuple[str, float | None] | None]) -> None:
+    """Each rater named in ``plan`` ((rater, question) -> (answer, probability) or None for a
+    timeout) takes tasks until none is left and answers as planned."""
+    for name in sorted({r for r, _ in plan}):
+        rid = str(store.rater_for(f"prolific:{name}", "prolific")["id"])
+        a, _ = store.next_assignment(rid)
+        while a is not None:
+            store.start_timer(a.id, rid)
+            step = plan[(name, a.question_id)]
+            clock.advance(200 if step is None else 10)  # 200 s: past 90 + 30 + 3, a timeout
+            ans, p = step or ("A", None)
+            store.submit(a.id, rid, {"answer": ans, "probability": p})
+            a, _ = store.next_assignment(rid)
+
+
+def test_a_vote_at_probability_50_counts_for_the_chosen_option(make_study, tmp_path: Path) -> None:
+    # issue 14.1: two questions whose answer is B; two raters choose B on both, at probability 50.
+    # All four judgments are right, so accuracy, majority and unanimous are all 1 (the old code
+    # read the 50/50 verdict as a vote for A: majority 0, unanimous 0, accuracy 0.5).
+    clock = FakeClock()
+    store = make_study(questions=[question("q0", "B"), question("q1", "B")], conditions=["P"], ratings_per_item=2, tasks_per_rater=2, clock=clock)
+    _judge_all(store, clock, {(r, q): ("B", 0.5) for r in ("r0", "r1") for q in ("q0", "q1")})
+    rows = read_export(write_export(export_rows(store), tmp_path / "j.csv"))
+    assert [r["correct"] for r in rows] == [1.0, 1.0, 1.0, 1.0]
+    p = study_stats(rows)["conditions"]["P"]
+    assert p["accuracy"]["mean"] == 1.0
+    assert p["vote"] == {"items": 2, "majority": 1.0, "unanimous": 1.0}
+    # the probability stays what the rater said (a tie) for log/Brier scores; vote=True is the choice
+    assert judgment_verdict(rows[0]).probabilities == {"A": 0.5, "B": 0.5}
+    assert judgment_verdict(rows[0], vote=True).probabilities == {"A": 0.0, "B": 1.0}
+
+
+def test_accuracy_agrees_with_the_correct_column(make_study) -> None:
+    # a wrong choice at 50 is wrong (0), not half right: accuracy is the mean of `correct`
+    clock = FakeClock()
+    store = make_study(questions=[question("q0", "B"), question("q1", "A")], conditions=["P"], ratings_per_item=1, tasks_per_rater=2, clock=clock)
+    _judge_all(store, clock, {("r0", "q0"): ("A", 0.5), ("r0", "q1"): ("A", 0.9)})
+    rows = export_rows(store)
+    assert sorted((r["question_id"], r["correct"]) for r in rows) == [("q0", 0.0), ("q1", 1.0)]
+    assert study_stats(rows)["conditions"]["P"]["accuracy"]["mean"] == 0.5
+
+
+def test_timed_out_judgments_are_wrong_votes(make_study) -> None:
+    # issue 14.2: q0 (true A): r0 right, r1 and r2 time out -> 1 right of 3: majority 0 (the old
+    # code dropped the timeouts and counted r0's lone vote: majority 1).
+    # q1 (true A): r0 and r1 right, r2 times out -> 2 of 3: majority 1, not unanimous.
+    clock = FakeClock()
+    store = make_study(questions=[question("q0", "A"), question("q1", "A")], conditions=["P"], ratings_per_item=3, tasks_per_rater=2, clock=clock)
+    plan: dict[tuple[str, str], tuple[str, float | None] | None] = {
+        ("r0", "q0"): ("A", 0.9), ("r1", "q0"): None, ("r2", "q0"): None,
+        ("r0", "q1"): ("A", 0.9), ("r1", "q1"): ("A", 0.8), ("r2", "q1"): None,
+    }
+    _judge_all(store, clock, plan)
+    rows = export_rows(store)
+    assert sum(1 for r in rows if r["timed_out"]) == 3
+    wrong = study_stats(rows)["conditions"]["P"]
+    assert wrong["accuracy"]["mean"] == pytest.approx(3 / 6)
+    assert wrong["vote"] == {"items": 2, "majority": 0.5, "unanimous": 0.0}
+    # exclude: q0 has r0 only (right), q1 has r0, r1 (right): both unanimous
+    assert study_stats(rows, timeout_policy="exclude")["conditions"]["P"]["vote"] == {"items": 2, "majority": 1.0, "unanimous": 1.0}
+    # half: a timeout is half a right vote: q0 1 + 0.5 + 0.5 = 2 of 3 > 1.5; q1 2.5 of 3
+    assert study_stats(rows, timeout_policy="half")["conditions"]["P"]["vote"] == {"items": 2, "majority": 1.0, "unanimous": 0.0}
+
+
+def test_csv_export_neutralises_spreadsheet_formulas(make_study, tmp_path: Path) -> None:
+    # issue 14.7: a cell starting with = + - @ (or tab, CR) is a formula in a spreadsheet
+    comments = ["=HYPERLINK(\"http://evil.example\",\"x\")", "+1+2", "-3", "@SUM(A1)", "'kept quote", "plain"]
+    store = make_study(questions=[question(f"q{i}") for i in range(6)], conditions=["P"], ratings_per_item=1, tasks_per_rater=6)
+    rid = str(store.rater_for("prolific:r0", "prolific")["id"])
+    for text in comments:
+        a, _ = store.next_assignment(rid)
+        assert a is not None
+        store.start_timer(a.id, rid)
+        store.submit(a.id, rid, {"answer": "A", "comment": text})
+    path = write_export(export_rows(store), tmp_path / "j.csv")
+    import csv
+
+    with path.open(newline="") as f:
+        cells = [r["comment"] for r in csv.DictReader(f)]
+    assert cells == ["'=HYPERLINK(\"http://evil.example\",\"x\")", "'+1+2", "'-3", "'@SUM(A1)", "''kept quote", "plain"]
+    assert [r["comment"] for r in read_export(path)] == comments  # read back as written
+    c = TestClient(create_app(store))
+    body = c.get(f"/admin/export.csv?token={store.admin_token}").text
+    assert "'=HYPERLINK(" in body and "\n=HYPERLINK" not in body and ",=HYPERLINK" not in body
+
+
+def test_export_carries_prolific_study_and_session_ids(make_study) -> None:
+    # issue 14.8: STUDY_ID and SESSION_ID from the link are in every row (the latest entry's)
+    store = make_study(tutorial={"text": ""})
+    c = TestClient(create_app(store))
+    c.get("/start?PROLIFIC_PID=p1&STUDY_ID=st1&SESSION_ID=se1")
+    r = c.get("/start?PROLIFIC_PID=p1&STUDY_ID=st1&SESSION_ID=se2")  # back after a break: a new session
+    aid = str(r.url).rsplit("/", 1)[-1]
+    csrf = re.search(r'name="csrf" value="([^"]+)"', r.text).group(1)  # type: ignore[union-attr]
+    c.post(f"/task/{aid}/start", data={"csrf": csrf})
+    c.post(f"/task/{aid}/submit", data={"csrf": csrf, "answer": "A"})
+    (row,) = export_rows(store)
+    assert (row["prolific_study_id"], row["prolific_session_id"]) == ("st1", "se2")
+    assert row["rater_external_id"] == "prolific:p1"
+
+
+def test_admin_shows_per_rater_accuracy_and_time(make_study) -> None:
+    # issue 14.8: what bonuses need: accuracy on scored (non-catch) tasks and time, per rater.
+    # q0 (true A) answered A after 10 s: right; q1 (true B) answered A after 20 s: wrong.
+    clock = FakeClock()
+    store = make_study(questions=[question("q0", "A"), question("q1", "B")], conditions=["P"], ratings_per_item=1, tasks_per_rater=2, clock=clock)
+    rid = str(store.rater_for("prolific:bonus1", "prolific")["id"])
+    for _ in range(2):
+        a, _ = store.next_assignment(rid)
+        assert a is not None
+        store.start_timer(a.id, rid)
+        clock.advance(10 if a.question_id == "q0" else 20)
+        store.submit(a.id, rid, {"answer": "A"})
+    c = TestClient(create_app(store))
+    (r,) = c.get(f"/admin/stats.json?token={store.admin_token}").json()["progress"]["raters"]
+    assert (r["scored"], r["accuracy"], r["total_seconds"], r["median_seconds"]) == (2, 0.5, 30.0, 15.0)
+    html = c.get(f"/admin?token={store.admin_token}").text
+    row = html[html.index("prolific:bonus1"):]
+    row = row[: row.index("</tr>")]
+    assert '<td class="scored">2</td><td class="accuracy">50%</td>' in row and '<td class="total-seconds">30.0</td>' in row

@@ -100,7 +100,7 @@ def test_csrf_is_required_on_every_form(make_study) -> None:
     r = c.post("/tutorial", data={"q0": "0", "csrf": _csrf(r.text)})
     aid = str(r.url).rsplit("/", 1)[-1]
     assert c.post(f"/task/{aid}/start", data={}).status_code == 403
-    assert store.get_assignment(aid, store.rater_for("prolific:p1", "prolific")["id"]).timer_started_at is None  # type: ignore[union-attr]
+    assert store.get_assignment(aid, store.rater_for("prolific:p1", "prolific")["id"]).timer_started_at is None
     assert c.post(f"/task/{aid}/submit", data={"answer": "A"}).status_code == 403
     assert export_rows(store) == []
 
@@ -163,3 +163,88 @@ def test_errors_show_no_stack_trace(make_study, monkeypatch: pytest.MonkeyPatch)
     assert "Something went wrong" in r.text
     r = c.get("/no/such/page")
     assert r.status_code == 404 and "Traceback" not in r.text
+
+
+def _cookie_header(r) -> str:
+    (h,) = [v for k, v in r.history[0].headers.multi_items() if k == "set-cookie"] if r.history else [r.headers["set-cookie"]]
+    return str(h)
+
+
+def test_cookie_is_secure_behind_https_and_lasts_the_study(make_study) -> None:
+    # issue 14.6: 4 tasks x 1800 s assignment timeout = 7200 s (the old cookie: 7 days, never Secure)
+    store = make_study()
+    for base, secure in (("https://study.example.org", True), ("http://127.0.0.1:8000", False)):
+        c = TestClient(create_app(store, base_url=base))
+        h = _cookie_header(c.get("/start?PROLIFIC_PID=p1"))
+        assert "Max-Age=7200" in h and "HttpOnly" in h and "SameSite=lax" in h
+        assert ("Secure" in h) is secure
+    store2 = make_study(max_duration_s=3600)
+    h = _cookie_header(TestClient(create_app(store2)).get("/start?PROLIFIC_PID=p1"))
+    assert "Max-Age=3600" in h
+
+
+def test_cookie_expires_on_the_server_too(make_study, monkeypatch: pytest.MonkeyPatch) -> None:
+    from itsdangerous.timed import TimestampSigner
+
+    store = make_study(max_duration_s=3600)
+    c, _csrf, aid = _enter(store, "p1")
+    now = TimestampSigner.get_timestamp(TimestampSigner("k"))
+    monkeypatch.setattr(TimestampSigner, "get_timestamp", lambda self: now + 3601)
+    assert c.get(f"/task/{aid}").status_code == 401  # a kept cookie is refused after the study's length
+
+
+def test_session_and_csrf_rotate_on_entry(make_study) -> None:
+    # issue 14.6: each entry through the link gives a new cookie and CSRF token; the old ones stop working
+    store = make_study()
+    c, csrf1, aid = _enter(store, "p1")
+    old_cookie = c.cookies.get("sb_rater")
+    r = c.get("/start?PROLIFIC_PID=p1&STUDY_ID=S&SESSION_ID=X2")  # the same rater, again
+    assert str(r.url).endswith(f"/task/{aid}")  # resumes the open task
+    csrf2 = _csrf(r.text)
+    assert csrf2 != csrf1 and c.cookies.get("sb_rater") != old_cookie
+    assert c.post(f"/task/{aid}/start", data={"csrf": csrf1}).status_code == 403  # old token
+    stale = TestClient(create_app(store))
+    stale.cookies.set("sb_rater", str(old_cookie))
+    assert stale.get(f"/task/{aid}").status_code == 404 and stale.get("/next").status_code == 401  # old cookie
+    assert c.post(f"/task/{aid}/start", data={"csrf": csrf2}).status_code == 200
+
+
+def test_second_link_does_not_switch_identity_mid_study(make_study) -> None:
+    # issue 14.6: p1 is mid-study; opening p2's link in the same browser asks first
+    store = make_study()
+    c, csrf, aid = _enter(store, "p1")
+    r = c.get("/start?PROLIFIC_PID=p2&STUDY_ID=S&SESSION_ID=Y")
+    assert r.status_code == 409 and "already taking part" in r.text and 'id="current-id">p1<' in r.text
+    assert store.rater_for("prolific:p1", "prolific")["id"] and c.get(f"/task/{aid}").status_code == 200  # still p1
+    assert "p2" not in {x["external_id"].split(":")[-1] for x in store.progress()["raters"]}
+    # a forged switch (no CSRF) does nothing; the confirmed one logs in p2
+    assert c.post("/switch", data={"target": "/start?PROLIFIC_PID=p2"}).status_code == 403
+    assert c.post("/switch", data={"csrf": csrf, "target": "https://evil.example/"}).status_code == 400
+    target = re.search(r'name="target" value="([^"]+)"', r.text).group(1).replace("&amp;", "&")  # type: ignore[union-attr]
+    r = c.post("/switch", data={"csrf": _csrf(r.text), "target": target})
+    assert r.status_code == 200 and "/tutorial" in str(r.url)
+    assert c.get(f"/task/{aid}").status_code == 404  # p1's task is not p2's
+    p2 = store.rater_for("prolific:p2", "prolific")
+    assert p2["study_param"] == "S" and p2["session_param"] == "Y"
+
+
+def test_full_study_sends_no_code(make_study) -> None:
+    # issue 14.5: one slot, taken by "a"; "b" enters, gets nothing and sees "study full", no code
+    store = make_study(questions=[question("only")], conditions=["P"], ratings_per_item=1, tasks_per_rater=2, full_code="FULL42")
+    ra = str(store.rater_for("prolific:a", "prolific")["id"])
+    a, _ = store.next_assignment(ra)
+    assert a is not None
+    c = TestClient(create_app(store))
+    r = c.get("/start?PROLIFIC_PID=b")
+    r = c.post("/tutorial", data={"csrf": _csrf(r.text), "q0": "0"})
+    assert str(r.url).endswith("/full") and "This study is full" in r.text
+    assert "DONE123" not in r.text and "FULL42" in r.text and "cc=FULL42" in r.text
+    assert c.get("/done").history[0].headers["location"] == "/next"  # no way to the code
+    assert store.rater_for("prolific:b", "prolific")["finished_at"] is None
+    # without a full_code: Prolific's return flow
+    store2 = make_study(questions=[question("only")], conditions=["P"], ratings_per_item=1, tasks_per_rater=2)
+    store2.next_assignment(str(store2.rater_for("prolific:a", "prolific")["id"]))
+    c2 = TestClient(create_app(store2))
+    r = c2.get("/start?PROLIFIC_PID=b")
+    r = c2.post("/tutorial", data={"csrf": _csrf(r.text), "q0": "0"})
+    assert "return" in r.text and 'id="return-note"' in r.text and "DONE123" not in r.text

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from seerbench.cli import app
 from seerbench.cli._common import console, print_json
+from seerbench.errors import ConfigError
 
 study_app = typer.Typer(
     help="Human judging studies: a web app for rater experiments (seeds 000, 001, 004).",
@@ -37,6 +38,8 @@ def create(
         console.print(f"created study [bold]{m.name}[/] ({m.task}) in {db}")
         for name, c in prog["conditions"].items():
             console.print(f"  condition {name}: {c['total']} ratings to collect")
+        for note in store.notes():
+            console.print(f"note: {note}", markup=False, soft_wrap=True)
         console.print(f"next: seerbench study serve --db {db}")
     finally:
         store.close()
@@ -58,8 +61,9 @@ def serve(
     from seerbench.study import StudyStore, create_app, invite_link
 
     store = StudyStore(db)
+    _check_port(host, port)
     base = (public_url or f"http://{host}:{port}").rstrip("/")
-    application = create_app(store)
+    application = create_app(store, base_url=base)
     console.print(f"study [bold]{store.manifest.name}[/] on {base}")
     console.print(
         "rater link (Prolific): "
@@ -73,6 +77,26 @@ def serve(
         console.print(f"invitation {i + 1}: {invite_link(store, f'rater-{i + 1}', base)}", markup=False, soft_wrap=True)
     console.print(f"admin: {base}/admin?token={store.admin_token}", markup=False, soft_wrap=True)
     uvicorn.run(application, host=host, port=port, log_level="warning")
+
+
+def _check_port(host: str, port: int) -> None:
+    """Refuse a port that is taken before printing any link (uvicorn would fail after them)."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as e:
+        raise ConfigError(f"cannot listen on {host}: {e}; give an address such as 127.0.0.1 or 0.0.0.0") from None
+    family, _, _, _, addr = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(addr)
+        except OSError as e:
+            raise ConfigError(
+                f"cannot listen on {host}:{port} ({e.strerror or e}); another program uses the port: "
+                "stop it or choose another with --port"
+            ) from None
 
 
 @study_app.command("invite")

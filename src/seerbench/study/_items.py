@@ -95,11 +95,30 @@ def _question(obj: Any, where: str) -> Question:
         raise DataError(f"{where}: not a valid question ({loc}: {first['msg']})") from None
 
 
+def _case_transcript(c: dict[str, Any], q: Question, protocol: str, where: str, short: str) -> Transcript | None:
+    """The transcript of one answer case: a Transcript object or a list of turns, under the case
+    itself (``transcript``) or, as ``seerbench run`` writes it, under ``case_probs.transcript``."""
+    raw = c.get("transcript")
+    if raw is None and isinstance(c.get("case_probs"), dict):
+        raw = c["case_probs"].get("transcript")
+    if not raw:
+        return None
+    try:
+        if isinstance(raw, list):
+            return Transcript.model_validate({"question_id": q.id, "protocol": protocol, "turns": raw})
+        return Transcript.model_validate(raw)
+    except ValidationError as e:
+        raise DataError(f"{where}: invalid transcript for answer case {short!r}: {e.errors()[0]['msg']}") from None
+
+
 def _results_items(path: Path, catch: bool) -> list[StudyItem]:
     """Items from a results.jsonl: lines with ``question`` and ``answer_cases``.
 
-    ``answer_cases`` may be a list of objects with ``short`` and ``transcript`` or a mapping from
-    the label to such an object; entries without a transcript are skipped, other keys ignored.
+    ``answer_cases`` may be a list of objects with ``short`` and a transcript or a mapping from the
+    label to such an object; the transcript is the case's ``transcript`` or, in the lines
+    ``seerbench run`` writes, ``case_probs.transcript`` (a list of turns). Entries without
+    transcript turns (NaiveJudge, BlindTrust) are skipped, other keys ignored. A symmetric run (a
+    debate: one transcript for both answer cases) gives one item, keyed ``question_id#both``.
     """
     items = []
     for i, obj in _read_jsonl(path, "items.results"):
@@ -107,23 +126,34 @@ def _results_items(path: Path, catch: bool) -> list[StudyItem]:
         if "question" not in obj:
             raise DataError(f"{where}: a results line needs a 'question' object")
         q = _question(obj["question"], where)
+        protocol = str(obj.get("protocol") or "unknown")
         cases = obj.get("answer_cases") or []
         if isinstance(cases, dict):
             cases = [{"short": k, **(v if isinstance(v, dict) else {})} for k, v in cases.items()]
         if not isinstance(cases, list):
             raise DataError(f"{where}: 'answer_cases' must be a list or a mapping")
+        found: list[tuple[str, Transcript]] = []
         for c in cases:
-            if not isinstance(c, dict) or not c.get("transcript"):
+            if not isinstance(c, dict):
                 continue
             short = str(c.get("short") or c.get("answer_case") or "")
+            tr = _case_transcript(c, q, protocol, where, short)
+            if tr is None or not tr.turns:
+                continue
             if short not in q.shorts:
                 raise DataError(f"{where}: answer case {short!r} is not an option of question {q.id!r}")
-            try:
-                tr = Transcript.model_validate(c["transcript"])
-            except ValidationError as e:
-                raise DataError(f"{where}: invalid transcript for answer case {short!r}: {e.errors()[0]['msg']}") from None
-            key = f"{'catch:' if catch else ''}{q.id}#{short}"
-            items.append(StudyItem(key, q, tr, short, "explicit" if catch else None))
+            found.append((short, tr))
+        prefix = "catch:" if catch else ""
+        kind = "explicit" if catch else None
+        if obj.get("symmetric") and len(found) > 1 and all(t == found[0][1] for _, t in found):
+            items.append(StudyItem(f"{prefix}{q.id}#both", q, found[0][1], None, kind))
+            continue
+        items.extend(StudyItem(f"{prefix}{q.id}#{short}", q, tr, short, kind) for short, tr in found)
+    if not items:
+        raise DataError(
+            f"{path}: no line holds a transcript with turns to show (a NaiveJudge or BlindTrust run has "
+            "none); use the results.jsonl of a protocol with agents, e.g. Consultancy or a debate"
+        )
     return items
 
 
@@ -208,3 +238,58 @@ def eligible(item: StudyItem, cond: Condition, task: str) -> bool:
     if item.catch == "mismatch":
         return "snippets" in cond.show or "arguments" in cond.show
     return True
+
+
+def _norm(s: str | None) -> str:
+    return " ".join((s or "").split()).casefold()
+
+
+def dedupe_items(items: list[StudyItem]) -> tuple[list[StudyItem], list[tuple[str, str]]]:
+    """Drop questions that repeat an earlier question's content under another id.
+
+    Two questions are the same when their text, option texts and passage (``source_text``, or
+    ``metadata.passage_id`` when there is no text) agree, ignoring case and white space; the
+    published single_turn_debate data has such pairs (e.g. 20006_10 and 20006_12). Left in, one
+    rater could judge the same question twice. The first id is kept; returns the kept items and
+    (dropped id, kept id) pairs. Raises :class:`DataError` when duplicates disagree about the answer.
+    """
+    first: dict[tuple[Any, ...], tuple[str, frozenset[str]]] = {}
+    merged: dict[str, str] = {}
+    out = []
+    for it in items:
+        q = it.question
+        key = (
+            _norm(q.text),
+            _norm(q.source_text) or str(q.metadata.get("passage_id") or ""),
+            tuple(sorted(_norm(c.long) for c in q.answer_cases)),
+        )
+        truth = frozenset(_norm(c.long) for c in q.true_cases)
+        kept_id, kept_truth = first.setdefault(key, (q.id, truth))
+        if kept_id == q.id:
+            out.append(it)
+            continue
+        if truth != kept_truth:
+            raise DataError(
+                f"questions {kept_id!r} and {q.id!r} have the same text and options but different true "
+                "answers; fix the data or remove one of them"
+            )
+        merged[q.id] = kept_id
+    return out, sorted(merged.items())
+
+
+def missing_passages(items: list[StudyItem], manifest: StudyManifest) -> dict[str, list[str]]:
+    """Per condition that shows the passage: the keys of items it would show with no passage."""
+    out: dict[str, list[str]] = {}
+    if manifest.task == "factuality":
+        return out
+    for cond in manifest.conditions:
+        if "passage" not in cond.show:
+            continue
+        keys = [
+            it.key
+            for it in items
+            if eligible(it, cond, manifest.task) and not (it.question.source_text or "").strip()
+        ]
+        if keys:
+            out[cond.name] = keys
+    return out

@@ -152,12 +152,23 @@ class StudyManifest(_Strict):
     catch_rate: float = Field(default=0.1, ge=0, lt=1)
     catch_min: int = Field(default=5, ge=1)
     catch_threshold: float = Field(default=0.6, ge=0, le=1)
+    catch_per_condition: int = Field(
+        default=0, ge=0, description="Catch trials every rater gets in each condition where they fit (at least)."
+    )
     tutorial: Tutorial = Field(default_factory=Tutorial)
     instructions: str = ""
     warning: str = DEFAULT_WARNING
     completion_code: str = Field(min_length=1, max_length=64)
     completion_url: str | None = "https://app.prolific.com/submissions/complete?cc={code}"
     stopped_code: str | None = None
+    min_tasks_for_code: int | None = Field(
+        default=None, ge=1, description="Judged tasks (catch trials not counted) that earn the code when the study is full."
+    )
+    full_code: str | None = Field(default=None, min_length=1, max_length=64)
+    max_duration_s: float | None = Field(
+        default=None, gt=0, description="Longest time a rater may take; the session cookie lasts this long."
+    )
+    allow_missing_passage: bool = False
     allow_anonymous: bool = False
     admin_token: str | None = Field(default=None, min_length=16)
     seed: int = 0
@@ -187,7 +198,17 @@ class StudyManifest(_Strict):
                     f"assignment_timeout_s ({self.assignment_timeout_s}) must exceed time_limit_s + "
                     f"finalise_s + submit_grace_s ({need}), or raters lose tasks they are still doing"
                 )
+        if self.min_tasks_for_code is not None and self.min_tasks_for_code > self.tasks_per_rater:
+            raise ValueError(
+                f"min_tasks_for_code ({self.min_tasks_for_code}) cannot exceed tasks_per_rater "
+                f"({self.tasks_per_rater})"
+            )
         return self
+
+    @property
+    def session_s(self) -> float:
+        """How long a rater's session lasts: ``max_duration_s``, by default every task's timeout."""
+        return self.max_duration_s or self.tasks_per_rater * self.assignment_timeout_s
 
     @property
     def timed(self) -> bool:

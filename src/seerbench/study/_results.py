@@ -50,6 +50,8 @@ EXPORT_FIELDS: tuple[str, ...] = (
     "rater_id",
     "rater_external_id",
     "rater_source",
+    "prolific_study_id",
+    "prolific_session_id",
     "seq",
     "options",
     "true_answer",
@@ -98,6 +100,8 @@ def export_rows(store: StudyStore) -> list[dict[str, Any]]:
                 "rater_id": a.rater_id,
                 "rater_external_id": r["external_id"],
                 "rater_source": r["source"],
+                "prolific_study_id": r["study_param"],
+                "prolific_session_id": r["session_param"],
                 "seq": a.seq,
                 "options": q.shorts,
                 "true_answer": it.correct,
@@ -140,12 +144,24 @@ def write_export(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     return p
 
 
+#: A cell starting with one of these is read as a formula by spreadsheets (CSV injection); such
+#: cells, and cells starting with the escape itself, get a leading apostrophe, which
+#: :func:`read_export` removes again.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
 def _csv_cell(v: Any) -> Any:
     if isinstance(v, list):
-        return "|".join(str(x) for x in v)
+        v = "|".join(str(x) for x in v)
     if v is None:
         return ""
+    if isinstance(v, str) and v.startswith(_FORMULA_START):
+        return "'" + v
     return v
+
+
+def _csv_unescape(v: str) -> str:
+    return v[1:] if v.startswith("'") and v[1:].startswith(_FORMULA_START) else v
 
 
 _BOOL = {"true": True, "false": False, "1": True, "0": False}
@@ -163,7 +179,7 @@ def read_export(path: str | Path) -> list[dict[str, Any]]:
     out = []
     with p.open(encoding="utf-8", newline="") as f:
         for n, raw in enumerate(csv.DictReader(f), 2):
-            row: dict[str, Any] = {k: (v if v != "" else None) for k, v in raw.items()}
+            row: dict[str, Any] = {k: (_csv_unescape(v) if v != "" else None) for k, v in raw.items()}
             try:
                 row["options"] = (row.get("options") or "").split("|")
                 for k in ("is_catch", "timed_out", "auto_submitted", "ai_correct"):
@@ -192,11 +208,14 @@ def judgment_question(row: dict[str, Any]) -> Question:
     )
 
 
-def judgment_verdict(row: dict[str, Any]) -> Verdict:
+def judgment_verdict(row: dict[str, Any], *, vote: bool = False) -> Verdict:
     """The human :class:`Verdict` of one judgment (``method='human'``).
 
-    - two-option: the chosen option gets the rater's probability (1.0 if none was asked or given),
-      the rest is split over the other options;
+    - two-option: the chosen option gets the rater's probability (1.0 if none was asked or given,
+      or with ``vote=True``), the rest is split over the other options. The probability is for log
+      and Brier scores and calibration; it never changes which option the rater chose: at
+      probability 0.5 the verdict is a tie, so score accuracy with ``vote=True`` (seed 004 scores
+      the chosen option; :func:`study_stats` does);
     - expert routing (seed 001): "yes" to "is it k?" puts 1.0 on k; "no" is a complementary label,
       uniform over the other options;
     - factuality (seed 000): the rating binarised to the ``accurate`` / ``inaccurate`` option.
@@ -221,21 +240,23 @@ def judgment_verdict(row: dict[str, Any]) -> Verdict:
     if ans in (None, "skip", "cant_assess", "no_claim") or ans not in options:
         return Verdict.failure(str(ans or ""), str(ans or "no_answer"), method="human", metadata=meta)
     p = row.get("probability")
-    p = 1.0 if p is None else float(p)
+    p = 1.0 if p is None or vote else float(p)
     rest = (1.0 - p) / (len(options) - 1)
     probs = {o: p if o == ans else rest for o in options}
     return Verdict(probabilities=probs, method="human", raw=str(ans), metadata=meta)
 
 
 def _accuracy(row: dict[str, Any], verdict: Verdict, policy: TimeoutPolicy) -> float | None:
-    """Accuracy score of one judgment; failed verdicts follow ``policy`` except skips and "can't
-    assess", which never count (the rater declined to answer)."""
+    """Accuracy of one judgment: 1 if the rater chose the true option, else 0 (the probability
+    plays no part: seed 004 scores the chosen option, as the export's ``correct`` does). Failed
+    verdicts follow ``policy`` except skips and "can't assess", which never count (the rater
+    declined to answer)."""
     if verdict.ok and row.get("task") == "expert_routing":
         # an expert answers "is it k?": their accuracy is whether yes/no was right (the verdict of
         # a "no" is a complementary label, which scores 1/(K-1) against the truth)
         return None if row.get("correct") is None else float(row["correct"])
     if verdict.ok:
-        return score(verdict.probabilities or {}, row["true_answer"], "accuracy")
+        return score(judgment_verdict(row, vote=True).probabilities or {}, row["true_answer"], "accuracy")
     if verdict.error in ("skip", "cant_assess"):
         return None
     if verdict.error == "no_claim":
@@ -280,7 +301,7 @@ def study_stats(
             "accuracy": _summary(accs, seed),
             "timed_out": sum(1 for r in rs if r.get("timed_out")),
             "median_seconds": statistics.median(secs) if secs else None,
-            "vote": _vote_accuracy(rs, verdicts),
+            "vote": _vote_accuracy(rs, verdicts, timeout_policy),
         }
         asd = _asd(rs, verdicts, seed)
         if asd:
@@ -294,27 +315,25 @@ def study_stats(
     return out
 
 
-def _vote_accuracy(rows: list[dict[str, Any]], verdicts: list[Verdict]) -> dict[str, Any]:
-    """Seed 004's aggregates per item: majority vote (ties score 0.5) and unanimous-correct share."""
-    by_item: dict[str, list[tuple[dict[str, Any], Verdict]]] = defaultdict(list)
+def _vote_accuracy(rows: list[dict[str, Any]], verdicts: list[Verdict], policy: TimeoutPolicy) -> dict[str, Any]:
+    """Seed 004's aggregates per item over the options the raters chose: majority vote (more than
+    half of the item's judgments right = 1, exactly half = 0.5) and unanimous (all right).
+
+    A timed-out judgment is a wrong vote under the default policy, as in accuracy (``half``: half
+    a right vote; ``exclude``: no vote); skips and "can't assess" are no vote.
+    """
+    by_item: dict[str, list[float]] = defaultdict(list)
     for r, v in zip(rows, verdicts, strict=True):
-        by_item[str(r["item"])].append((r, v))
+        if r.get("task") == "expert_routing":
+            continue
+        a = _accuracy(r, v, policy)
+        if a is not None:
+            by_item[str(r["item"])].append(a)
     maj, una = [], []
-    for pairs in by_item.values():
-        r0 = pairs[0][0]
-        if r0.get("task") == "expert_routing":
-            continue
-        votes: dict[str, int] = defaultdict(int)
-        for _r, v in pairs:
-            if v.ok:
-                votes[max(v.probabilities or {}, key=lambda o: (v.probabilities or {})[o])] += 1
-        if not votes:
-            continue
-        top = max(votes.values())
-        winners = [o for o, n in votes.items() if n == top]
-        # a majority vote is itself a distribution: the tied winners share the mass
-        maj.append(score({o: (1.0 / len(winners) if o in winners else 0.0) for o in r0["options"]}, r0["true_answer"], "accuracy"))
-        una.append(1.0 if all(v.ok and v.prob(r0["true_answer"]) > 0.5 for _r, v in pairs) else 0.0)
+    for accs in by_item.values():
+        right, n = sum(accs), len(accs)
+        maj.append(1.0 if right > n / 2 else 0.5 if right == n / 2 else 0.0)
+        una.append(1.0 if right == n else 0.0)
     return {"items": len(maj), "majority": statistics.fmean(maj) if maj else None, "unanimous": statistics.fmean(una) if una else None}
 
 

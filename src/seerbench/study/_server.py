@@ -25,7 +25,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
-from itsdangerous import BadSignature, URLSafeSerializer
+from itsdangerous import BadSignature, URLSafeSerializer, URLSafeTimedSerializer
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -165,12 +165,18 @@ class _SecurityHeaders:
 
 
 def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI:
-    """The study web app over ``store`` (a :class:`StudyStore` or a database path/URL)."""
+    """The study web app over ``store`` (a :class:`StudyStore` or a database path/URL).
+
+    ``base_url`` is the address raters use; when it is ``https://...`` the session cookie is
+    ``Secure`` (sent over https only)."""
     if not isinstance(store, StudyStore):
         store = StudyStore(store)
     st: StudyStore = store
     m = st.manifest
-    signer = URLSafeSerializer(st.secret, salt="rater")
+    secure = base_url.lower().startswith("https://")
+    # The session cookie holds (rater id, session id), signed and dated: it expires with the
+    # study's length, and a new entry through a link gives a new session id, ending the old one.
+    signer = URLSafeTimedSerializer(st.secret, salt="rater-session")
     invites = URLSafeSerializer(st.secret, salt="invite")
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(_HERE / "templates")),
@@ -189,36 +195,69 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
         ctx.setdefault("csrf", "")
         return HTMLResponse(env.get_template(name).render(**ctx), status_code=status)
 
-    def csrf_for(rater_id: str) -> str:
-        return hmac.new(st.secret.encode(), f"csrf:{rater_id}".encode(), hashlib.sha256).hexdigest()
+    def csrf_for(rater_id: str, session: str) -> str:
+        return hmac.new(st.secret.encode(), f"csrf:{rater_id}:{session}".encode(), hashlib.sha256).hexdigest()
 
-    def rater_id(request: Request) -> str:
-        """The rater id from the signed session cookie (the signature is the proof; no DB read)."""
+    def session_of(request: Request) -> tuple[str, str]:
+        """(rater id, session id) from the signed session cookie (no DB read; the session id is
+        checked against the rater's current one where the rater or a task is read)."""
         raw = request.cookies.get(_COOKIE)
         if not raw:
             raise _HTTPError(401, "Please open the study through your personal link.")
         try:
-            return str(signer.loads(raw))
-        except BadSignature:
+            rid, sess = signer.loads(raw, max_age=int(m.session_s))
+            return str(rid), str(sess)
+        except (BadSignature, TypeError, ValueError):
             raise _HTTPError(401, "Your session is not valid; please open your study link again.") from None
 
     def current_rater(request: Request) -> dict[str, Any]:
-        r = st.rater(rater_id(request))
-        if r is None:
+        rid, sess = session_of(request)
+        r = st.rater(rid)
+        if r is None or r["session"] is None or not hmac.compare_digest(str(r["session"]), sess):
             raise _HTTPError(401, "Your session is not valid; please open your study link again.")
         return r
 
-    def check_csrf(form: dict[str, Any], rater_id: str) -> None:
+    def check_csrf(form: dict[str, Any], rater_id: str, session: str) -> None:
         token = str(form.get("csrf", ""))
-        if not hmac.compare_digest(token, csrf_for(rater_id)):
+        if not hmac.compare_digest(token, csrf_for(rater_id, session)):
             raise _HTTPError(403, "This form has expired or did not come from this site. Go back and reload.")
 
     def login(rater: dict[str, Any]) -> RedirectResponse:
         resp = RedirectResponse("/next", status_code=303)
         resp.set_cookie(
-            _COOKIE, signer.dumps(rater["id"]), httponly=True, samesite="lax", max_age=7 * 24 * 3600
+            _COOKIE,
+            signer.dumps([rater["id"], rater["session"]]),
+            httponly=True,
+            samesite="lax",
+            secure=secure,
+            max_age=int(m.session_s),
         )
         return resp
+
+    def enter(request: Request, external_id: str, source: str, study_p: str | None = None, session_p: str | None = None) -> Response:
+        """Log in through a link. A browser already in the study as someone else who has not
+        finished is asked first, so a second link never switches identity mid-study."""
+        if request.cookies.get(_COOKIE) and request.method == "GET":
+            try:
+                cur = current_rater(request)
+            except _HTTPError:
+                cur = None
+            if (
+                cur is not None
+                and cur["external_id"] != external_id
+                and cur["finished_at"] is None
+                and not cur["stopped"]
+                and st.has_tasks(cur["id"])
+            ):
+                return render(
+                    "switch.html",
+                    409,
+                    current=cur["external_id"].split(":", 1)[-1],
+                    new=external_id.split(":", 1)[-1],
+                    target=request.url.path + (f"?{request.url.query}" if request.url.query else ""),
+                    csrf=csrf_for(cur["id"], cur["session"]),
+                )
+        return login(st.rater_for(external_id, source, study_p, session_p, new_session=True))
 
     app.add_middleware(_SecurityHeaders, error_page=lambda: render("error.html", 500, message=_OOPS))
 
@@ -253,20 +292,37 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
             for v in (study_p, session_p):
                 if v is not None and not _ID_RE.match(v):
                     raise _HTTPError(400, "The study link is not valid.")
-            return login(st.rater_for(f"prolific:{pid}", "prolific", study_p, session_p))
+            return enter(request, f"prolific:{pid}", "prolific", study_p, session_p)
         if request.cookies.get(_COOKIE):
             return RedirectResponse("/next", status_code=303)
         if m.allow_anonymous:
-            return login(st.rater_for(f"anon:{secrets.token_urlsafe(9)}", "anonymous"))
+            return login(st.rater_for(f"anon:{secrets.token_urlsafe(9)}", "anonymous", new_session=True))
         raise _HTTPError(403, "This study needs a personal or Prolific link.")
 
     @app.get("/invite/{token}")
-    def invite(token: str) -> Response:
+    def invite(request: Request, token: str) -> Response:
         try:
             label = str(invites.loads(token))
         except BadSignature:
             raise _HTTPError(403, "This invitation link is not valid.") from None
-        return login(st.rater_for(f"invite:{label}", "invite"))
+        return enter(request, f"invite:{label}", "invite")
+
+    @app.post("/switch")
+    async def switch(request: Request) -> Response:
+        form = dict(await request.form())
+        return await run_in_threadpool(_switch, request, form)
+
+    def _switch(request: Request, form: dict[str, Any]) -> Response:
+        """Leave the current session (confirmed on the page :func:`enter` showed) and follow the
+        new link, which then logs in its own rater."""
+        rid, sess = session_of(request)
+        check_csrf(form, rid, sess)
+        target = str(form.get("target", ""))
+        if not re.match(r"^/(start\?|invite/)[A-Za-z0-9_.\-=&%]*$", target):
+            raise _HTTPError(400, "The request was malformed.")
+        resp = RedirectResponse(target, status_code=303)
+        resp.delete_cookie(_COOKIE, httponly=True, samesite="lax", secure=secure)
+        return resp
 
     # ------------------------------------------------------------------ tutorial
     def _tutorial_needed() -> bool:
@@ -275,7 +331,7 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
     @app.get("/tutorial", response_class=HTMLResponse)
     def tutorial(request: Request) -> Response:
         r = current_rater(request)
-        return render("tutorial.html", tutorial=m.tutorial, csrf=csrf_for(r["id"]), wrong=[], answers={})
+        return render("tutorial.html", tutorial=m.tutorial, csrf=csrf_for(r["id"], r["session"]), wrong=[], answers={})
 
     @app.post("/tutorial")
     async def tutorial_post(request: Request) -> Response:
@@ -284,7 +340,7 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
 
     def _tutorial_post(request: Request, form: dict[str, Any]) -> Response:
         r = current_rater(request)
-        check_csrf(form, r["id"])
+        check_csrf(form, r["id"], r["session"])
         answers: dict[int, int] = {}
         wrong = []
         for i, q in enumerate(m.tutorial.quiz):
@@ -298,7 +354,7 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
         st.record_quiz(r["id"], passed=not wrong)
         if wrong:
             return render(
-                "tutorial.html", 200, tutorial=m.tutorial, csrf=csrf_for(r["id"]), wrong=wrong, answers=answers
+                "tutorial.html", 200, tutorial=m.tutorial, csrf=csrf_for(r["id"], r["session"]), wrong=wrong, answers=answers
             )
         return RedirectResponse("/next", status_code=303)
 
@@ -313,18 +369,18 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
             return RedirectResponse(f"/task/{a.id}", status_code=303)
         if reason == "stopped":
             return RedirectResponse("/stopped", status_code=303)
-        st.mark_finished(r["id"])
-        return RedirectResponse("/done", status_code=303)
+        # "done" (quota reached) earns the code; "exhausted" only after min_tasks_for_code
+        return RedirectResponse("/done" if st.finish(r["id"]) else "/full", status_code=303)
 
     def own(request: Request, aid: str) -> tuple[str, Assignment]:
-        rid = rater_id(request)
-        a = st.get_assignment(aid, rid) if _ID_RE.match(aid) else None
+        rid, sess = session_of(request)
+        a = st.get_assignment(aid, rid, sess) if _ID_RE.match(aid) else None
         if a is None:
             # Same answer whether the task exists or belongs to someone else: ids are not probeable.
             raise _HTTPError(404, "Task not found.")
         return rid, a
 
-    def task_context(rid: str, a: Assignment, error: str | None = None) -> dict[str, Any]:
+    def task_context(rid: str, a: Assignment, error: str | None = None, *, csrf: str) -> dict[str, Any]:
         it: StudyItem = st.item(a.item_id)
         cond = m.condition(a.condition)
         now = st.clock()
@@ -387,7 +443,7 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
             "assistance": assistance,
             "remaining": None if remaining is None else math.ceil(remaining),
             "finalise_s": m.finalise_s,
-            "csrf": csrf_for(rid),
+            "csrf": csrf,
             "error": error,
             "expert_case": expert_case,
             "ratings": FACTUALITY_RATINGS,
@@ -406,7 +462,7 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
             return RedirectResponse(f"/task/{aid}/feedback", 303)
         if a.shown_at is None:
             st.mark_shown(aid)
-        return render("task.html", **task_context(rid, a))
+        return render("task.html", **task_context(rid, a, csrf=csrf_for(*session_of(request))))
 
     @app.post("/task/{aid}/start")
     async def task_start(request: Request, aid: str) -> Response:
@@ -415,7 +471,7 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
 
     def _task_start(request: Request, aid: str, form: dict[str, Any]) -> Response:
         rid, _a = own(request, aid)
-        check_csrf(form, rid)
+        check_csrf(form, *session_of(request))
         st.start_timer(aid, rid)
         return RedirectResponse(f"/task/{aid}", status_code=303)
 
@@ -470,7 +526,7 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
 
     def _task_submit(request: Request, aid: str, form: dict[str, Any]) -> Response:
         rid, a = own(request, aid)
-        check_csrf(form, rid)
+        check_csrf(form, *session_of(request))
         auto = str(form.get("auto", "")) == "1"
         if a.status == "submitted":
             return RedirectResponse(f"/task/{aid}/feedback", status_code=303)
@@ -481,7 +537,7 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
         if not (auto or late):
             fields, err = parse_answer(form, a)
             if err:
-                return render("task.html", 400, **task_context(rid, a, err))
+                return render("task.html", 400, **task_context(rid, a, err, csrf=csrf_for(*session_of(request))))
         res = st.submit(aid, rid, fields, auto=auto)
         if res is None:
             raise _HTTPError(404, "Task not found.")
@@ -504,6 +560,18 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
             return RedirectResponse("/next", status_code=303)
         url = m.completion_url.replace("{code}", quote(m.completion_code)) if m.completion_url else None
         return render("done.html", code=m.completion_code, url=url)
+
+    @app.get("/full", response_class=HTMLResponse)
+    def full(request: Request) -> Response:
+        """No task is left for this rater before they earned the code: ask them to return the
+        study (Prolific's flow for a participant who cannot complete), with ``full_code`` if set."""
+        r = current_rater(request)
+        if r["finished_at"] is not None:
+            return RedirectResponse("/done", status_code=303)
+        if r["stopped"]:
+            return RedirectResponse("/stopped", status_code=303)
+        url = m.completion_url.replace("{code}", quote(m.full_code)) if (m.completion_url and m.full_code) else None
+        return render("full.html", code=m.full_code, url=url, prolific=r["source"] == "prolific")
 
     @app.get("/stopped", response_class=HTMLResponse)
     def stopped(request: Request) -> Response:

@@ -20,6 +20,8 @@ immediate one waits on the busy timeout.
 
 from __future__ import annotations
 
+import json
+import math
 import random
 import secrets
 import statistics
@@ -58,7 +60,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from seerbench.errors import ConfigError
-from seerbench.study._items import StudyItem, build_catch_trials, eligible
+from seerbench.study._items import StudyItem, build_catch_trials, dedupe_items, eligible, missing_passages
 from seerbench.study._manifest import StudyManifest
 
 __all__ = ["Assignment", "StudyStore", "SubmitResult", "database_url"]
@@ -104,6 +106,7 @@ rater_t = Table(
     Column("source", String(16), nullable=False),
     Column("study_param", String(255)),
     Column("session_param", String(255)),
+    Column("session", String(32)),
     Column("created_at", Float, nullable=False),
     Column("tutorial_passed", Boolean, nullable=False, default=False),
     Column("quiz_attempts", Integer, nullable=False, default=0),
@@ -240,6 +243,19 @@ class Assignment:
 
 
 @dataclass
+class _Counts:
+    """One rater's tasks: per condition (not abandoned), catch trials given and submitted
+    ((n, right) per condition), submitted tasks, judged (non-catch) submitted tasks, next seq."""
+
+    per_cond: dict[str, int]
+    catch_given: dict[str, int]
+    catch_done: dict[str, tuple[int, float]]
+    done: int = 0
+    scored: int = 0
+    seq: int = 0
+
+
+@dataclass
 class SubmitResult:
     """What happened to a submission: ``stored`` (first time), ``duplicate`` (already stored, e.g.
     a double click) or ``reclaimed`` (the task was given to someone else after it expired)."""
@@ -295,7 +311,28 @@ class StudyStore:
         *,
         clock: Callable[[], float] = time.time,
     ) -> StudyStore:
-        """Create the study's tables, items and slots in an empty database."""
+        """Create the study's tables, items and slots in an empty database.
+
+        Questions repeated under another id are merged, conditions that show the passage are
+        refused on items without one (unless ``allow_missing_passage``), and what was merged or
+        cannot work (e.g. a catch rule that can never fire) is kept as notes (:meth:`notes`).
+        """
+        items, merged = dedupe_items(items)
+        notes = [f"merged duplicate question {gone} into {kept} (same text, options and passage)" for gone, kept in merged]
+        missing = missing_passages(items, manifest)
+        if missing:
+            desc = "; ".join(
+                f"{cond}: {len(keys)} items ({', '.join(keys[:5])}{', ...' if len(keys) > 5 else ''})"
+                for cond, keys in missing.items()
+            )
+            if not manifest.allow_missing_passage:
+                raise ConfigError(
+                    f"conditions that show the passage have items without one (no source_text): {desc}; add "
+                    "the passages (for single_turn_debate, `seerbench datasets convert` with --quality-path), "
+                    "use conditions without 'passage' (Q, or {name: ..., show: [snippets, arguments]}), or set "
+                    "allow_missing_passage: true to show them without"
+                )
+            notes.append(f"shown without a passage (allow_missing_passage): {desc}")
         url = database_url(db)
         engine = _make_engine(url)
         try:
@@ -304,8 +341,11 @@ class StudyStore:
                     raise ConfigError(f"{db} already holds a study; use a new database file or URL")
             metadata.create_all(engine)
             rng = random.Random(manifest.seed)
-            catch = build_catch_trials(items, manifest.seed) if manifest.catch_rate > 0 else []
+            uses_catch = manifest.catch_rate > 0 or manifest.catch_per_condition > 0
+            catch = build_catch_trials(items, manifest.seed) if uses_catch else []
             all_items = items + [c for c in catch if not any(i.key == c.key for i in items)]
+            if uses_catch:
+                notes.extend(catch_rule_notes(manifest, all_items))
             with engine.connect() as c, c.execution_options(seerbench_write=True).begin():
                 secret = secrets.token_urlsafe(32)
                 token = manifest.admin_token or secrets.token_urlsafe(24)
@@ -316,6 +356,7 @@ class StudyStore:
                         {"key": "secret", "value": secret},
                         {"key": "admin_token", "value": token},
                         {"key": "created_at", "value": repr(clock())},
+                        {"key": "notes", "value": json.dumps(notes)},
                     ],
                 )
                 slots = []
@@ -392,9 +433,19 @@ class StudyStore:
 
     # ------------------------------------------------------------------ raters
     def rater_for(
-        self, external_id: str, source: str, study_param: str | None = None, session_param: str | None = None
+        self,
+        external_id: str,
+        source: str,
+        study_param: str | None = None,
+        session_param: str | None = None,
+        *,
+        new_session: bool = False,
     ) -> dict[str, Any]:
-        """The rater with ``external_id`` (e.g. a Prolific PID), created on first sight."""
+        """The rater with ``external_id`` (e.g. a Prolific PID), created on first sight.
+
+        ``new_session`` (an entry through a link) gives the rater a fresh session id, which ends
+        every earlier session of theirs, and records the link's Prolific STUDY_ID / SESSION_ID.
+        """
         with self._tx() as c:
             row = c.execute(select(rater_t).where(rater_t.c.external_id == external_id)).first()
             if row is None:
@@ -417,12 +468,30 @@ class StudyStore:
                 except IntegrityError:
                     pass  # created concurrently by a second request of the same person
                 row = c.execute(select(rater_t).where(rater_t.c.external_id == external_id)).one()
+            if new_session:
+                values: dict[str, Any] = {"session": secrets.token_urlsafe(16)}
+                if study_param is not None:
+                    values["study_param"] = study_param
+                if session_param is not None:
+                    values["session_param"] = session_param
+                c.execute(update(rater_t).where(rater_t.c.id == row.id).values(**values))
+                row = c.execute(select(rater_t).where(rater_t.c.id == row.id)).one()
             return dict(row._mapping)
 
     def rater(self, rater_id: str) -> dict[str, Any] | None:
         with self.engine.connect() as c:
             row = c.execute(select(rater_t).where(rater_t.c.id == rater_id)).first()
         return dict(row._mapping) if row else None
+
+    def has_tasks(self, rater_id: str) -> bool:
+        """Whether the rater was given any task (active or submitted)."""
+        with self.engine.connect() as c:
+            row = c.execute(
+                select(assignment_t.c.id)
+                .where(assignment_t.c.rater_id == rater_id, assignment_t.c.status != "abandoned")
+                .limit(1)
+            ).first()
+        return row is not None
 
     def record_quiz(self, rater_id: str, passed: bool) -> None:
         values: dict[str, Any] = {"quiz_attempts": rater_t.c.quiz_attempts + 1}
@@ -432,21 +501,43 @@ class StudyStore:
             c.execute(update(rater_t).where(rater_t.c.id == rater_id).values(**values))
 
     # ------------------------------------------------------------------ assignment
-    def _counts(self, c: Connection, rater_id: str) -> tuple[int, dict[str, int], int]:
+    def _counts(self, c: Connection, rater_id: str) -> _Counts:
         rows = c.execute(
-            select(assignment_t.c.condition, assignment_t.c.status, func.count())
+            select(
+                assignment_t.c.condition,
+                assignment_t.c.status,
+                assignment_t.c.is_catch,
+                func.count(),
+                func.coalesce(func.sum(assignment_t.c.correct), 0.0),
+            )
             .where(assignment_t.c.rater_id == rater_id)
-            .group_by(assignment_t.c.condition, assignment_t.c.status)
+            .group_by(assignment_t.c.condition, assignment_t.c.status, assignment_t.c.is_catch)
         ).all()
-        done = sum(n for _, st, n in rows if st == "submitted")
-        per_cond = {cond.name: 0 for cond in self.manifest.conditions}
-        for cond_name, st, n in rows:
+        k = _Counts({cond.name: 0 for cond in self.manifest.conditions}, {}, {})
+        for cond_name, st, is_catch, n, right in rows:
+            if st == "submitted":
+                k.done += n
+                k.scored += 0 if is_catch else n
+                if is_catch:
+                    k.catch_done[cond_name] = (int(n), float(right))
             if st != "abandoned":
-                per_cond[cond_name] = per_cond.get(cond_name, 0) + n
-        seq = c.execute(
-            select(func.coalesce(func.max(assignment_t.c.seq), -1)).where(assignment_t.c.rater_id == rater_id)
-        ).scalar_one()
-        return done, per_cond, int(seq) + 1
+                k.per_cond[cond_name] = k.per_cond.get(cond_name, 0) + n
+                if is_catch:
+                    k.catch_given[cond_name] = k.catch_given.get(cond_name, 0) + n
+        k.seq = int(
+            c.execute(
+                select(func.coalesce(func.max(assignment_t.c.seq), -1)).where(assignment_t.c.rater_id == rater_id)
+            ).scalar_one()
+        ) + 1
+        return k
+
+    def _removed(self, k: _Counts) -> set[str]:
+        """Conditions the rater is removed from (seed 004, counted per condition): at least
+        ``catch_min`` catch trials submitted there with accuracy below ``catch_threshold``."""
+        m = self.manifest
+        return {
+            cond for cond, (n, right) in k.catch_done.items() if n >= m.catch_min and right / n < m.catch_threshold
+        }
 
     def _expire_own(self, c: Connection, a: Assignment, now: float) -> Assignment | None:
         """Close the rater's own active task if its time is up; return it if still open."""
@@ -491,19 +582,30 @@ class StudyStore:
                 a = self._expire_own(c, Assignment.from_row(row), now)
                 if a is not None:
                     return a, "ok"
-                if self._stopped(c, rater_id):
-                    return None, "stopped"
-            done, per_cond, seq = self._counts(c, rater_id)
-            if done >= m.tasks_per_rater:
+            k = self._counts(c, rater_id)
+            removed = self._removed(k)
+            if len(removed) == len(m.conditions):
+                c.execute(update(rater_t).where(rater_t.c.id == rater_id).values(stopped=True))
+                return None, "stopped"
+            if k.done >= m.tasks_per_rater:
                 return None, "done"
+            per_cond, seq = k.per_cond, k.seq
             rng = random.Random(f"{m.seed}:{rater_id}:{seq}")
-            order = sorted(per_cond, key=lambda k: (per_cond[k], rng.random()))
-            want_catch = rng.random() < m.catch_rate
+            order = sorted((cd for cd in per_cond if cd not in removed), key=lambda cd: (per_cond[cd], rng.random()))
+            planned = m.tasks_per_rater // len(m.conditions)  # tasks a rater does in each condition, at least
             seen = exists().where(
                 assignment_t.c.rater_id == rater_id, assignment_t.c.question_id == item_t.c.question_id
             )
             for cond_name in order:
                 cond = m.condition(cond_name)
+                need = m.catch_per_condition - k.catch_given.get(cond_name, 0)
+                if need > 0:
+                    # the guaranteed catch trials fall at random places among the rater's first
+                    # `planned` tasks in the condition (sampling positions without replacement)
+                    left = planned - per_cond[cond_name]
+                    want_catch = need >= left or rng.random() < need / left
+                else:
+                    want_catch = rng.random() < m.catch_rate
                 if want_catch:
                     cands = c.execute(
                         select(item_t.c.id, item_t.c.key).where(item_t.c.catch.is_not(None), ~seen)
@@ -550,8 +652,6 @@ class StudyStore:
                             .values(status="abandoned")
                         )
                     return self._open(c, rater_id, seq, sid, iid, cond_name, False, expert, now, aid), "ok"
-            if want_catch:
-                pass  # no catch trial fitted any condition: fall through to "exhausted" only if no slot
             return None, "exhausted"
 
     def _open(
@@ -589,13 +689,14 @@ class StudyStore:
         row = c.execute(select(assignment_t).where(assignment_t.c.id == values["id"])).one()
         return Assignment.from_row(row)
 
-    def get_assignment(self, aid: str, rater_id: str) -> Assignment | None:
+    def get_assignment(self, aid: str, rater_id: str, session: str | None = None) -> Assignment | None:
         """The assignment ``aid`` if it belongs to ``rater_id`` (else ``None``: raters only ever
-        reach their own tasks)."""
+        reach their own tasks) and, when ``session`` is given, that is the rater's current session."""
+        q = select(assignment_t).where(assignment_t.c.id == aid, assignment_t.c.rater_id == rater_id)
+        if session is not None:
+            q = q.join(rater_t, rater_t.c.id == assignment_t.c.rater_id).where(rater_t.c.session == session)
         with self.engine.connect() as c:
-            row = c.execute(
-                select(assignment_t).where(assignment_t.c.id == aid, assignment_t.c.rater_id == rater_id)
-            ).first()
+            row = c.execute(q).first()
         return Assignment.from_row(row) if row else None
 
     def mark_shown(self, aid: str) -> None:
@@ -693,32 +794,36 @@ class StudyStore:
         return True
 
     def _stopped(self, c: Connection, rater_id: str) -> bool:
-        """Stop a rater whose catch-trial accuracy is below the threshold after enough of them."""
-        m = self.manifest
-        n, total = c.execute(
-            select(func.count(), func.coalesce(func.sum(assignment_t.c.correct), 0.0)).where(
-                assignment_t.c.rater_id == rater_id,
-                assignment_t.c.is_catch.is_(True),
-                assignment_t.c.status == "submitted",
-            )
-        ).one()
-        if n >= m.catch_min and float(total) / n < m.catch_threshold:
-            c.execute(update(rater_t).where(rater_t.c.id == rater_id).values(stopped=True))
-            return True
-        return False
+        """Stop a rater who is removed from every condition by the catch rule (see :meth:`_removed`)."""
+        if len(self._removed(self._counts(c, rater_id))) < len(self.manifest.conditions):
+            return False
+        c.execute(update(rater_t).where(rater_t.c.id == rater_id).values(stopped=True))
+        return True
 
-    def mark_finished(self, rater_id: str) -> None:
+    def finish(self, rater_id: str) -> bool:
+        """Mark the rater finished if they earned the completion code: ``tasks_per_rater`` tasks
+        submitted, or (when no more tasks are left for them) ``min_tasks_for_code`` judged tasks,
+        catch trials not counted. Returns whether they earned it."""
+        m = self.manifest
         with self._tx() as c:
-            c.execute(
-                update(rater_t)
-                .where(rater_t.c.id == rater_id, rater_t.c.finished_at.is_(None))
-                .values(finished_at=self.clock())
+            k = self._counts(c, rater_id)
+            earned = k.done >= m.tasks_per_rater or (
+                m.min_tasks_for_code is not None and k.scored >= m.min_tasks_for_code
             )
+            if earned:
+                c.execute(
+                    update(rater_t)
+                    .where(rater_t.c.id == rater_id, rater_t.c.finished_at.is_(None))
+                    .values(finished_at=self.clock())
+                )
+        return earned
 
     # ------------------------------------------------------------------ reading back
     def assignments(self, *, submitted_only: bool = True) -> list[tuple[Assignment, dict[str, Any]]]:
         """Every (submitted) assignment with its rater row, in submission order."""
-        q = select(assignment_t, rater_t.c.external_id, rater_t.c.source).join(
+        q = select(
+            assignment_t, rater_t.c.external_id, rater_t.c.source, rater_t.c.study_param, rater_t.c.session_param
+        ).join(
             rater_t, rater_t.c.id == assignment_t.c.rater_id
         )
         if submitted_only:
@@ -727,7 +832,16 @@ class StudyStore:
         with self.engine.connect() as c:
             rows = c.execute(q).all()
         return [
-            (Assignment.from_row(r), {"external_id": r.external_id, "source": r.source}) for r in rows
+            (
+                Assignment.from_row(r),
+                {
+                    "external_id": r.external_id,
+                    "source": r.source,
+                    "study_param": r.study_param,
+                    "session_param": r.session_param,
+                },
+            )
+            for r in rows
         ]
 
     def progress(self) -> dict[str, Any]:
@@ -772,9 +886,12 @@ class StudyStore:
                 "stopped": bool(r.stopped),
                 "finished": r.finished_at is not None,
                 "tasks": 0,
+                "scored": 0,
+                "scored_correct": 0.0,
                 "catch": 0,
                 "catch_correct": 0.0,
                 "_secs": [],
+                "_catch_by_cond": {},
             }
         catch_n, catch_ok, secs = 0, 0.0, []
         for rid, cond, is_catch, correct, s, _to in subs:
@@ -786,14 +903,28 @@ class StudyStore:
             if is_catch:
                 pr["catch"] += 1
                 pr["catch_correct"] += correct or 0.0
+                n_c, ok_c = pr["_catch_by_cond"].get(cond, (0, 0.0))
+                pr["_catch_by_cond"][cond] = (n_c + 1, ok_c + (correct or 0.0))
                 catch_n += 1
                 catch_ok += correct or 0.0
-            elif cond in conds:
-                conds[cond]["judgments"] = conds[cond].get("judgments", 0) + 1
+            else:
+                if correct is not None:  # skips and "can't assess" are not scored
+                    pr["scored"] += 1
+                    pr["scored_correct"] += correct
+                if cond in conds:
+                    conds[cond]["judgments"] = conds[cond].get("judgments", 0) + 1
+        m = self.manifest
         for pr in per_rater.values():
             s = pr.pop("_secs")
             pr["median_seconds"] = statistics.median(s) if s else None
+            pr["total_seconds"] = sum(s)
+            pr["accuracy"] = pr["scored_correct"] / pr["scored"] if pr["scored"] else None
             pr["catch_accuracy"] = pr["catch_correct"] / pr["catch"] if pr["catch"] else None
+            pr["removed_from"] = sorted(
+                cd
+                for cd, (n_c, ok_c) in pr.pop("_catch_by_cond").items()
+                if n_c >= m.catch_min and ok_c / n_c < m.catch_threshold
+            )
         return {
             "conditions": conds,
             "raters": list(per_rater.values()),
@@ -803,9 +934,44 @@ class StudyStore:
             "judgments": len(subs),
         }
 
+    def notes(self) -> list[str]:
+        """What ``create`` merged, or found that cannot work as configured (e.g. an unreachable
+        catch rule), one sentence each."""
+        return list(json.loads(self.meta().get("notes") or "[]"))
+
     def meta(self) -> dict[str, Any]:
         with self.engine.connect() as c:
             return {k: v for k, v in c.execute(select(meta_t.c.key, meta_t.c.value)).all() if k != "secret"}
+
+
+def catch_rule_notes(m: StudyManifest, items: list[StudyItem]) -> list[str]:
+    """Conditions where the catch rule (a rater is removed from a condition after ``catch_min``
+    catch trials there with accuracy below ``catch_threshold``) can never fire, or only by chance."""
+    n = len(m.conditions)
+    most, least = math.ceil(m.tasks_per_rater / n), m.tasks_per_rater // n
+    catch_items = [it for it in items if it.catch is not None]
+    notes = []
+    for cond in m.conditions:
+        if not any(eligible(it, cond, m.task) for it in catch_items):
+            notes.append(
+                f"catch rule off in condition {cond.name}: no catch trial fits it (seed-004 catch trials need "
+                "snippets or arguments on screen; add explicit ones with catch: true), so no rater is removed from it"
+            )
+        elif most < m.catch_min:
+            notes.append(
+                f"catch rule unreachable in condition {cond.name}: a rater does at most {most} tasks there "
+                f"(tasks_per_rater {m.tasks_per_rater} over {n} conditions), fewer than catch_min {m.catch_min}; "
+                f"raise tasks_per_rater to {m.catch_min * n} or lower catch_min"
+            )
+        elif min(m.catch_per_condition, least) < m.catch_min:
+            given = min(m.catch_per_condition, least)
+            expected = given + m.catch_rate * (least - given)
+            notes.append(
+                f"catch rule fires only by chance in condition {cond.name}: raters get about {expected:.1f} catch "
+                f"trials there, fewer than catch_min {m.catch_min}; set catch_per_condition: {m.catch_min} "
+                f"(and tasks_per_rater >= {m.catch_min * n}) to guarantee them"
+            )
+    return notes
 
 
 def _correctness(task: str, item: StudyItem, expert: str | None, answer: str | None, timed_out: bool) -> float | None:
