@@ -154,3 +154,121 @@ def test_works_without_javascript(browser, make_study, live_server) -> None:
     expect(page.locator("#completion-code")).to_have_text("DONE123")
     _shot(page, "7-nojs-done")
     ctx.close()
+
+
+def _enter(browser, url: str, pid: str):
+    """A new browser context through the Prolific link and the tutorial quiz; returns (ctx, page)."""
+    ctx = browser.new_context(viewport={"width": 1000, "height": 700})
+    page = ctx.new_page()
+    page.route("https://prolific.example/**", lambda route: route.fulfill(status=200, content_type="text/html", body="<p id=ok>back</p>"))
+    page.goto(f"{url}/start?PROLIFIC_PID={pid}&STUDY_ID=s&SESSION_ID={pid}")
+    page.check("input[name=q0][value='0']")
+    page.click("#quiz-submit")
+    return ctx, page
+
+
+def _judge(page, store, rid: str, *, answer: str | None = None, right: bool = True, probability: str = "") -> tuple[str, bool]:
+    """Do the task on screen: start the timer, choose ``answer`` (or the right / wrong option),
+    submit, go on. Returns (condition, is_catch) as stored."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("#start-timer")).to_be_visible()
+    aid = page.url.rsplit("/", 1)[-1]
+    a = store.get_assignment(aid, rid)
+    assert a is not None
+    truth = store.item(a.item_id).correct
+    choice = answer or (truth if right else ("B" if truth == "A" else "A"))
+    page.click("#start-timer")
+    page.check(f"input[name=answer][value='{choice}']")
+    if probability:
+        page.fill("#probability", probability)
+    page.click("#submit-answer")
+    expect(page.locator("#feedback-result")).to_have_text("Correct." if choice == truth else "Not correct.")
+    page.click("#next-task")
+    return a.condition, a.is_catch
+
+
+def test_browser_vote_at_50_is_the_chosen_option(browser, make_study, live_server) -> None:
+    # issue 14.1: two raters choose B (the true answer) at probability 50: right, majority and unanimous
+    from seerbench.study import study_stats
+
+    store = make_study(questions=[question("q0", "B")], conditions=["P"], ratings_per_item=2, tasks_per_rater=1, completion_url=None)
+    srv = live_server(store)
+    for pid in ("v1", "v2"):
+        ctx, page = _enter(browser, srv.url, pid)
+        _judge(page, store, str(store.rater_for(f"prolific:{pid}", "prolific")["id"]), answer="B", probability="50")
+        page.locator("#completion-code").wait_for()
+        ctx.close()
+    rows = export_rows(store)
+    assert [(r["answer"], r["probability"], r["correct"]) for r in rows] == [("B", 0.5, 1.0), ("B", 0.5, 1.0)]
+    p = study_stats(rows)["conditions"]["P"]
+    assert p["accuracy"]["mean"] == 1.0 and p["vote"] == {"items": 1, "majority": 1.0, "unanimous": 1.0}
+
+
+def test_browser_catch_rule_removes_from_one_condition(browser, make_study, live_server) -> None:
+    # issue 14.3: wrong on the first three catch trials (two of them in one condition): removed
+    # from that condition only; the rater finishes the quota in the other and gets the code
+    from playwright.sync_api import expect
+
+    store = make_study(
+        questions=[question(f"q{i}", "AB"[i % 2]) for i in range(12)],
+        conditions=["PS", "PSA"], catch_rate=0.99, catch_min=2, catch_threshold=0.5, tasks_per_rater=8, seed=11,
+        completion_url=None,
+    )
+    srv = live_server(store)
+    ctx, page = _enter(browser, srv.url, "c1")
+    rid = str(store.rater_for("prolific:c1", "prolific")["id"])
+    tasks = [_judge(page, store, rid, right=False) for _ in range(3)]
+    assert all(catch for _, catch in tasks)
+    removed = tasks[2][0]
+    tasks += [_judge(page, store, rid, right=True) for _ in range(5)]
+    assert {c for c, _ in tasks[3:]} == {"PS", "PSA"} - {removed}
+    expect(page.locator("#completion-code")).to_have_text("DONE123")
+    _shot(page, "8-catch-per-condition-done")
+    assert store.progress()["raters"][0]["removed_from"] == [removed]
+    ctx.close()
+
+
+def test_browser_study_full_shows_no_code(browser, make_study, live_server) -> None:
+    # issue 14.5: the only slot is taken; a new rater sees "study full" and Prolific's return flow
+    from playwright.sync_api import expect
+
+    store = make_study(questions=[question("only")], conditions=["P"], ratings_per_item=1, tasks_per_rater=2, completion_url=COMPLETE + "?cc={code}")
+    store.next_assignment(str(store.rater_for("prolific:first", "prolific")["id"]))
+    srv = live_server(store)
+    ctx, page = _enter(browser, srv.url, "late")
+    expect(page.locator("h1")).to_have_text("This study is full")
+    expect(page.locator("#return-note")).to_contain_text("return")
+    assert page.locator("#completion-code").count() == 0 and page.locator("meta[http-equiv=refresh]").count() == 0
+    assert "DONE123" not in page.content() and page.url.endswith("/full")
+    _shot(page, "9-study-full")
+    page.goto(f"{srv.url}/done")  # no way round it
+    expect(page.locator("h1")).to_have_text("This study is full")
+    ctx.close()
+
+
+def test_browser_passage_conditions_show_a_passage(browser, make_study, live_server) -> None:
+    # issue 14.9: PS on items without a passage is refused; with passages every snippet is a link
+    # into the passage that scrolls to it and highlights it
+    import re
+
+    from playwright.sync_api import expect
+
+    from seerbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"PS: 1 items \(bare\)"):
+        make_study(questions=[{**question("bare"), "source_text": None}], conditions=["PS"])
+    store = make_study(questions=[question("q0", "A")], conditions=["PS"], ratings_per_item=1, tasks_per_rater=1)
+    srv = live_server(store)
+    ctx, page = _enter(browser, srv.url, "ps1")
+    page.click("#start-timer")
+    expect(page.locator("#passage")).to_be_visible()
+    links = page.locator("a.snippet-link")
+    assert links.count() == 2 and page.locator("#arguments .argument").count() == 0  # PS: no arguments
+    for i in range(2):
+        target = page.locator(f"#{links.nth(i).get_attribute('data-target')}")
+        links.nth(i).click()
+        expect(target).to_be_in_viewport()
+        expect(target).to_have_class(re.compile(r"\bhighlight\b"))
+    _shot(page, "10-ps-passage")
+    ctx.close()
