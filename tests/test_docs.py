@@ -141,10 +141,7 @@ CASES: tuple[Case, ...] = (
          reason="the config reference is a complete config: ExperimentConfig.parse and Experiment.check()"),
     Case("docs/experiments.md", "seerbench run examples/quickstart.yaml", "limit", slow=True,
          reason="runs the embedded model over the whole config (minutes): --limit 2"),
-    Case("docs/experiments.md", "seerbench stats runs/quickstart --baseline NaiveJudge", "xfail", model=True,
-         reason="CODE: --baseline takes the protocol folder (NaiveJudge_swap under both_orders), so the "
-                "documented `--baseline NaiveJudge` on the quickstart run exits 2 with \"no protocol folder "
-                "'NaiveJudge'\" (runs.paired_comparisons); " + QUICKSTART_RUN),
+    Case("docs/experiments.md", "seerbench stats runs/quickstart --baseline NaiveJudge", "model", reason=QUICKSTART_RUN),
     Case("docs/experiments.md", "seerbench show runs/quickstart arithmetic-0-0 --no-prompts", "model",
          reason=QUICKSTART_RUN),
     Case("docs/experiments.md", "seerbench export runs/quickstart --out runs/quickstart.csv", "model",

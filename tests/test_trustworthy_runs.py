@@ -426,3 +426,12 @@ def test_progress_on_a_pipe_is_plain_lines(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     assert "\x1b[" not in p.stderr  # no live bar on a pipe
     assert "[4/4] eta" in p.stderr and "NaiveJudge/J_scripted-coin 4/4" in p.stderr
+
+
+def test_baseline_may_be_the_protocol_name_when_one_folder_has_it(tmp_path: Path) -> None:
+    cfg = _config_file(tmp_path / "c", protocols=["NaiveJudge", "Consultancy"], both_orders=True, out=str(tmp_path / "out"))
+    assert runner.invoke(app, ["run", str(cfg)]).exit_code == 0
+    by_name = json.loads(runner.invoke(app, ["stats", str(tmp_path / "out"), "--baseline", "NaiveJudge", "--json"]).stdout)
+    by_folder = json.loads(runner.invoke(app, ["stats", str(tmp_path / "out"), "--baseline", "NaiveJudge_swap", "--json"]).stdout)
+    assert by_name["paired"] == by_folder["paired"] and [p["baseline"] for p in by_name["paired"]] == ["NaiveJudge_swap"]
+    assert "no protocol folder 'Debate'" in _one_line_error(runner.invoke(app, ["stats", str(tmp_path / "out"), "--baseline", "Debate"]))

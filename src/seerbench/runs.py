@@ -195,11 +195,19 @@ def summarize_run(
 def paired_comparisons(
     cells: Iterable[tuple[list[dict[str, Any]], dict[str, Any]]], baseline: str, score: str
 ) -> list[dict[str, Any]]:
-    """Each cell minus the ``baseline`` protocol's cell with the same judge, on shared questions."""
+    """Each cell minus the ``baseline`` protocol's cell with the same judge, on shared questions.
+    ``baseline`` is a protocol folder (``NaiveJudge_swap``) or a protocol name (``NaiveJudge``)
+    when exactly one folder of that protocol is in the run."""
     cells = list(cells)
+    folders = sorted({c[1]["protocol"] for c in cells})
+    if baseline not in folders:
+        named = [f for f in folders if f.split("_")[0] == baseline]
+        if len(named) > 1:
+            raise ConfigError(f"{baseline!r} names several protocol folders ({', '.join(named)}); give one of them")
+        if not named:
+            raise ConfigError(f"no protocol folder {baseline!r}; have: {', '.join(folders)}")
+        baseline = named[0]
     base = [c for c in cells if c[1]["protocol"] == baseline]
-    if not base:
-        raise ConfigError(f"no protocol folder {baseline!r}; have: {', '.join(sorted({c[1]['protocol'] for c in cells}))}")
     out = []
     for lines, s in cells:
         if s["protocol"] == baseline:
