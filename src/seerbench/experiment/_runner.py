@@ -1,24 +1,10 @@
-"""Experiment grids: judge models x agent models x tool sets x protocols x protocol keywords, run
-over a dataset, resumable, with results files laid out as in seed 003::
-
-    out/experiment.json                                  config, fingerprint, library version
-    out/<protocol config>/<agent-judge config>/results.jsonl
-    out/<protocol config>/<agent-judge config>/stats.json
-    out/all_stats.json
-
-``results.jsonl`` is append-only while running (one complete line per question, written with a
-single ``write``), so a run killed at any moment loses at most the questions in flight; a rerun
-drops a torn last line, skips finished questions and, at the end, rewrites the file in dataset
-order, so an interrupted-and-resumed run ends with the same file as an uninterrupted one.
-"""
+"""The grid of an experiment and the async runner over it: resume, growth, planning, replay."""
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import itertools
 import json
-import math
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -27,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from seerbench import __version__
 from seerbench.agents import Agent, BestOfNAgent, ModelAgent
@@ -35,199 +20,28 @@ from seerbench.errors import (
     AuthenticationError,
     ConfigError,
     DataError,
-    ModelError,
     ModelUnavailableError,
     UnknownModelError,
 )
+from seerbench.experiment._config import _PATH_KEYS, REPLAY, ExperimentConfig, _hash
+from seerbench.experiment._files import (
+    _atomic_write,
+    _diff_keys,
+    _finalise,
+    _gather_cancelling,
+    _group,
+    _legacy_fingerprint,
+    _load_done,
+)
+from seerbench.experiment._inspect import CountingBackend, RecordingModel
 from seerbench.judges import Judge, ModelJudge
-from seerbench.metrics import DEFAULT_EPS, FailurePolicy
-from seerbench.models import ElicitConfig, GenerateConfig, Model, get_model
-from seerbench.models._backend import Backend
-from seerbench.models._elicit import Method
-from seerbench.models._model import to_messages
-from seerbench.models._retry import RetryPolicy
-from seerbench.models._types import ChatMessage, Sample, Usage
+from seerbench.models import GenerateConfig, Model, get_model
 from seerbench.models._usage import default_tracker
 from seerbench.prompts import check_prompts_dir, template_hashes
 from seerbench.protocols import PROTOCOLS, Protocol, QuestionRun, get_protocol
 from seerbench.results import result_line, run_stats
 from seerbench.tools import get_tools
 from seerbench.types import Question
-
-#: Config keys that may change between runs into the same output folder. Growing the grid or the
-#: dataset is allowed too: results are checked per cell (cell.json) and per question (its content).
-NOT_IN_FINGERPRINT = frozenset({"out", "limit", "concurrency", "name"})
-
-#: Keys of a dataset mapping that name files; relative ones are read from the config file's folder.
-_PATH_KEYS = ("path",)
-
-REPLAY = "replay"  # agent model name for human-written arguments replayed from the dataset
-
-
-class ElicitationSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    order: list[Method] = ["logprobs", "verbalized", "vote"]
-    vote_samples: int = Field(default=5, ge=1)
-    vote_temperature: float = Field(default=1.0, ge=0.0)
-
-    def build(self, seed: int) -> ElicitConfig:
-        return ElicitConfig(order=tuple(self.order), vote_samples=self.vote_samples, vote_temperature=self.vote_temperature, seed=seed)
-
-
-class GenerationSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    max_tokens: int = Field(default=200, ge=1)
-    max_words: int = Field(default=120, ge=1)
-
-
-class ProtocolSpec(BaseModel):
-    """A protocol and its keyword grid: any extra key is a protocol keyword; a list value is an axis
-    of the grid (e.g. ``{name: EvidenceDebate, condition: [SA, PSA]}``)."""
-
-    model_config = ConfigDict(extra="allow")
-    name: str
-
-    @field_validator("name")
-    @classmethod
-    def _known(cls, v: str) -> str:
-        get_protocol(v)
-        return v
-
-    def keyword_grid(self) -> list[dict[str, Any]]:
-        extra = dict(self.model_extra or {})
-        axes = {k: (v if isinstance(v, list) else [v]) for k, v in extra.items()}
-        keys = sorted(axes)
-        return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(axes[k] for k in keys))]
-
-
-class ExperimentConfig(BaseModel):
-    """An experiment grid. See ``examples/quickstart.yaml`` for every key in use."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = "experiment"
-    dataset: str | dict[str, Any] = Field(description="A dataset name or seerbench JSONL path, or {name: ..., <options>}")
-    binary_seed: int = Field(default=0, description="Seed of the binary view (distractor choice and option order).")
-    out: str | None = None
-    limit: int | None = Field(default=None, ge=1)
-    seed: int = 0
-    judge_models: list[str] = ["local"]
-    agent_models: list[str] = ["local"]
-    agent_tools: list[list[str]] = [[]]
-    best_of_n: list[int] = [1]
-    protocols: list[ProtocolSpec] = Field(min_length=1)
-    num_turns: list[int] = [1]
-    both_orders: bool = False
-    elicitation: ElicitationSpec = ElicitationSpec()
-    agent_generation: GenerationSpec = GenerationSpec()
-    parse_failures: FailurePolicy = "exclude"
-    eps: float = Field(default=DEFAULT_EPS, ge=0.0, lt=0.5)
-    concurrency: int = Field(default=4, ge=1)
-    n_boot: int = Field(default=2000, ge=100)
-    prompts_dir: str | None = None
-
-    #: The folder relative input paths (dataset files, prompts_dir) are read from: the config
-    #: file's folder for a YAML config, else the working directory.
-    _base_dir: Path | None = PrivateAttr(default=None)
-
-    @field_validator("protocols", mode="before")
-    @classmethod
-    def _protocol_strings(cls, v: Any) -> Any:
-        if isinstance(v, list):
-            return [{"name": p} if isinstance(p, str) else p for p in v]
-        return v
-
-    @field_validator("num_turns", "best_of_n")
-    @classmethod
-    def _positive(cls, v: list[int]) -> list[int]:
-        if not v or any(x < 1 for x in v):
-            raise ValueError("must be a non-empty list of integers >= 1")
-        return v
-
-    @classmethod
-    def from_yaml(cls, path: str | Path) -> ExperimentConfig:
-        p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"config file {p} does not exist")
-        try:
-            raw = yaml.safe_load(p.read_text())
-        except yaml.YAMLError as e:
-            raise ConfigError(f"{p} is not valid YAML: {e}") from e
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{p} must be a mapping of experiment keys")
-        return cls.parse(raw, source=str(p), base_dir=p.parent)
-
-    @classmethod
-    def parse(cls, raw: dict[str, Any], source: str = "config", base_dir: str | Path | None = None) -> ExperimentConfig:
-        try:
-            cfg = cls.model_validate(raw)
-        except ValidationError as e:
-            raise ConfigError(f"invalid {source}:\n{explain(e)}") from None
-        cfg._base_dir = Path(base_dir) if base_dir is not None else None
-        return cfg
-
-    @classmethod
-    def from_run(cls, run_dir: str | Path) -> ExperimentConfig:
-        """The config recorded in a run folder's experiment.json (relative paths read as the
-        original config file's folder read them)."""
-        from seerbench.runs import read_experiment_json
-
-        meta = read_experiment_json(Path(run_dir) / "experiment.json")
-        return cls.parse(meta["config"], source=f"{run_dir}/experiment.json", base_dir=meta.get("config_dir"))
-
-    def with_updates(self, **updates: Any) -> ExperimentConfig:
-        """A copy with some keys replaced (validated), reading relative paths from the same folder."""
-        return ExperimentConfig.parse({**self.model_dump(mode="json", exclude_unset=True), **updates}, base_dir=self._base_dir)
-
-    def resolve(self, path: str | Path) -> Path:
-        """``path`` as the config means it: relative paths are read from the config file's folder."""
-        p = Path(path).expanduser()
-        return p if p.is_absolute() or self._base_dir is None else self._base_dir / p
-
-    def resolved_prompts_dir(self) -> Path | None:
-        return self.resolve(self.prompts_dir) if self.prompts_dir else None
-
-    def out_dir(self) -> Path:
-        return Path(self.out or f"runs/{self.name}")
-
-    def fingerprint(self) -> str:
-        """Hash of the config apart from out, limit, concurrency and name (for the record; whether
-        a folder's results may be extended is decided per cell, see :meth:`Experiment.cell_identity`)."""
-        d = self.model_dump(mode="json", exclude=set(NOT_IN_FINGERPRINT))
-        return _hash(d)
-
-
-def _hash(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def explain(e: ValidationError) -> str:
-    """One line per problem: the offending key and what is allowed."""
-    lines = []
-    for err in e.errors():
-        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            parent = _section(err["loc"][:-1])
-            allowed = sorted(parent.model_fields) if parent is not None else None
-            msg = "unknown key" + (f"; allowed keys: {', '.join(allowed)}" if allowed else "")
-        elif err["type"] == "literal_error":
-            msg = f"{msg} (got {err.get('input')!r})"
-        lines.append(f"  {loc}: {msg}")
-    return "\n".join(lines)
-
-
-def _section(loc: Sequence[int | str]) -> type[BaseModel] | None:
-    """The config model at ``loc`` (e.g. ``("elicitation",)`` -> ElicitationSpec), for listing its keys."""
-    cls: type[BaseModel] = ExperimentConfig
-    for part in loc:
-        f = cls.model_fields.get(str(part))
-        ann = f.annotation if f is not None else None
-        if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
-            return None
-        cls = ann
-    return cls
 
 
 def _slug(s: str) -> str:
@@ -654,7 +468,7 @@ class Experiment:
             todo = [q for q in questions if q.id not in done]
             counter = UsageTracker(tracker.prices)
             factory = self.model_factory
-            self.model_factory = lambda s, role, _c=counter: Model(s, _CountingBackend(), cache=False, usage=_c)  # type: ignore[misc]
+            self.model_factory = lambda s, role, _c=counter: Model(s, CountingBackend(), cache=False, usage=_c)  # type: ignore[misc]
             try:
                 proto = self._protocol(spec)
                 probe = todo[:sample] or questions[:sample]
@@ -681,7 +495,7 @@ class Experiment:
             raise ConfigError(f"no question {question_id!r} in this config's dataset")
         log: list[dict[str, Any]] = []
         factory = self.model_factory
-        self.model_factory = lambda s, role: _RecordingModel(get_model(s), role, log, allow_calls)
+        self.model_factory = lambda s, role: RecordingModel(get_model(s), role, log, allow_calls)
         try:
             await self._protocol(spec).run_question(q)
         finally:
@@ -689,164 +503,3 @@ class Experiment:
         return log
 
 
-class _CountingBackend(Backend):
-    """Answers at once for :meth:`Experiment.plan`: 'A' to everything, exact-logprob capable;
-    usage is estimated prompt tokens (chars / 4) and the call's ``max_tokens``."""
-
-    name = "plan"
-    default_concurrency = 1000
-
-    @property
-    def model_id(self) -> str:
-        return "plan"
-
-    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
-        prompt = sum(len(m.content) for m in messages) // 4 + 1
-        return Sample(text="A", usage=Usage(prompt_tokens=prompt, completion_tokens=config.max_tokens), finish_reason="stop")
-
-    async def option_logprobs(self, messages: Sequence[ChatMessage], options: Sequence[str]) -> tuple[dict[str, float], Usage]:
-        prompt = sum(len(m.content) for m in messages) // 4 + 1
-        return {o: -math.log(len(options)) for o in options}, Usage(prompt_tokens=prompt, completion_tokens=1)
-
-
-class _NoCallBackend(Backend):
-    """Stands in for a model's backend when prompts are rebuilt from the cache: same cache keys,
-    and a miss is an error instead of a model call."""
-
-    def __init__(self, real: Backend) -> None:
-        self.real = real
-        self.name = real.name
-        self.default_concurrency = real.default_concurrency
-
-    @property
-    def model_id(self) -> str:
-        return self.real.model_id
-
-    @property
-    def supports_logprobs(self) -> bool:
-        return self.real.supports_logprobs
-
-    def _miss(self) -> ModelError:
-        return ModelError(
-            "the model cache no longer holds this run's calls (cleared, or the run used another cache dir), "
-            "so its prompts cannot be rebuilt exactly; pass --allow-calls to regenerate them"
-        )
-
-    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
-        raise self._miss()
-
-    async def option_logprobs(self, messages: Sequence[ChatMessage], options: Sequence[str]) -> tuple[dict[str, float], Usage] | None:
-        if type(self.real).option_logprobs is Backend.option_logprobs:
-            return None  # the real backend has no exact option logprobs either
-        raise self._miss()
-
-
-class _RecordingModel(Model):
-    """A model that logs each request's messages (for ``seerbench show``)."""
-
-    def __init__(self, real: Model, role: str, log: list[dict[str, Any]], allow_calls: bool) -> None:
-        backend = real.backend if allow_calls else _NoCallBackend(real.backend)
-        super().__init__(real.spec, backend, cache=real._cache_opt, max_concurrency=real.max_concurrency, retry=RetryPolicy(max_attempts=1))
-        self._role, self._log = role, log
-
-    async def _sample(self, msgs: list[ChatMessage], cfg: GenerateConfig, index: int) -> Sample:
-        sample = await super()._sample(msgs, cfg, index)
-        self._log.append({"role": self._role, "model": self.spec, "kind": "generate", "sample": index,
-                          "messages": [m.model_dump(mode="json") for m in msgs], "output": sample.text})
-        return sample
-
-    async def option_logprobs(self, messages: Any, options: Sequence[str]) -> tuple[dict[str, float], bool] | None:
-        res = await super().option_logprobs(messages, options)
-        if res is not None:
-            self._log.append({"role": self._role, "model": self.spec, "kind": "option_logprobs",
-                              "messages": [m.model_dump(mode="json") for m in to_messages(messages)], "output": res[0]})
-        return res
-
-
-async def _gather_cancelling(coros: list[Any]) -> None:
-    """Like gather, but a fatal error cancels the siblings instead of leaving them running."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
-
-
-def _load_done(path: Path, *, truncate: bool = True) -> set[str]:
-    """Ids of complete lines; a torn last line (killed mid-write) is cut off the file."""
-    if not path.exists():
-        return set()
-    data = path.read_bytes()
-    keep = data.rfind(b"\n") + 1
-    if keep != len(data) and truncate:
-        with open(path, "r+b") as f:
-            f.truncate(keep)
-    done: set[str] = set()
-    for raw in data[:keep].splitlines():
-        try:
-            done.add(json.loads(raw)["question_id"])
-        except (json.JSONDecodeError, KeyError):
-            continue
-    return done
-
-
-def _finalise(path: Path, order: list[str]) -> list[dict[str, Any]]:
-    """Rewrite results.jsonl atomically: one line per question, in dataset order, no duplicates."""
-    by_id: dict[str, tuple[str, dict[str, Any]]] = {}
-    for raw in path.read_text().splitlines():
-        try:
-            rec = json.loads(raw)
-            qid = rec["question_id"]
-        except (json.JSONDecodeError, KeyError, TypeError):
-            continue
-        by_id.setdefault(qid, (raw, rec))
-    rank = {q: i for i, q in enumerate(order)}
-    ids = sorted(by_id, key=lambda q: (rank.get(q, len(rank)), q))
-    _atomic_write(path, "".join(by_id[q][0] + "\n" for q in ids))
-    return [by_id[q][1] for q in ids]
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _group(problems: list[str]) -> str:
-    """'cell (why)' problems, grouped by why: '5 cells differ in: eps (e.g. NaiveJudge/J_local)'."""
-    by_why: dict[str, list[str]] = {}
-    for p in problems:
-        cell, _, why = p.partition(" (")
-        by_why.setdefault(why.rstrip(")") if why else p, []).append(cell)
-    parts = []
-    for why, cells in by_why.items():
-        if len(cells) == 1:
-            parts.append(f"{cells[0]} ({why})" if why != cells[0] else why)
-        else:
-            parts.append(f"{len(cells)} cells ({why}; e.g. {cells[0]})")
-    return "; ".join(parts)
-
-
-def _legacy_fingerprint(config: ExperimentConfig) -> str:
-    """The whole-config fingerprint seerbench 0.1 recorded."""
-    return config.fingerprint()
-
-
-def _diff_keys(old: dict[str, Any], new: dict[str, Any], *, nested: bool = False) -> list[str]:
-    keys = sorted(k for k in set(old) | set(new) if k not in NOT_IN_FINGERPRINT and old.get(k) != new.get(k))
-    if not nested:
-        return keys
-    out: list[str] = []
-    for k in keys:
-        a, b = old.get(k), new.get(k)
-        if isinstance(a, dict) and isinstance(b, dict):
-            out.extend(f"{k}.{sub}" for sub in _diff_keys(a, b, nested=True))
-        else:
-            out.append(k)
-    return out

@@ -1,0 +1,41 @@
+"""Experiment grids: judge models x agent models x tool sets x protocols x protocol keywords, run
+over a dataset, resumable, with results files laid out as in seed 003::
+
+    out/experiment.json                                  config, fingerprint, library version
+    out/<protocol config>/<agent-judge config>/results.jsonl
+    out/<protocol config>/<agent-judge config>/stats.json
+    out/all_stats.json
+
+``results.jsonl`` is append-only while running (one complete line per question, written with a
+single ``write``), so a run killed at any moment loses at most the questions in flight; a rerun
+drops a torn last line, skips finished questions and, at the end, rewrites the file in dataset
+order, so an interrupted-and-resumed run ends with the same file as an uninterrupted one.
+"""
+
+from seerbench.experiment._config import (
+    NOT_IN_FINGERPRINT,
+    REPLAY,
+    ElicitationSpec,
+    ExperimentConfig,
+    GenerationSpec,
+    ProtocolSpec,
+    explain,
+)
+from seerbench.experiment._files import _load_done
+from seerbench.experiment._runner import CellPlan, Experiment, ModelFactory, RunResult, RunSpec
+
+__all__ = [
+    "NOT_IN_FINGERPRINT",
+    "REPLAY",
+    "CellPlan",
+    "ElicitationSpec",
+    "Experiment",
+    "ExperimentConfig",
+    "GenerationSpec",
+    "ModelFactory",
+    "ProtocolSpec",
+    "RunResult",
+    "RunSpec",
+    "_load_done",
+    "explain",
+]

@@ -1,0 +1,196 @@
+"""The experiment config: the grid's axes and settings, validated with one line per problem."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+from seerbench.errors import ConfigError
+from seerbench.metrics import DEFAULT_EPS, FailurePolicy
+from seerbench.models import ElicitConfig
+from seerbench.models._elicit import Method
+from seerbench.protocols import get_protocol
+
+#: Config keys that may change between runs into the same output folder. Growing the grid or the
+#: dataset is allowed too: results are checked per cell (cell.json) and per question (its content).
+NOT_IN_FINGERPRINT = frozenset({"out", "limit", "concurrency", "name"})
+
+#: Keys of a dataset mapping that name files; relative ones are read from the config file's folder.
+_PATH_KEYS = ("path",)
+
+REPLAY = "replay"  # agent model name for human-written arguments replayed from the dataset
+
+
+class ElicitationSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    order: list[Method] = ["logprobs", "verbalized", "vote"]
+    vote_samples: int = Field(default=5, ge=1)
+    vote_temperature: float = Field(default=1.0, ge=0.0)
+
+    def build(self, seed: int) -> ElicitConfig:
+        return ElicitConfig(order=tuple(self.order), vote_samples=self.vote_samples, vote_temperature=self.vote_temperature, seed=seed)
+
+
+class GenerationSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=200, ge=1)
+    max_words: int = Field(default=120, ge=1)
+
+
+class ProtocolSpec(BaseModel):
+    """A protocol and its keyword grid: any extra key is a protocol keyword; a list value is an axis
+    of the grid (e.g. ``{name: EvidenceDebate, condition: [SA, PSA]}``)."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        get_protocol(v)
+        return v
+
+    def keyword_grid(self) -> list[dict[str, Any]]:
+        extra = dict(self.model_extra or {})
+        axes = {k: (v if isinstance(v, list) else [v]) for k, v in extra.items()}
+        keys = sorted(axes)
+        return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(axes[k] for k in keys))]
+
+
+class ExperimentConfig(BaseModel):
+    """An experiment grid. See ``examples/quickstart.yaml`` for every key in use."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "experiment"
+    dataset: str | dict[str, Any] = Field(description="A dataset name or seerbench JSONL path, or {name: ..., <options>}")
+    binary_seed: int = Field(default=0, description="Seed of the binary view (distractor choice and option order).")
+    out: str | None = None
+    limit: int | None = Field(default=None, ge=1)
+    seed: int = 0
+    judge_models: list[str] = ["local"]
+    agent_models: list[str] = ["local"]
+    agent_tools: list[list[str]] = [[]]
+    best_of_n: list[int] = [1]
+    protocols: list[ProtocolSpec] = Field(min_length=1)
+    num_turns: list[int] = [1]
+    both_orders: bool = False
+    elicitation: ElicitationSpec = ElicitationSpec()
+    agent_generation: GenerationSpec = GenerationSpec()
+    parse_failures: FailurePolicy = "exclude"
+    eps: float = Field(default=DEFAULT_EPS, ge=0.0, lt=0.5)
+    concurrency: int = Field(default=4, ge=1)
+    n_boot: int = Field(default=2000, ge=100)
+    prompts_dir: str | None = None
+
+    #: The folder relative input paths (dataset files, prompts_dir) are read from: the config
+    #: file's folder for a YAML config, else the working directory.
+    _base_dir: Path | None = PrivateAttr(default=None)
+
+    @field_validator("protocols", mode="before")
+    @classmethod
+    def _protocol_strings(cls, v: Any) -> Any:
+        if isinstance(v, list):
+            return [{"name": p} if isinstance(p, str) else p for p in v]
+        return v
+
+    @field_validator("num_turns", "best_of_n")
+    @classmethod
+    def _positive(cls, v: list[int]) -> list[int]:
+        if not v or any(x < 1 for x in v):
+            raise ValueError("must be a non-empty list of integers >= 1")
+        return v
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> ExperimentConfig:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file {p} does not exist")
+        try:
+            raw = yaml.safe_load(p.read_text())
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{p} is not valid YAML: {e}") from e
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{p} must be a mapping of experiment keys")
+        return cls.parse(raw, source=str(p), base_dir=p.parent)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], source: str = "config", base_dir: str | Path | None = None) -> ExperimentConfig:
+        try:
+            cfg = cls.model_validate(raw)
+        except ValidationError as e:
+            raise ConfigError(f"invalid {source}:\n{explain(e)}") from None
+        cfg._base_dir = Path(base_dir) if base_dir is not None else None
+        return cfg
+
+    @classmethod
+    def from_run(cls, run_dir: str | Path) -> ExperimentConfig:
+        """The config recorded in a run folder's experiment.json (relative paths read as the
+        original config file's folder read them)."""
+        from seerbench.runs import read_experiment_json
+
+        meta = read_experiment_json(Path(run_dir) / "experiment.json")
+        return cls.parse(meta["config"], source=f"{run_dir}/experiment.json", base_dir=meta.get("config_dir"))
+
+    def with_updates(self, **updates: Any) -> ExperimentConfig:
+        """A copy with some keys replaced (validated), reading relative paths from the same folder."""
+        return ExperimentConfig.parse({**self.model_dump(mode="json", exclude_unset=True), **updates}, base_dir=self._base_dir)
+
+    def resolve(self, path: str | Path) -> Path:
+        """``path`` as the config means it: relative paths are read from the config file's folder."""
+        p = Path(path).expanduser()
+        return p if p.is_absolute() or self._base_dir is None else self._base_dir / p
+
+    def resolved_prompts_dir(self) -> Path | None:
+        return self.resolve(self.prompts_dir) if self.prompts_dir else None
+
+    def out_dir(self) -> Path:
+        return Path(self.out or f"runs/{self.name}")
+
+    def fingerprint(self) -> str:
+        """Hash of the config apart from out, limit, concurrency and name (for the record; whether
+        a folder's results may be extended is decided per cell, see :meth:`Experiment.cell_identity`)."""
+        d = self.model_dump(mode="json", exclude=set(NOT_IN_FINGERPRINT))
+        return _hash(d)
+
+
+def _hash(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def explain(e: ValidationError) -> str:
+    """One line per problem: the offending key and what is allowed."""
+    lines = []
+    for err in e.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            parent = _section(err["loc"][:-1])
+            allowed = sorted(parent.model_fields) if parent is not None else None
+            msg = "unknown key" + (f"; allowed keys: {', '.join(allowed)}" if allowed else "")
+        elif err["type"] == "literal_error":
+            msg = f"{msg} (got {err.get('input')!r})"
+        lines.append(f"  {loc}: {msg}")
+    return "\n".join(lines)
+
+
+def _section(loc: Sequence[int | str]) -> type[BaseModel] | None:
+    """The config model at ``loc`` (e.g. ``("elicitation",)`` -> ElicitationSpec), for listing its keys."""
+    cls: type[BaseModel] = ExperimentConfig
+    for part in loc:
+        f = cls.model_fields.get(str(part))
+        ann = f.annotation if f is not None else None
+        if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
+            return None
+        cls = ann
+    return cls
+
+

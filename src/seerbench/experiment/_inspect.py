@@ -1,0 +1,91 @@
+"""Models that stand in for the real ones when a run is planned (``--dry-run``) or its prompts are
+rebuilt (``seerbench show``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from seerbench.errors import ModelError
+from seerbench.models import GenerateConfig, Model
+from seerbench.models._backend import Backend
+from seerbench.models._model import to_messages
+from seerbench.models._retry import RetryPolicy
+from seerbench.models._types import ChatMessage, Sample, Usage
+
+
+class CountingBackend(Backend):
+    """Answers at once for :meth:`Experiment.plan`: 'A' to everything, exact-logprob capable;
+    usage is estimated prompt tokens (chars / 4) and the call's ``max_tokens``."""
+
+    name = "plan"
+    default_concurrency = 1000
+
+    @property
+    def model_id(self) -> str:
+        return "plan"
+
+    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+        prompt = sum(len(m.content) for m in messages) // 4 + 1
+        return Sample(text="A", usage=Usage(prompt_tokens=prompt, completion_tokens=config.max_tokens), finish_reason="stop")
+
+    async def option_logprobs(self, messages: Sequence[ChatMessage], options: Sequence[str]) -> tuple[dict[str, float], Usage]:
+        prompt = sum(len(m.content) for m in messages) // 4 + 1
+        return {o: -math.log(len(options)) for o in options}, Usage(prompt_tokens=prompt, completion_tokens=1)
+
+
+class NoCallBackend(Backend):
+    """Stands in for a model's backend when prompts are rebuilt from the cache: same cache keys,
+    and a miss is an error instead of a model call."""
+
+    def __init__(self, real: Backend) -> None:
+        self.real = real
+        self.name = real.name
+        self.default_concurrency = real.default_concurrency
+
+    @property
+    def model_id(self) -> str:
+        return self.real.model_id
+
+    @property
+    def supports_logprobs(self) -> bool:
+        return self.real.supports_logprobs
+
+    def _miss(self) -> ModelError:
+        return ModelError(
+            "the model cache no longer holds this run's calls (cleared, or the run used another cache dir), "
+            "so its prompts cannot be rebuilt exactly; pass --allow-calls to regenerate them"
+        )
+
+    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+        raise self._miss()
+
+    async def option_logprobs(self, messages: Sequence[ChatMessage], options: Sequence[str]) -> tuple[dict[str, float], Usage] | None:
+        if type(self.real).option_logprobs is Backend.option_logprobs:
+            return None  # the real backend has no exact option logprobs either
+        raise self._miss()
+
+
+class RecordingModel(Model):
+    """A model that logs each request's messages (for ``seerbench show``)."""
+
+    def __init__(self, real: Model, role: str, log: list[dict[str, Any]], allow_calls: bool) -> None:
+        backend = real.backend if allow_calls else NoCallBackend(real.backend)
+        super().__init__(real.spec, backend, cache=real._cache_opt, max_concurrency=real.max_concurrency, retry=RetryPolicy(max_attempts=1))
+        self._role, self._log = role, log
+
+    async def _sample(self, msgs: list[ChatMessage], cfg: GenerateConfig, index: int) -> Sample:
+        sample = await super()._sample(msgs, cfg, index)
+        self._log.append({"role": self._role, "model": self.spec, "kind": "generate", "sample": index,
+                          "messages": [m.model_dump(mode="json") for m in msgs], "output": sample.text})
+        return sample
+
+    async def option_logprobs(self, messages: Any, options: Sequence[str]) -> tuple[dict[str, float], bool] | None:
+        res = await super().option_logprobs(messages, options)
+        if res is not None:
+            self._log.append({"role": self._role, "model": self.spec, "kind": "option_logprobs",
+                              "messages": [m.model_dump(mode="json") for m in to_messages(messages)], "output": res[0]})
+        return res
+
+
