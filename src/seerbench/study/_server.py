@@ -237,7 +237,7 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
     def enter(request: Request, external_id: str, source: str, study_p: str | None = None, session_p: str | None = None) -> Response:
         """Log in through a link. A browser already in the study as someone else who has not
         finished is asked first, so a second link never switches identity mid-study."""
-        if request.cookies.get(_COOKIE) and request.method == "GET":
+        if request.cookies.get(_COOKIE):
             try:
                 cur = current_rater(request)
             except _HTTPError:

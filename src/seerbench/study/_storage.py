@@ -328,7 +328,7 @@ class StudyStore:
             if not manifest.allow_missing_passage:
                 raise ConfigError(
                     f"conditions that show the passage have items without one (no source_text): {desc}; add "
-                    "the passages (for single_turn_debate, `seerbench datasets convert` with --quality-path), "
+                    "the passages (for single_turn_debate: `seerbench datasets convert ... -o quality_path=FILE`), "
                     "use conditions without 'passage' (Q, or {name: ..., show: [snippets, arguments]}), or set "
                     "allow_missing_passage: true to show them without"
                 )
