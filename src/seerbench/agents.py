@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
-from seerbench.judges import Judge
+from seerbench.judges import Judge, QuestioningJudge
 from seerbench.models import GenerateConfig, Model, elicit, get_model
 from seerbench.models._types import ChatMessage
 from seerbench.prompts import render
@@ -20,7 +20,7 @@ from seerbench.render import options_block, source_block, transcript_block
 from seerbench.tools import Tool, get_tools
 from seerbench.types import Question, Quote, Turn, Verdict
 
-__all__ = ["Agent", "AgentContext", "BestOfNAgent", "ModelAgent", "check_quotes"]
+__all__ = ["CAPABILITIES", "Agent", "AgentContext", "BeliefAgent", "BestOfNAgent", "ModelAgent", "capabilities", "check_quotes"]
 
 Setting = Literal["consultancy", "debate", "evidence"]
 
@@ -41,11 +41,40 @@ class AgentContext:
 
 @runtime_checkable
 class Agent(Protocol):
+    """Anything that argues for an assigned answer: ``await agent(question, answer_case, visible,
+    context)`` returns one :class:`~seerbench.types.Turn`. ``visible`` holds the turns the agent
+    may see; ``context`` says the setting, round and speaker name. Example::
+
+        class Stubborn:
+            name = "stubborn"
+
+            async def __call__(self, question, answer_case, visible, context=None):
+                return Turn(role="agent", speaker="stubborn", content=f"It is {answer_case}.", answer_case=answer_case)
+    """
+
     name: str
 
     async def __call__(
         self, question: Question, answer_case: str, visible: Sequence[Turn], context: AgentContext | None = None
     ) -> Turn: ...
+
+
+@runtime_checkable
+class BeliefAgent(Protocol):
+    """Capability ``state its belief``: an agent that can say which answer it believes is correct
+    (OpenConsultancy lets it argue for that one). Returns the option (None when it could not be
+    elicited) and the verdict it came from."""
+
+    async def believe(self, question: Question) -> tuple[str | None, Verdict]: ...
+
+
+#: Capability name -> the typing.Protocol an object must satisfy to have it.
+CAPABILITIES: dict[str, type] = {"state its belief": BeliefAgent, "ask questions": QuestioningJudge}
+
+
+def capabilities(obj: object) -> set[str]:
+    """The capabilities ``obj`` (an agent or a judge) declares by having the methods."""
+    return {name for name, proto in CAPABILITIES.items() if isinstance(obj, proto)}
 
 
 def check_quotes(quotes: Sequence[str], source_text: str | None) -> list[Quote]:
@@ -98,6 +127,10 @@ class ModelAgent:
         self.max_words = max_words
         self.max_tool_rounds = max_tool_rounds
         self.prompts_dir = prompts_dir
+
+    async def believe(self, question: Question) -> tuple[str | None, Verdict]:
+        """The option this agent's model believes is correct (capability ``state its belief``)."""
+        return await choose_side(self.model, question, self.prompts_dir)
 
     def messages(
         self, question: Question, answer_case: str, visible: Sequence[Turn], context: AgentContext
@@ -201,6 +234,10 @@ class BestOfNAgent:
         self.base, self.n, self.preference_judge, self.temperature = base, n, preference_judge, temperature
         self.name = f"{base.name}-bo{n}"
 
+    async def believe(self, question: Question) -> tuple[str | None, Verdict]:
+        """Best-of-N argues like its base agent and believes what its base model believes."""
+        return await self.base.believe(question)
+
     async def __call__(
         self, question: Question, answer_case: str, visible: Sequence[Turn], context: AgentContext | None = None
     ) -> Turn:
@@ -215,10 +252,10 @@ class BestOfNAgent:
         return chosen.model_copy(update={"metadata": {**chosen.metadata, "best_of_n": self.n, "preference_scores": scores}})
 
 
-async def choose_side(model: Model, question: Question) -> tuple[str | None, Verdict]:
+async def choose_side(model: Model, question: Question, prompts_dir: str | Path | None = None) -> tuple[str | None, Verdict]:
     """The option a model believes is correct (for open consultancy) and the verdict it came
     from; None when the model's belief could not be elicited."""
-    msgs = [ChatMessage(role="user", content=render("agent_choose", None, source=source_block(question.source_text),
+    msgs = [ChatMessage(role="user", content=render("agent_choose", prompts_dir, source=source_block(question.source_text),
                                                       question=question.text, options=options_block(question)))]
     v = await elicit(model, msgs, question.shorts)
     if v.probabilities is None:

@@ -16,18 +16,43 @@ from seerbench.prompts import render
 from seerbench.render import options_block, source_block, transcript_block
 from seerbench.types import Question, Turn, Verdict
 
-__all__ = ["Judge", "ModelJudge", "TrustJudge"]
+__all__ = ["Judge", "ModelJudge", "QuestioningJudge", "TrustJudge"]
 
 
 @runtime_checkable
 class Judge(Protocol):
-    """Anything that gives a verdict on a question after seeing some turns."""
+    """Anything that gives a verdict on a question after seeing some turns:
+    ``await judge.judge(question, visible, with_source=..., argued=...)`` returns a
+    :class:`~seerbench.types.Verdict` with a probability per option (or a failure). ``with_source``
+    grants the hidden passage; ``argued`` is the answer the agent was assigned (only trust-style
+    judges may use it). Example, a judge that shrinks another judge's probabilities to 1/2::
+
+        class ShrinkJudge:
+            def __init__(self, base: Judge, factor: float = 0.5) -> None:
+                self.base, self.factor, self.name = base, factor, f"shrink({base.name})"
+
+            async def judge(self, question, visible, *, with_source=False, argued=None):
+                v = await self.base.judge(question, visible, with_source=with_source)
+                if not v.ok:
+                    return v
+                k = len(question.shorts)
+                probs = {s: self.factor * p + (1 - self.factor) / k for s, p in v.probabilities.items()}
+                return v.model_copy(update={"probabilities": probs})
+    """
 
     name: str
 
     async def judge(
         self, question: Question, visible: Sequence[Turn], *, with_source: bool = False, argued: str | None = None
     ) -> Verdict: ...
+
+
+@runtime_checkable
+class QuestioningJudge(Protocol):
+    """Capability ``ask questions``: a judge that can put a question to a consultant between turns
+    (Consultancy uses it when the judge has it)."""
+
+    async def ask(self, question: Question, visible: Sequence[Turn], *, with_source: bool = False) -> str: ...
 
 
 class ModelJudge:

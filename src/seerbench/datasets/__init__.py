@@ -28,7 +28,13 @@ from seerbench.datasets._mmlu_pro import load_mmlu_pro
 from seerbench.datasets._native import read_questions_jsonl, write_questions_jsonl
 from seerbench.datasets._quality import load_quality, quality_articles, strip_html
 from seerbench.datasets._reading import generate_reading
-from seerbench.datasets._registry import DatasetInfo, get_dataset, list_datasets, load_dataset
+from seerbench.datasets._registry import (
+    DatasetInfo,
+    get_dataset,
+    list_datasets,
+    load_dataset,
+    register_dataset,
+)
 from seerbench.datasets._replay import ReplayAgent, verify_quote
 from seerbench.datasets._single_turn_debate import load_single_turn_debate
 from seerbench.datasets._truthfulqa import load_truthfulqa
@@ -60,6 +66,7 @@ __all__ = [
     "make_catch_trials",
     "quality_articles",
     "read_questions_jsonl",
+    "register_dataset",
     "strip_html",
     "verify_quote",
     "write_questions_jsonl",

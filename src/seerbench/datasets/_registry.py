@@ -98,6 +98,28 @@ _REGISTRY: dict[str, DatasetInfo] = {
 }
 
 
+def register_dataset(
+    name: str, *, kind: str = "user", description: str | None = None, replace: bool = False
+) -> Callable[[Callable[..., Questions]], Callable[..., Questions]]:
+    """Decorator: make a loader usable as ``dataset: {name: <name>, <its keyword options>}`` in
+    configs and by :func:`load_dataset`. The loader returns a list of :class:`Question` (or any
+    iterable of them); its keyword parameters are the dataset's options. Example::
+
+        @register_dataset("capitals", description="capital cities, two options each")
+        def capitals(n: int = 10) -> list[Question]:
+            ...
+    """
+
+    def deco(loader: Callable[..., Questions]) -> Callable[..., Questions]:
+        if name in _REGISTRY and _REGISTRY[name].loader is not loader and not replace:
+            raise ConfigError(f"a dataset named {name!r} is already registered; pass replace=True to override")
+        doc = description or (inspect.getdoc(loader) or name).splitlines()[0]
+        _REGISTRY[name] = DatasetInfo(name, kind, doc, loader)
+        return loader
+
+    return deco
+
+
 def list_datasets() -> list[DatasetInfo]:
     """Every registered dataset, generated ones first."""
     return list(_REGISTRY.values())
@@ -105,6 +127,10 @@ def list_datasets() -> list[DatasetInfo]:
 
 def get_dataset(name: str) -> DatasetInfo:
     """The registered dataset called ``name``; :class:`ConfigError` listing the names otherwise."""
+    if name not in _REGISTRY:
+        from seerbench.plugins import load_entry_points
+
+        load_entry_points()
     try:
         return _REGISTRY[name]
     except KeyError:

@@ -9,12 +9,14 @@ from seerbench.models._backend import Backend, RetryableError
 from seerbench.models._cache import Cache, cache_key, default_cache
 from seerbench.models._model import MessagesLike, Model, to_messages
 from seerbench.models._registry import (
+    BACKENDS,
     DEFAULT_MODEL,
     SPEC_FORMS,
     BackendInfo,
     get_model,
     list_backends,
     make_backend,
+    register_backend,
 )
 from seerbench.models._retry import RetryPolicy
 from seerbench.models._scripted import ScriptedBackend, register_scripted
@@ -30,6 +32,7 @@ from seerbench.models._types import (
 from seerbench.models._usage import ModelUsage, PriceTable, UsageTracker, default_tracker
 
 __all__ = [
+    "BACKENDS",
     "DEFAULT_MODEL",
     "SPEC_FORMS",
     "Backend",
@@ -56,6 +59,7 @@ __all__ = [
     "get_model",
     "list_backends",
     "make_backend",
+    "register_backend",
     "register_scripted",
     "to_messages",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +13,7 @@ from seerbench.models._backend import Backend
 from seerbench.models._cache import Cache
 from seerbench.models._model import Model
 from seerbench.models._retry import RetryPolicy
+from seerbench.plugins import Registry
 
 DEFAULT_MODEL = "local"
 
@@ -29,34 +31,76 @@ def _valid_forms() -> str:
     return "; ".join(f for f, _ in SPEC_FORMS)
 
 
+BackendFactory = Callable[..., Backend]
+
+#: Spec prefix -> factory ``(rest, *, base_url, api_key) -> Backend``; ``rest`` is what follows
+#: ``<prefix>/`` or ``<prefix>:`` in the spec, or None for the bare prefix.
+BACKENDS: Registry[BackendFactory] = Registry("model backend")
+
+
+def register_backend(prefix: str, *, replace: bool = False) -> Callable[[BackendFactory], BackendFactory]:
+    """Decorator: model specs ``<prefix>``, ``<prefix>/<rest>`` and ``<prefix>:<rest>`` are built
+    by the decorated factory ``(rest, *, base_url=None, api_key=None) -> Backend``. Example::
+
+        @register_backend("echo")
+        def _echo(rest, *, base_url=None, api_key=None):
+            return EchoBackend(rest or "default")
+    """
+    return BACKENDS.register(prefix, replace=replace)
+
+
+def _split(spec: str) -> tuple[str, str | None]:
+    if spec in BACKENDS:
+        return spec, None
+    cut = min((i for i in (spec.find("/"), spec.find(":")) if i > 0), default=-1)
+    return (spec[:cut], spec[cut + 1:]) if cut > 0 else (spec, None)
+
+
 def make_backend(spec: str, *, base_url: str | None = None, api_key: str | None = None) -> Backend:
     """Build the backend a spec string names; raises UnknownModelError listing the valid forms."""
     spec = spec.strip()
-    if spec == "local" or spec.startswith("local:"):
-        from seerbench.models._local import LocalBackend
+    prefix, rest = _split(spec)
+    if prefix not in BACKENDS:
+        from seerbench.plugins import load_entry_points
 
-        path = spec[len("local:"):] if spec.startswith("local:") else None
-        return LocalBackend(path or None)
-    if spec.startswith("openai/"):
-        from seerbench.models._openai import OpenAIBackend
+        load_entry_points()
+    factory = BACKENDS.get(prefix)
+    if factory is None:
+        raise UnknownModelError(f"unknown model spec {spec!r}. Valid forms: {_valid_forms()}")
+    return factory(rest, base_url=base_url, api_key=api_key)
 
-        rest = spec[len("openai/"):]
-        model, _, url = rest.partition("@")
-        if not model:
-            raise UnknownModelError(f"model spec {spec!r} names no model; e.g. openai/gpt-4o-mini")
-        return OpenAIBackend(model, base_url=url or base_url, api_key=api_key)
-    if spec.startswith("litellm/"):
-        from seerbench.models._litellm import LiteLLMBackend
 
-        model = spec[len("litellm/"):]
-        if "/" not in model:
-            raise UnknownModelError(f"model spec {spec!r}: use litellm/<provider>/<model>, e.g. litellm/anthropic/claude-3-5-haiku-latest")
-        return LiteLLMBackend(model)
-    if spec == "scripted" or spec.startswith("scripted:"):
-        from seerbench.models._scripted import ScriptedBackend
+@register_backend("local")
+def _local(rest: str | None, *, base_url: str | None = None, api_key: str | None = None) -> Backend:
+    from seerbench.models._local import LocalBackend
 
-        return ScriptedBackend(spec[len("scripted:"):] if ":" in spec else "echo")
-    raise UnknownModelError(f"unknown model spec {spec!r}. Valid forms: {_valid_forms()}")
+    return LocalBackend(rest or None)
+
+
+@register_backend("openai")
+def _openai(rest: str | None, *, base_url: str | None = None, api_key: str | None = None) -> Backend:
+    from seerbench.models._openai import OpenAIBackend
+
+    model, _, url = (rest or "").partition("@")
+    if not model:
+        raise UnknownModelError(f"model spec 'openai/{rest or ''}' names no model; e.g. openai/gpt-4o-mini")
+    return OpenAIBackend(model, base_url=url or base_url, api_key=api_key)
+
+
+@register_backend("litellm")
+def _litellm(rest: str | None, *, base_url: str | None = None, api_key: str | None = None) -> Backend:
+    from seerbench.models._litellm import LiteLLMBackend
+
+    if not rest or "/" not in rest:
+        raise UnknownModelError(f"model spec 'litellm/{rest or ''}': use litellm/<provider>/<model>, e.g. litellm/anthropic/claude-3-5-haiku-latest")
+    return LiteLLMBackend(rest)
+
+
+@register_backend("scripted")
+def _scripted(rest: str | None, *, base_url: str | None = None, api_key: str | None = None) -> Backend:
+    from seerbench.models._scripted import ScriptedBackend
+
+    return ScriptedBackend(rest or "echo")
 
 
 _models: dict[tuple[Any, ...], Model] = {}

@@ -3,13 +3,25 @@ it never scores (that is :mod:`seerbench.metrics`)."""
 
 from __future__ import annotations
 
-from seerbench.errors import ConfigError
-from seerbench.protocols._base import CaseRun, Protocol, QuestionRun, stable_coin, swap_options
+from collections.abc import Callable
+from typing import TypeVar
+
+from seerbench.plugins import Registry
+from seerbench.protocols._base import (
+    CaseRun,
+    OversightProtocol,
+    Protocol,
+    QuestionRun,
+    stable_coin,
+    swap_options,
+)
 from seerbench.protocols._consultancy import Consultancy, OpenConsultancy, RandomConsultancy
 from seerbench.protocols._debate import CONDITIONS, EvidenceDebate, SequentialDebate, SimultaneousDebate
 from seerbench.protocols._simple import BlindTrust, NaiveJudge
 
-PROTOCOLS: dict[str, type[Protocol]] = {
+P = TypeVar("P", bound=OversightProtocol)
+
+PROTOCOLS: Registry[type[OversightProtocol]] = Registry("protocol", {
     p.name: p
     for p in (
         NaiveJudge,
@@ -21,15 +33,28 @@ PROTOCOLS: dict[str, type[Protocol]] = {
         SequentialDebate,
         EvidenceDebate,
     )
-}
+})
 
 
-def get_protocol(name: str) -> type[Protocol]:
+def register_protocol(name: str | None = None, *, replace: bool = False) -> Callable[[type[P]], type[P]]:
+    """Class decorator: make an :class:`OversightProtocol` subclass usable by name in configs
+    (``protocols: [MyProtocol]``). ``name`` defaults to the class's ``name`` attribute, else its
+    class name, and becomes its ``name``."""
+
+    def deco(cls: type[P]) -> type[P]:
+        if not (isinstance(cls, type) and issubclass(cls, OversightProtocol)):
+            raise TypeError(f"register_protocol: {cls!r} is not a subclass of OversightProtocol")
+        key = name or cls.__dict__.get("name") or cls.__name__
+        cls.name = key
+        PROTOCOLS.register(key, replace=replace)(cls)
+        return cls
+
+    return deco
+
+
+def get_protocol(name: str) -> type[OversightProtocol]:
     """The protocol class registered under ``name``; the error lists the known ones."""
-    try:
-        return PROTOCOLS[name]
-    except KeyError:
-        raise ConfigError(f"unknown protocol {name!r}; known protocols: {', '.join(PROTOCOLS)}") from None
+    return PROTOCOLS.lookup(name)
 
 
 __all__ = [
@@ -41,12 +66,14 @@ __all__ = [
     "EvidenceDebate",
     "NaiveJudge",
     "OpenConsultancy",
+    "OversightProtocol",
     "Protocol",
     "QuestionRun",
     "RandomConsultancy",
     "SequentialDebate",
     "SimultaneousDebate",
     "get_protocol",
+    "register_protocol",
     "stable_coin",
     "swap_options",
 ]

@@ -71,17 +71,42 @@ def average_verdicts(v1: Verdict, v2: Verdict, to_new: dict[str, str]) -> Verdic
     )
 
 
-class Protocol(ABC):
-    """Base of all protocols.
+class OversightProtocol(ABC):
+    """Base of all protocols: a way of letting agents and a judge interact on one question.
 
-    Subclasses implement :meth:`run` for one answer case; :meth:`run_question` runs every case (or
-    one, for symmetric protocols) and handles running both option orders.
+    A subclass sets ``name`` and implements :meth:`run` for one answer case (the case the agent is
+    assigned to argue for), building turns with :meth:`argue` and returning a :class:`CaseRun`
+    made with :meth:`transcript` and the judge's verdict. :meth:`run_question` runs every case (or
+    one, for :attr:`symmetric` protocols) and handles ``both_orders``. A protocol never scores.
+
+    Example::
+
+        @register_protocol("CritiquedConsultancy")
+        class CritiquedConsultancy(OversightProtocol):
+            async def run(self, question, answer_case):
+                ctx = AgentContext("consultancy", 1, 1, speaker="consultant")
+                turns = [await self.argue(self.agent, question, answer_case, [], ctx)]
+                verdict = await self.judge.judge(question, turns, argued=answer_case)
+                return CaseRun(answer_case, self.transcript(question, turns), verdict)
+
+    Class attributes a subclass may set:
+
+    - ``takes_turns``: ``num_turns`` means something for it (it becomes part of the folder name);
+    - ``needs_agent``: False for judge-only protocols (NaiveJudge);
+    - ``agent_needs`` / ``judge_needs``: capabilities the agent or judge must have (see
+      :func:`seerbench.agents.capabilities`), checked when a config is read;
+    - ``fixed_judge``: a judge name that replaces the configured judges (BlindTrust: ``trust``);
+    - ``keywords``: extra constructor keywords a config may give (EvidenceDebate: ``condition``).
     """
 
     name: ClassVar[str]
     #: whether ``num_turns`` means something for this protocol
     takes_turns: ClassVar[bool] = False
     needs_agent: ClassVar[bool] = True
+    agent_needs: ClassVar[frozenset[str]] = frozenset()
+    judge_needs: ClassVar[frozenset[str]] = frozenset()
+    fixed_judge: ClassVar[str | None] = None
+    keywords: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -131,7 +156,8 @@ class Protocol(ABC):
     async def run(self, question: Question, answer_case: str) -> CaseRun:
         """Run the protocol with the agent assigned ``answer_case``."""
 
-    def _transcript(self, question: Question, turns: Sequence[Turn] = ()) -> Transcript:
+    def transcript(self, question: Question, turns: Sequence[Turn] = ()) -> Transcript:
+        """The transcript of one run: ``turns`` stamped with the question id and this configuration's name."""
         return Transcript(question_id=question.id, protocol=self.config_name(), turns=list(turns))
 
     async def _run_case(self, question: Question, answer_case: str) -> CaseRun:
@@ -159,7 +185,27 @@ class Protocol(ABC):
         runs = await asyncio.gather(*(self._run_case(question, a) for a in question.shorts))
         return QuestionRun(question, self.config_name(), {r.answer_case: r for r in runs})
 
-    async def _argue(self, agent: Agent, question: Question, case: str, visible: Sequence[Turn], ctx: AgentContext, role: str = "agent") -> Turn:
-        """Call an agent and stamp the turn with the protocol's speaker name and role."""
+    async def argue(self, agent: Agent, question: Question, case: str, visible: Sequence[Turn], ctx: AgentContext, role: str = "agent") -> Turn:
+        """Ask ``agent`` to argue for answer ``case`` having seen ``visible`` turns, and stamp the
+        turn with the speaker name in ``ctx``, ``role`` and the case."""
         t = await agent(question, case, list(visible), ctx)
         return t.model_copy(update={"speaker": ctx.speaker, "role": role, "answer_case": case})
+
+    def check_capabilities(self) -> None:
+        """Refuse an agent or judge that lacks what this protocol needs (``agent_needs``,
+        ``judge_needs``): raised when the config is read, not in the middle of a run."""
+        from seerbench.agents import capabilities
+
+        for who, obj, needs in (("agent", self.agent, self.agent_needs), ("judge", self.judge, self.judge_needs)):
+            if obj is None or not needs:
+                continue
+            missing = sorted(needs - capabilities(obj))
+            if missing:
+                raise ConfigError(
+                    f"{self.name} needs a{'n' if who == 'agent' else ''} {who} that can {', '.join(missing)}; "
+                    f"{getattr(obj, 'name', type(obj).__name__)} ({type(obj).__name__}) cannot"
+                )
+
+
+#: The 0.1 name of :class:`OversightProtocol` (easily confused with ``typing.Protocol``).
+Protocol = OversightProtocol

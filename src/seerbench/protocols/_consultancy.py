@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from seerbench.agents import AgentContext, choose_side
-from seerbench.errors import ConfigError
-from seerbench.protocols._base import CaseRun, Protocol, QuestionRun, stable_coin
+from seerbench.agents import AgentContext, BeliefAgent
+from seerbench.judges import QuestioningJudge
+from seerbench.protocols._base import CaseRun, OversightProtocol, QuestionRun, stable_coin
 from seerbench.types import Question, Turn, Verdict
 
 
-class Consultancy(Protocol):
+class Consultancy(OversightProtocol):
     """One consultant argues for its assigned answer over ``num_turns`` turns; between turns the
     judge asks it a question (when the judge can ask). Asymmetric: one run per answer case."""
 
@@ -22,12 +22,11 @@ class Consultancy(Protocol):
         turns: list[Turn] = []
         for r in range(1, self.num_turns + 1):
             ctx = AgentContext("consultancy", r, self.num_turns, speaker="consultant")
-            turns.append(await self._argue(self.agent, question, answer_case, turns, ctx))
-            ask = getattr(self.judge, "ask", None)
-            if r < self.num_turns and ask is not None:
-                turns.append(Turn(role="judge", speaker="judge", content=await ask(question, turns, with_source=self.judge_sees_source)))
+            turns.append(await self.argue(self.agent, question, answer_case, turns, ctx))
+            if r < self.num_turns and isinstance(self.judge, QuestioningJudge):
+                turns.append(Turn(role="judge", speaker="judge", content=await self.judge.ask(question, turns, with_source=self.judge_sees_source)))
         verdict = await self.judge.judge(question, turns, with_source=self.judge_sees_source, argued=answer_case)
-        return CaseRun(answer_case, self._transcript(question, turns), verdict)
+        return CaseRun(answer_case, self.transcript(question, turns), verdict)
 
 
 class RandomConsultancy(Consultancy):
@@ -49,19 +48,18 @@ class OpenConsultancy(Consultancy):
     Its expected judge score for any temperature is also derivable from Consultancy's ASD (JSE_beta)."""
 
     name: ClassVar[str] = "OpenConsultancy"
+    agent_needs: ClassVar[frozenset[str]] = frozenset({"state its belief"})
 
     async def run_question(self, question: Question) -> QuestionRun:
         self.check_question(question)
-        model = getattr(self.agent, "model", None)
-        if model is None:
-            raise ConfigError("OpenConsultancy needs a model agent that can state which answer it believes")
-        chosen, belief = await choose_side(model, question)
+        assert isinstance(self.agent, BeliefAgent)  # agent_needs, checked when the config is read
+        chosen, belief = await self.agent.believe(question)
         notes = {"agent_belief": belief.probabilities, "belief_method": belief.method}
         if chosen is None:
             failed = Verdict.failure(raw=belief.raw, error=f"agent's choice of side: {belief.error}")
             case = question.shorts[0]
             return QuestionRun(
-                question, self.config_name(), {case: CaseRun(case, self._transcript(question), failed)}, chosen_case=None, notes=notes
+                question, self.config_name(), {case: CaseRun(case, self.transcript(question), failed)}, chosen_case=None, notes=notes
             )
         r = await self._run_case(question, chosen)
         return QuestionRun(question, self.config_name(), {chosen: r}, chosen_case=chosen, notes=notes)

@@ -8,7 +8,7 @@ from typing import ClassVar, Literal
 
 from seerbench.agents import AgentContext
 from seerbench.errors import ConfigError
-from seerbench.protocols._base import CaseRun, Protocol
+from seerbench.protocols._base import CaseRun, OversightProtocol
 from seerbench.types import Question, Turn
 
 
@@ -18,7 +18,7 @@ def debater(short: str) -> str:
     return f"debater_{short}"
 
 
-class SimultaneousDebate(Protocol):
+class SimultaneousDebate(OversightProtocol):
     """Each round both debaters see only the previous rounds and answer at once; their turns are
     appended in option order. With identical debaters the transcript is the same whichever side the
     agent takes, so one run serves both answer cases."""
@@ -37,16 +37,16 @@ class SimultaneousDebate(Protocol):
         for r in range(1, self.num_turns + 1):
             visible = list(turns)
             mine, theirs = await asyncio.gather(
-                self._argue(self.agent, question, answer_case, visible, AgentContext("debate", r, self.num_turns, debater(answer_case))),
-                self._argue(self.adversary, question, other, visible, AgentContext("debate", r, self.num_turns, debater(other)), role="adversary"),
+                self.argue(self.agent, question, answer_case, visible, AgentContext("debate", r, self.num_turns, debater(answer_case))),
+                self.argue(self.adversary, question, other, visible, AgentContext("debate", r, self.num_turns, debater(other)), role="adversary"),
             )
             pair = {answer_case: mine, other: theirs}
             turns.extend(pair[s] for s in question.shorts)
         verdict = await self.judge.judge(question, turns, with_source=self.judge_sees_source, argued=answer_case)
-        return CaseRun(answer_case, self._transcript(question, turns), verdict)
+        return CaseRun(answer_case, self.transcript(question, turns), verdict)
 
 
-class SequentialDebate(Protocol):
+class SequentialDebate(OversightProtocol):
     """Each round the agent speaks first and the adversary answers having seen it (the seed's
     loop). The order makes it asymmetric: one run per answer case."""
 
@@ -58,19 +58,19 @@ class SequentialDebate(Protocol):
         other = question.other(answer_case).short
         turns: list[Turn] = []
         for r in range(1, self.num_turns + 1):
-            turns.append(await self._argue(self.agent, question, answer_case, turns, AgentContext("debate", r, self.num_turns, debater(answer_case))))
+            turns.append(await self.argue(self.agent, question, answer_case, turns, AgentContext("debate", r, self.num_turns, debater(answer_case))))
             turns.append(
-                await self._argue(self.adversary, question, other, turns, AgentContext("debate", r, self.num_turns, debater(other)), role="adversary")
+                await self.argue(self.adversary, question, other, turns, AgentContext("debate", r, self.num_turns, debater(other)), role="adversary")
             )
         verdict = await self.judge.judge(question, turns, with_source=self.judge_sees_source, argued=answer_case)
-        return CaseRun(answer_case, self._transcript(question, turns), verdict)
+        return CaseRun(answer_case, self.transcript(question, turns), verdict)
 
 
 Condition = Literal["S", "SA", "PS", "PSA"]
 CONDITIONS: tuple[str, ...] = ("S", "SA", "PS", "PSA")
 
 
-class EvidenceDebate(Protocol):
+class EvidenceDebate(OversightProtocol):
     """Single-turn debate with evidence (seed 004): each side gives an argument (<= 500 chars) and
     1-3 quotes (<= 250 chars) from the hidden passage, checked verbatim and marked verified or not.
 
@@ -78,6 +78,7 @@ class EvidenceDebate(Protocol):
     in front also the passage (PS, PSA)."""
 
     name: ClassVar[str] = "EvidenceDebate"
+    keywords: ClassVar[tuple[str, ...]] = ("condition",)
 
     def __init__(self, *args: object, condition: str = "SA", **kw: object) -> None:
         super().__init__(*args, **kw)  # type: ignore[arg-type]
@@ -108,11 +109,11 @@ class EvidenceDebate(Protocol):
         assert self.agent is not None and self.adversary is not None
         other = question.other(answer_case).short
         mine, theirs = await asyncio.gather(
-            self._argue(self.agent, question, answer_case, [], AgentContext("evidence", 1, 1, debater(answer_case))),
-            self._argue(self.adversary, question, other, [], AgentContext("evidence", 1, 1, debater(other)), role="adversary"),
+            self.argue(self.agent, question, answer_case, [], AgentContext("evidence", 1, 1, debater(answer_case))),
+            self.argue(self.adversary, question, other, [], AgentContext("evidence", 1, 1, debater(other)), role="adversary"),
         )
         pair = {answer_case: mine, other: theirs}
         turns = [pair[s] for s in question.shorts]
         shown = turns if "A" in self.condition else [t.model_copy(update={"content": "(argument hidden)"}) for t in turns]
         verdict = await self.judge.judge(question, shown, with_source=self.judge_sees_source, argued=answer_case)
-        return CaseRun(answer_case, self._transcript(question, turns), verdict)
+        return CaseRun(answer_case, self.transcript(question, turns), verdict)

@@ -1,0 +1,165 @@
+"""Registries of the things a user can add (protocols, judges, agents, model backends, datasets)
+and the loading of user code that registers them.
+
+User code is found three ways:
+
+- ``plugins: [my_protocols, ./lib/judges.py]`` in an experiment config (a module name, or a
+  ``.py`` path read from the config file's folder), imported before the rest of the config is read;
+- installed packages that declare an entry point in the ``seerbench.plugins`` group, e.g. in
+  their ``pyproject.toml``::
+
+      [project.entry-points."seerbench.plugins"]
+      my_protocols = "my_package.protocols"
+
+  (imported the first time a name is not found in a registry);
+- ``module:Class`` references in a config (``{class: my_protocols:ShrinkJudge, ...}``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable, Iterator
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from seerbench.errors import ConfigError
+
+ENTRY_POINT_GROUP = "seerbench.plugins"
+
+T = TypeVar("T")
+
+_entry_points_loaded = False
+_loaded_paths: dict[str, str] = {}  # resolved .py path -> module name
+
+
+def load_entry_points() -> None:
+    """Import every installed ``seerbench.plugins`` entry point (once per process)."""
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            ep.load()
+        except Exception as e:  # a broken plugin names itself instead of a bare traceback
+            raise ConfigError(f"plugin {ep.name} ({ep.value}, entry point {ENTRY_POINT_GROUP}) failed to import: {e}") from e
+
+
+def load_plugin(ref: str, base_dir: str | Path | None = None) -> str:
+    """Import a plugin: a module name (``my_protocols``; the config file's folder is searched
+    first) or a path to a ``.py`` file (relative to ``base_dir``). Returns the module name."""
+    base = Path(base_dir) if base_dir is not None else Path.cwd()
+    if ref.endswith(".py") or "/" in ref or "\\" in ref:
+        path = Path(ref).expanduser()
+        path = path if path.is_absolute() else base / path
+        if not path.is_file():
+            raise ConfigError(f"plugin file {path} does not exist (relative paths are read from the config file's folder)")
+        key = str(path.resolve())
+        if key in _loaded_paths:
+            return _loaded_paths[key]
+        name = f"seerbench_plugin_{path.stem}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ConfigError(f"plugin file {path} cannot be imported as a Python module")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as e:
+            del sys.modules[name]
+            raise ConfigError(f"plugin {path} failed to import: {type(e).__name__}: {e}") from e
+        _loaded_paths[key] = name
+        return name
+    added = False
+    if base_dir is not None and str(base) not in sys.path:
+        sys.path.insert(0, str(base))
+        added = True
+    try:
+        importlib.import_module(ref)
+    except ModuleNotFoundError as e:
+        if e.name == ref or (e.name and ref.startswith(e.name + ".")):
+            raise ConfigError(
+                f"plugin module {ref!r} not found (looked in {base} and on the Python path); "
+                "give a module name or a path to a .py file"
+            ) from None
+        raise ConfigError(f"plugin {ref} failed to import: {e}") from e
+    except ConfigError:
+        raise
+    except Exception as e:
+        raise ConfigError(f"plugin {ref} failed to import: {type(e).__name__}: {e}") from e
+    finally:
+        if added:
+            sys.path.remove(str(base))
+    return ref
+
+
+def import_object(ref: str, base_dir: str | Path | None = None) -> Any:
+    """The object ``module:attribute`` names (the module is loaded as a plugin first)."""
+    module, sep, attr = ref.partition(":")
+    if not sep or not module or not attr:
+        raise ConfigError(f"{ref!r} is not a 'module:Name' reference (e.g. my_protocols:ShrinkJudge)")
+    name = load_plugin(module, base_dir)
+    obj: Any = sys.modules[name]
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ConfigError(f"module {module} has no {attr!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def code_hash(obj: Any) -> str | None:
+    """sha256 prefix of the source file defining ``obj`` when it is user code (not part of
+    seerbench), so an edited plugin is seen as a changed config; None for seerbench's own."""
+    module = inspect.getmodule(obj)
+    if module is None or module.__name__.split(".")[0] == "seerbench":
+        return None
+    try:
+        src = inspect.getsourcefile(obj)
+    except TypeError:
+        return None
+    if not src or not Path(src).is_file():
+        return None
+    return hashlib.sha256(Path(src).read_bytes()).hexdigest()[:16]
+
+
+class Registry(dict[str, T], Generic[T]):
+    """Name -> registered object, with a decorator to register and errors that list the names.
+    A miss imports the installed entry-point plugins once before giving up."""
+
+    def __init__(self, kind: str, items: dict[str, T] | None = None) -> None:
+        super().__init__(items or {})
+        self.kind = kind
+
+    def register(self, name: str | None = None, *, replace: bool = False) -> Callable[[T], T]:
+        """Decorator: ``@registry.register("Name")`` (default: the object's ``name`` attribute,
+        else its ``__name__``)."""
+
+        def deco(obj: T) -> T:
+            key = name or getattr(obj, "name", None) or getattr(obj, "__name__", None)
+            if not isinstance(key, str) or not key:
+                raise ValueError(f"give the {self.kind} a name: register({self.kind}_name)")
+            if key in self and self[key] is not obj and not replace:
+                raise ConfigError(f"a {self.kind} named {key!r} is already registered ({self[key]!r}); pass replace=True to override")
+            self[key] = obj
+            return obj
+
+        return deco
+
+    def lookup(self, name: str) -> T:
+        if name not in self:
+            load_entry_points()
+        try:
+            return self[name]
+        except KeyError:
+            raise ConfigError(f"unknown {self.kind} {name!r}; known {self.kind}s: {', '.join(self)}") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return super().__iter__()
+
+
+__all__ = ["ENTRY_POINT_GROUP", "Registry", "code_hash", "import_object", "load_entry_points", "load_plugin"]
