@@ -7,20 +7,23 @@ it argues for it. Agents see the question's hidden ``source_text`` (that is the 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from seerbench.judges import Judge, QuestioningJudge
 from seerbench.models import GenerateConfig, Model, elicit, get_model
 from seerbench.models._types import ChatMessage
+from seerbench.plugins import Registry
 from seerbench.prompts import render
 from seerbench.render import options_block, source_block, transcript_block
 from seerbench.tools import Tool, get_tools
 from seerbench.types import Question, Quote, Turn, Verdict
 
-__all__ = ["CAPABILITIES", "Agent", "AgentContext", "BeliefAgent", "BestOfNAgent", "ModelAgent", "capabilities", "check_quotes"]
+A = TypeVar("A", bound=type)
+
+__all__ = ["AGENTS", "CAPABILITIES", "Agent", "AgentContext", "BeliefAgent", "BestOfNAgent", "ModelAgent", "capabilities", "check_quotes", "register_agent"]
 
 Setting = Literal["consultancy", "debate", "evidence"]
 
@@ -262,3 +265,14 @@ async def choose_side(model: Model, question: Question, prompts_dir: str | Path 
         return None, v
     probs = v.probabilities
     return max(probs, key=lambda k: probs[k]), v
+
+
+#: Agent classes usable by name in configs (``agent_models: [{class: <name>, ...}]``).
+AGENTS: Registry[type] = Registry("agent", {"ModelAgent": ModelAgent})
+
+
+def register_agent(name: str | None = None, *, replace: bool = False) -> Callable[[type[A]], type[A]]:
+    """Class decorator: ``agent_models: [{class: <name>, <constructor arguments>}]`` builds it.
+    Constructor parameters annotated ``Model`` (or ``Judge``, ``Agent``) take a model spec (a judge,
+    an agent entry) in the config and receive the built object."""
+    return AGENTS.register(name, replace=replace)

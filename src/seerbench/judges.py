@@ -6,17 +6,20 @@ A judge never sees a question's hidden ``source_text`` unless the protocol passe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from seerbench.models import ElicitConfig, GenerateConfig, Model, elicit, get_model
 from seerbench.models._types import ChatMessage
+from seerbench.plugins import Registry
 from seerbench.prompts import render
 from seerbench.render import options_block, source_block, transcript_block
 from seerbench.types import Question, Turn, Verdict
 
-__all__ = ["Judge", "ModelJudge", "QuestioningJudge", "TrustJudge"]
+J = TypeVar("J", bound=type)
+
+__all__ = ["JUDGES", "Judge", "ModelJudge", "QuestioningJudge", "TrustJudge", "register_judge"]
 
 
 @runtime_checkable
@@ -121,3 +124,14 @@ class TrustJudge:
         return Verdict(
             probabilities={s: 1.0 if s == argued else 0.0 for s in question.shorts}, method="trust", raw=argued
         )
+
+
+#: Judge classes usable by name in configs (``judge_models: [{class: <name>, ...}]``).
+JUDGES: Registry[type] = Registry("judge", {"ModelJudge": ModelJudge, "TrustJudge": TrustJudge})
+
+
+def register_judge(name: str | None = None, *, replace: bool = False) -> Callable[[type[J]], type[J]]:
+    """Class decorator: ``judge_models: [{class: <name>, <constructor arguments>}]`` builds it.
+    Constructor parameters annotated ``Judge`` (or ``Model``) take a judge config entry (or a model
+    spec) in the config and receive the built judge (model)."""
+    return JUDGES.register(name, replace=replace)

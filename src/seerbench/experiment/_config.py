@@ -10,12 +10,22 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from seerbench.errors import ConfigError
 from seerbench.metrics import DEFAULT_EPS, FailurePolicy
 from seerbench.models import ElicitConfig
 from seerbench.models._elicit import Method
+from seerbench.plugins import load_plugin
 from seerbench.protocols import get_protocol
 
 #: Config keys that may change between runs into the same output folder. Growing the grid or the
@@ -76,8 +86,9 @@ class ExperimentConfig(BaseModel):
     out: str | None = None
     limit: int | None = Field(default=None, ge=1)
     seed: int = 0
-    judge_models: list[str] = ["local"]
-    agent_models: list[str] = ["local"]
+    plugins: list[str] = Field(default_factory=list, description="Modules or .py files that register protocols, judges, agents, backends or datasets.")
+    judge_models: list[str | dict[str, Any]] = ["local"]
+    agent_models: list[str | dict[str, Any]] = ["local"]
     agent_tools: list[list[str]] = [[]]
     best_of_n: list[int] = [1]
     protocols: list[ProtocolSpec] = Field(min_length=1)
@@ -100,6 +111,27 @@ class ExperimentConfig(BaseModel):
     def _protocol_strings(cls, v: Any) -> Any:
         if isinstance(v, list):
             return [{"name": p} if isinstance(p, str) else p for p in v]
+        return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _load_plugins(cls, data: Any, info: ValidationInfo) -> Any:
+        """Import the config's plugins before anything names what they register."""
+        if isinstance(data, dict) and isinstance(data.get("plugins"), list):
+            base = (info.context or {}).get("base_dir")
+            for ref in data["plugins"]:
+                if isinstance(ref, str):
+                    load_plugin(ref, base)
+        return data
+
+    @field_validator("judge_models", "agent_models")
+    @classmethod
+    def _entries(cls, v: list[Any]) -> list[Any]:
+        if not v:
+            raise ValueError("give at least one (a model spec, or {class: ..., <arguments>})")
+        for e in v:
+            if isinstance(e, dict) and not isinstance(e.get("class"), str):
+                raise ValueError(f"a mapping entry needs a 'class' (a registered name or module:Class); got {e}")
         return v
 
     @field_validator("num_turns", "best_of_n")
@@ -125,7 +157,7 @@ class ExperimentConfig(BaseModel):
     @classmethod
     def parse(cls, raw: dict[str, Any], source: str = "config", base_dir: str | Path | None = None) -> ExperimentConfig:
         try:
-            cfg = cls.model_validate(raw)
+            cfg = cls.model_validate(raw, context={"base_dir": base_dir})
         except ValidationError as e:
             raise ConfigError(f"invalid {source}:\n{explain(e)}") from None
         cfg._base_dir = Path(base_dir) if base_dir is not None else None

@@ -23,6 +23,7 @@ from seerbench.errors import (
     ModelUnavailableError,
     UnknownModelError,
 )
+from seerbench.experiment._components import Entry, build, entry_code, entry_label
 from seerbench.experiment._config import _PATH_KEYS, REPLAY, ExperimentConfig, _hash
 from seerbench.experiment._files import (
     _atomic_write,
@@ -37,8 +38,9 @@ from seerbench.experiment._inspect import CountingBackend, RecordingModel
 from seerbench.judges import Judge, ModelJudge
 from seerbench.models import GenerateConfig, Model, get_model
 from seerbench.models._usage import default_tracker
+from seerbench.plugins import code_hash
 from seerbench.prompts import check_prompts_dir, template_hashes
-from seerbench.protocols import PROTOCOLS, Protocol, QuestionRun, get_protocol
+from seerbench.protocols import PROTOCOLS, OversightProtocol, QuestionRun, get_protocol
 from seerbench.results import result_line, run_stats
 from seerbench.tools import get_tools
 from seerbench.types import Question
@@ -54,12 +56,14 @@ class RunSpec:
 
     protocol: str
     kwargs: dict[str, Any]
-    agent_model: str
-    judge_model: str
+    agent_model: str  # the agent's label: its model spec, or Class(arg=value,...) for a class entry
+    judge_model: str  # the judge's label; the protocol's fixed judge (e.g. "trust") when it has one
     tools: tuple[str, ...]
     best_of_n: int
     protocol_dir: str = ""
     pair_dir: str = ""
+    agent_entry: Entry | None = None  # the config entry the agent is built from
+    judge_entry: Entry | None = None  # None: the protocol's fixed judge
 
     @property
     def key(self) -> str:
@@ -163,10 +167,12 @@ class Experiment:
                 agents = c.agent_models if cls.needs_agent else [c.agent_models[0]]
                 tools = c.agent_tools if cls.needs_agent else [[]]
                 bons = c.best_of_n if cls.needs_agent else [1]
-                judges = c.judge_models if p.name != "BlindTrust" else ["trust"]
+                judges: list[Entry | None] = list(c.judge_models) if cls.fixed_judge is None else [None]
                 for nt, a, j, t, b in itertools.product(turns, agents, judges, tools, bons):
                     kwargs = {**kw, "num_turns": int(nt)} if cls.takes_turns else dict(kw)
-                    spec = RunSpec(p.name, kwargs, a, j, tuple(t), b)
+                    j_label = cls.fixed_judge if j is None else entry_label(j)
+                    spec = RunSpec(p.name, kwargs, entry_label(a), j_label or "", tuple(t), b, agent_entry=a, judge_entry=j)
+                    a, j = spec.agent_model, spec.judge_model
                     proto = self._protocol(spec, dry=True)
                     spec.protocol_dir = proto.config_name()
                     agent_part = f"A_{_slug(a)}" + (f"_T_{'+'.join(t)}" if t else "") + (f"_bo{b}" if b > 1 else "")
@@ -185,56 +191,88 @@ class Experiment:
         with the same identity may share a results file. (The question itself is checked per line.)"""
         c = self.config
         cls = PROTOCOLS[spec.protocol]
+        base = c._base_dir
         ident: dict[str, Any] = {
             "protocol": spec.protocol, "keywords": {"both_orders": c.both_orders, **spec.kwargs},
-            "judge": spec.judge_model, "seed": c.seed, "binary_seed": c.binary_seed, "eps": c.eps,
-            "parse_failures": c.parse_failures, "prompts": self.prompt_hashes(),
+            "judge": spec.judge_model if spec.judge_entry is None else spec.judge_entry, "seed": c.seed,
+            "binary_seed": c.binary_seed, "eps": c.eps, "parse_failures": c.parse_failures, "prompts": self.prompt_hashes(),
         }
-        if spec.judge_model != "trust":
+        code = {}
+        h = code_hash(cls)
+        if h:  # a user's protocol: its source file is part of what the results depend on
+            code[f"{cls.__module__}:{cls.__name__}"] = h
+        if spec.judge_entry is not None:
             ident["elicitation"] = c.elicitation.model_dump(mode="json")
+            code.update(entry_code(spec.judge_entry, "judge", base))
         if cls.needs_agent:
-            ident.update(agent=spec.agent_model, tools=list(spec.tools), best_of_n=spec.best_of_n)
-            if spec.agent_model != REPLAY:
+            ident.update(agent=spec.agent_entry, tools=list(spec.tools), best_of_n=spec.best_of_n)
+            if spec.agent_entry != REPLAY:
                 ident["agent_generation"] = c.agent_generation.model_dump(mode="json")
+            if spec.agent_entry is not None:
+                code.update(entry_code(spec.agent_entry, "agent", base))
+        if code:
+            ident["code"] = code
         return ident
 
     def _judge(self, spec: RunSpec) -> Judge:
-        c = self.config
-        return ModelJudge(self.model_factory(spec.judge_model, "judge"), elicitation=c.elicitation.build(c.seed),
-                          prompts_dir=c.resolved_prompts_dir())
+        assert spec.judge_entry is not None
+        return self.make_judge(spec.judge_entry)
 
-    def _agent(self, spec: RunSpec) -> Agent:
+    def make_judge(self, entry: Entry) -> Judge:
+        """The judge a config entry describes: a :class:`ModelJudge` on a model spec, or a class
+        entry built by :func:`seerbench.experiment._components.build`."""
         c = self.config
-        if spec.agent_model == REPLAY:
+        if isinstance(entry, str):
+            return ModelJudge(self.model_factory(entry, "judge"), elicitation=c.elicitation.build(c.seed),
+                              prompts_dir=c.resolved_prompts_dir())
+        judge: Judge = build(entry, "judge", base_dir=c._base_dir, make_judge=self.make_judge, make_agent=self.make_agent,
+                             make_model=lambda s: self.model_factory(s, "judge"))
+        return judge
+
+    def make_agent(self, entry: Entry, tools: Sequence[str] = ()) -> Agent:
+        """The agent a config entry describes: ``replay``, a :class:`ModelAgent` on a model spec
+        (with ``tools``), or a class entry."""
+        c = self.config
+        if entry == REPLAY:
             from seerbench.datasets import ReplayAgent
 
             return ReplayAgent(show_snippets=False)
-        g = c.agent_generation
-        base = ModelAgent(
-            self.model_factory(spec.agent_model, "agent"),
-            tools=list(spec.tools),
-            generation=GenerateConfig(temperature=g.temperature, max_tokens=g.max_tokens, seed=c.seed),
-            max_words=g.max_words,
-            prompts_dir=c.resolved_prompts_dir(),
-        )
+        if isinstance(entry, str):
+            g = c.agent_generation
+            return ModelAgent(
+                self.model_factory(entry, "agent"),
+                tools=list(tools),
+                generation=GenerateConfig(temperature=g.temperature, max_tokens=g.max_tokens, seed=c.seed),
+                max_words=g.max_words,
+                prompts_dir=c.resolved_prompts_dir(),
+            )
+        agent: Agent = build(entry, "agent", base_dir=c._base_dir, make_judge=self.make_judge, make_agent=self.make_agent,
+                             make_model=lambda s: self.model_factory(s, "agent"))
+        return agent
+
+    def _agent(self, spec: RunSpec) -> Agent:
+        assert spec.agent_entry is not None
+        base = self.make_agent(spec.agent_entry, spec.tools)
         if spec.best_of_n > 1:
+            if not isinstance(base, ModelAgent):
+                raise ConfigError(f"cell {spec.key}: best_of_n needs a model agent (a model spec), not {spec.agent_model}")
             return BestOfNAgent(base, spec.best_of_n, self._judge(spec))
         return base
 
-    def _protocol(self, spec: RunSpec, *, dry: bool = False) -> Protocol:
+    def _protocol(self, spec: RunSpec, *, dry: bool = False) -> OversightProtocol:
         cls = PROTOCOLS[spec.protocol]
         if dry:
             judge: Any = None
             agent: Any = object() if cls.needs_agent else None
         else:
-            judge = self._judge(spec) if spec.judge_model != "trust" else None
+            judge = self._judge(spec) if spec.judge_entry is not None else None
             agent = self._agent(spec) if cls.needs_agent else None
         try:
             kw = {"both_orders": self.config.both_orders, **spec.kwargs}  # a protocol entry may override
             return cls(judge, agent, seed=self.config.seed, **kw)
         except TypeError as e:
-            raise ConfigError(f"protocol {spec.protocol}: bad keyword ({e}); keywords: num_turns, both_orders, judge_sees_source"
-                              + (", condition" if spec.protocol == "EvidenceDebate" else "")) from None
+            known = ", ".join(("num_turns", "both_orders", "judge_sees_source", *cls.keywords))
+            raise ConfigError(f"protocol {spec.protocol}: bad keyword ({e}); keywords: {known}") from None
 
     def check(self, specs: Sequence[RunSpec] | None = None) -> list[RunSpec]:
         """Everything that can be checked before a model is called or a file written: model specs
@@ -247,14 +285,19 @@ class Experiment:
         no_source = [q.id for q in questions if not q.source_text]
         for spec in specs:
             cls = PROTOCOLS[spec.protocol]
-            if spec.judge_model != "trust":
-                get_model(spec.judge_model)
-            if cls.needs_agent and spec.agent_model != REPLAY:
-                get_model(spec.agent_model)
+            if isinstance(spec.judge_entry, str):
+                get_model(spec.judge_entry)
+            if cls.needs_agent and isinstance(spec.agent_entry, str) and spec.agent_entry != REPLAY:
+                get_model(spec.agent_entry)
                 get_tools(list(spec.tools))
-            elif spec.tools:
-                raise ConfigError(f"cell {spec.key}: the replay agent takes no tools; use agent_tools: [[]] with agent_models: [replay]")
-            proto = self._protocol(spec, dry=True)
+            elif cls.needs_agent and spec.tools:
+                raise ConfigError(f"cell {spec.key}: tools are for model agents; {spec.agent_model} takes none "
+                                  "(use agent_tools: [[]] with this agent)")
+            try:
+                proto = self._protocol(spec)  # built for real (models load lazily): entries and capabilities checked
+                proto.check_capabilities()
+            except ConfigError as e:
+                raise ConfigError(f"cell {spec.key}: {e}") from None
             if proto.judge_sees_source and no_source:
                 raise ConfigError(
                     f"cell {spec.key}: the judge is to see the passage (judge_sees_source, or a condition starting with P), "
