@@ -13,6 +13,9 @@ The blocks are extracted from the files at test time, so the docs cannot drift f
 - ```python blocks run in a subprocess with the venv's python.
 - ```yaml / ```json / ```csv blocks need an entry in CASES (validated, written to a file that later
   blocks read, or reference material).
+- A block of any language whose first line is ``# file: NAME`` is the content of file NAME: it is
+  written to the working directory, where later commands use it (docs/extending.md's plugin module
+  and config). Nothing else is done with it.
 
 A document's items run in order in one working directory (a copy of examples/, plus a ``.venv``
 link to the repository's venv), so ``seerbench run X`` followed by ``seerbench stats runs/X``
@@ -157,6 +160,7 @@ CASES: tuple[Case, ...] = (
                 "create examples/study.yaml` above runs it"),
 )
 
+FILE_MARK = re.compile(r"^\s*#\s*file:\s*(\S+)\s*$")
 SHELL_LANGS = {"bash", "sh", "shell", "console", "zsh"}
 DATA_LANGS = {"yaml", "yml", "json", "jsonl", "csv"}
 COMMAND_WORDS = ("seerbench", "python", "python3", "pip", ".venv/bin/", "cd", "export", "cat")
@@ -171,7 +175,7 @@ COMMAND_WORDS = ("seerbench", "python", "python3", "pip", ".venv/bin/", "cd", "e
 class Item:
     doc: str
     line: int  # 1-based: the command's line, or a block's opening fence
-    kind: Literal["shell", "python", "data"]
+    kind: Literal["shell", "python", "data", "file"]
     lang: str
     text: str  # the command (continuations joined, comment stripped) or the block's body
 
@@ -267,7 +271,9 @@ def extract(doc: str, text: str) -> list[Item]:
         if not body.strip():
             continue
         first_content = next(ln for ln in lines if ln.strip())
-        if lang in SHELL_LANGS or (lang == "" and is_command_word(first_content)):
+        if FILE_MARK.match(first_content):
+            items.append(Item(doc, first - 1, "file", lang, body + "\n"))
+        elif lang in SHELL_LANGS or (lang == "" and is_command_word(first_content)):
             items += [Item(doc, n, "shell", lang, cmd) for n, cmd in shell_commands(first, lang, lines)]
         elif lang == "python":
             items.append(Item(doc, first - 1, "python", lang, body + "\n"))
@@ -471,7 +477,11 @@ def test_doc(
 
     if case is not None and how == "skip":
         pytest.skip(case.reason)
-    if item.kind == "python":
+    if item.kind == "file":
+        m = FILE_MARK.match(item.text.splitlines()[0])
+        assert m is not None
+        (cwd / m.group(1)).write_text(item.text, encoding="utf-8")
+    elif item.kind == "python":
         run_python(item.text, cwd, env)
     elif item.kind == "data":
         assert case is not None, f"{item.id}: a ```{item.lang} block needs an entry in CASES"
@@ -566,3 +576,5 @@ def test_extraction() -> None:
     assert options == ["--all", "--half-width", "--k", "--n"]
     assert rest == "seerbench plan --k 4"
     assert not is_concrete("seerbench datasets show NAME")
+    [f] = extract("y.md", "```python\n# file: my_plugin.py\nX = 1\n```\n")
+    assert (f.kind, f.text) == ("file", "# file: my_plugin.py\nX = 1\n")

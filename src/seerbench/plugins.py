@@ -143,7 +143,10 @@ class Registry(dict[str, T], Generic[T]):
             key = name or getattr(obj, "name", None) or getattr(obj, "__name__", None)
             if not isinstance(key, str) or not key:
                 raise ValueError(f"give the {self.kind} a name: register({self.kind}_name)")
-            if key in self and self[key] is not obj and not replace:
+            old = self.get(key)
+            same = old is not None and (getattr(old, "__module__", None), getattr(old, "__qualname__", None)) == (
+                getattr(obj, "__module__", None), getattr(obj, "__qualname__", None))  # a re-import of one definition
+            if old is not None and old is not obj and not same and not replace:
                 raise ConfigError(f"a {self.kind} named {key!r} is already registered ({self[key]!r}); pass replace=True to override")
             self[key] = obj
             return obj

@@ -156,6 +156,11 @@ class ExperimentConfig(BaseModel):
 
     @classmethod
     def parse(cls, raw: dict[str, Any], source: str = "config", base_dir: str | Path | None = None) -> ExperimentConfig:
+        plugins = raw.get("plugins")
+        if isinstance(plugins, list):  # first, so their errors are their own one-line messages
+            for ref in plugins:
+                if isinstance(ref, str):
+                    load_plugin(ref, base_dir)
         try:
             cfg = cls.model_validate(raw, context={"base_dir": base_dir})
         except ValidationError as e:
