@@ -27,7 +27,7 @@ from seerbench.study._results import (
     study_stats,
     write_export,
 )
-from seerbench.study._server import create_app, invite_link
+from seerbench.study._server import app_from_env, create_app, invite_link
 from seerbench.study._storage import Assignment, StudyStore, database_url
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "StudyItem",
     "StudyManifest",
     "StudyStore",
+    "app_from_env",
     "build_catch_trials",
     "create_app",
     "create_study",

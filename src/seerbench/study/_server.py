@@ -34,7 +34,7 @@ from seerbench.study._items import StudyItem
 from seerbench.study._results import EXPORT_FIELDS, _csv_cell, export_rows, study_stats
 from seerbench.study._storage import Assignment, StudyStore
 
-__all__ = ["create_app", "invite_link"]
+__all__ = ["app_from_env", "create_app", "invite_link"]
 
 log = logging.getLogger("seerbench.study")
 
@@ -67,11 +67,19 @@ def invite_link(store: StudyStore, label: str, base_url: str) -> str:
 
 
 def segment_passage(passage: str, quotes: list[list[str]]) -> tuple[list[dict[str, Any]], dict[tuple[int, int], str]]:
-    """Split ``passage`` into plain and snippet segments.
+    """Mark the snippets in ``passage``, overlapping ones included.
 
-    ``quotes[i]`` are option i's snippets. Each snippet found verbatim (first occurrence, not
-    overlapping an earlier one) becomes a segment with an anchor id; returns the segments and a map
-    (option, quote index) -> anchor id. Snippets not in the passage stay unlinked.
+    ``quotes[i]`` are option i's snippets. Each snippet found verbatim (its first occurrence)
+    becomes a ``<span>`` with an anchor id; returns the passage as a flat list of tokens to render
+    in order (``{"text": ...}``, ``{"open": {...}}`` for a ``<span>``, ``{"close": True}`` for its
+    ``</span>``) and a map (option, quote index) -> anchor id. Snippets not in the passage stay
+    unlinked.
+
+    Snippets may overlap (in the single_turn_debate data one option's snippet often lies inside
+    the other's): a snippet inside another is a ``<span>`` inside its ``<span>``, and one that
+    crosses another's end is split into pieces, the first carrying the anchor id, every piece the
+    snippet's ``data-snip``. A piece inside another option's snippet is ``shared`` (shown in both
+    colours).
     """
     found: list[tuple[int, int, int, int]] = []
     for oi, qs in enumerate(quotes):
@@ -80,26 +88,44 @@ def segment_passage(passage: str, quotes: list[list[str]]) -> tuple[list[dict[st
             if not text:
                 continue
             start = passage.find(text)
-            if start < 0:
-                continue
-            end = start + len(text)
-            if any(s < end and start < e for s, e, _, _ in found):
-                continue
-            found.append((start, end, oi, qi))
-    found.sort()
-    segs: list[dict[str, Any]] = []
-    anchors: dict[tuple[int, int], str] = {}
-    pos = 0
-    for start, end, oi, qi in found:
-        if start > pos:
-            segs.append({"text": passage[pos:start], "id": None, "option": None})
-        sid = f"snip-{oi}-{qi}"
-        anchors[(oi, qi)] = sid
-        segs.append({"text": passage[start:end], "id": sid, "option": oi})
-        pos = end
-    if pos < len(passage):
-        segs.append({"text": passage[pos:], "id": None, "option": None})
-    return segs, anchors
+            if start >= 0:
+                found.append((start, start + len(text), oi, qi))
+    # outer before inner: earlier start first, then the longer one
+    found.sort(key=lambda f: (f[0], -f[1], f[2], f[3]))
+    anchors = {(oi, qi): f"snip-{oi}-{qi}" for _, _, oi, qi in found}
+    tokens: list[dict[str, Any]] = []
+    stack: list[tuple[int, int, int, int]] = []  # open spans, outermost first
+    opened: set[tuple[int, int]] = set()  # snippets whose first piece (with the id) was opened
+
+    def open_span(f: tuple[int, int, int, int]) -> None:
+        _, _, oi, qi = f
+        sid = anchors[(oi, qi)]
+        first = (oi, qi) not in opened
+        opened.add((oi, qi))
+        shared = any(o[2] != oi for o in stack)
+        tokens.append({"open": {"id": sid if first else None, "snip": sid, "option": oi, "shared": shared}})
+        stack.append(f)
+
+    bounds = sorted({b for f in found for b in f[:2]} | {0, len(passage)})
+    starts = iter(found)
+    nxt = next(starts, None)
+    for pos, stop in zip(bounds, [*bounds[1:], None], strict=True):
+        ending = [i for i, f in enumerate(stack) if f[1] == pos]
+        if ending:
+            # close down to the outermost span that ends here; reopen those that go on
+            cut = ending[0]
+            going_on = [f for f in stack[cut:] if f[1] > pos]
+            tokens.extend({"close": True} for _ in stack[cut:])
+            del stack[cut:]
+            for f in going_on:
+                open_span(f)
+        while nxt is not None and nxt[0] == pos:
+            open_span(nxt)
+            nxt = next(starts, None)
+        if stop is not None and stop > pos:
+            tokens.append({"text": passage[pos:stop]})
+    tokens.extend({"close": True} for _ in stack)
+    return tokens, anchors
 
 
 def _json_safe(v: Any) -> Any:
@@ -452,11 +478,16 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
             "progress": (a.seq + 1, m.tasks_per_rater),
         }
 
+    def reclaimed_page() -> HTMLResponse:
+        return render("reclaimed.html", 409)
+
     @app.get("/task/{aid}", response_class=HTMLResponse)
     def task(request: Request, aid: str) -> Response:
         rid, a = own(request, aid)
-        if a.status != "active":
-            return RedirectResponse(f"/task/{aid}/feedback" if a.status == "submitted" else "/next", 303)
+        if a.status == "submitted":
+            return RedirectResponse(f"/task/{aid}/feedback", 303)
+        if st.reclaimed(a):
+            return reclaimed_page()
         if m.timed and a.final_deadline is not None and st.clock() > a.final_deadline + m.submit_grace_s:
             st.submit(aid, rid, {}, auto=True)
             return RedirectResponse(f"/task/{aid}/feedback", 303)
@@ -470,8 +501,10 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
         return await run_in_threadpool(_task_start, request, aid, form)
 
     def _task_start(request: Request, aid: str, form: dict[str, Any]) -> Response:
-        rid, _a = own(request, aid)
+        rid, a = own(request, aid)
         check_csrf(form, *session_of(request))
+        if st.reclaimed(a):
+            return reclaimed_page()
         st.start_timer(aid, rid)
         return RedirectResponse(f"/task/{aid}", status_code=303)
 
@@ -530,6 +563,8 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
         auto = str(form.get("auto", "")) == "1"
         if a.status == "submitted":
             return RedirectResponse(f"/task/{aid}/feedback", status_code=303)
+        if st.reclaimed(a):
+            return reclaimed_page()
         if m.timed and a.timer_started_at is None:
             raise _HTTPError(400, "Start the timer before answering.")
         late = m.timed and a.final_deadline is not None and st.clock() > a.final_deadline + m.submit_grace_s
@@ -542,7 +577,7 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
         if res is None:
             raise _HTTPError(404, "Task not found.")
         if res.outcome == "reclaimed":
-            raise _HTTPError(409, "This task expired and was given to someone else. Please continue.")
+            return reclaimed_page()
         return RedirectResponse(f"/task/{aid}/feedback", status_code=303)
 
     @app.get("/task/{aid}/feedback", response_class=HTMLResponse)
@@ -625,3 +660,19 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
         return JSONResponse(_json_safe({"progress": st.progress(), "stats": study_stats(export_rows(st), seed=m.seed)}))
 
     return app
+
+
+def app_from_env() -> FastAPI:
+    """The app for several worker processes: ``SEERBENCH_STUDY_DB=... uvicorn --factory
+    seerbench.study:app_from_env --workers N``. Each worker opens the study in
+    ``SEERBENCH_STUDY_DB`` (a SQLite path or a database URL) itself; ``SEERBENCH_STUDY_PUBLIC_URL``
+    is the raters' address (``https://...`` makes the cookie ``Secure``). The assignment guarantees
+    live in the database, so they hold across the workers."""
+    import os
+
+    from seerbench.errors import ConfigError
+
+    db = os.environ.get("SEERBENCH_STUDY_DB")
+    if not db:
+        raise ConfigError("set SEERBENCH_STUDY_DB to the study's database (a SQLite file or a database URL)")
+    return create_app(db, base_url=os.environ.get("SEERBENCH_STUDY_PUBLIC_URL", ""))

@@ -699,6 +699,26 @@ class StudyStore:
             row = c.execute(q).first()
         return Assignment.from_row(row) if row else None
 
+    def reclaimed(self, a: Assignment) -> bool:
+        """Whether ``a`` expired and its slot went to another rater (then it is closed as
+        abandoned and a submission for it is refused). No query while the task has not expired."""
+        if a.status == "abandoned":
+            return True
+        if a.status != "active" or a.slot_id is None or self.clock() <= a.expires_at:
+            return False
+        with self.engine.connect() as c:
+            owner = c.execute(select(slot_t.c.assignment_id).where(slot_t.c.id == a.slot_id)).scalar_one()
+        if owner == a.id:
+            return False
+        with self._tx() as c:
+            c.execute(
+                update(assignment_t)
+                .where(assignment_t.c.id == a.id, assignment_t.c.status == "active")
+                .values(status="abandoned")
+            )
+        a.status = "abandoned"
+        return True
+
     def mark_shown(self, aid: str) -> None:
         with self._tx() as c:
             c.execute(

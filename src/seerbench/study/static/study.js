@@ -47,10 +47,13 @@
   }
 
   function setupSnippets() {
+    // A snippet may be split into pieces where it overlaps another option's snippet: every piece
+    // carries data-snip, the first one the id the link targets.
     var links = document.querySelectorAll("a.snippet-link");
     Array.prototype.forEach.call(links, function (link) {
       link.addEventListener("click", function (ev) {
-        var target = document.getElementById(link.getAttribute("data-target"));
+        var id = link.getAttribute("data-target");
+        var target = document.getElementById(id);
         if (!target) return;
         ev.preventDefault();
         var option = link.getAttribute("data-option");
@@ -61,14 +64,23 @@
         Array.prototype.forEach.call(document.querySelectorAll('.snip[data-option="' + option + '"]'), function (el) {
           el.classList.add("highlight");
         });
-        target.classList.add("active");
+        Array.prototype.forEach.call(document.querySelectorAll('.snip[data-snip="' + id + '"]'), function (el) {
+          el.classList.add("active");
+        });
         target.scrollIntoView({ block: "center" });
       });
     });
   }
 
+  function setupError() {
+    // the answer panel scrolls on its own: bring a form error into view there
+    var err = document.getElementById("form-error");
+    if (err) err.scrollIntoView({ block: "nearest" });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     setupTimer();
     setupSnippets();
+    setupError();
   });
 })();
