@@ -219,4 +219,4 @@ def test_the_public_api_resolves() -> None:
 
     assert Protocol is OversightProtocol  # the 0.1 name still works
     with pytest.raises(AttributeError):
-        _ = seerbench.NoSuchThing  # type: ignore[attr-defined]
+        _ = seerbench.NoSuchThing

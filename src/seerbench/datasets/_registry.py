@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from seerbench.datasets._reading import generate_reading
 from seerbench.datasets._single_turn_debate import load_single_turn_debate
 from seerbench.datasets._truthfulqa import load_truthfulqa
 from seerbench.errors import ConfigError
+from seerbench.types import Question
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ _REGISTRY: dict[str, DatasetInfo] = {
 
 def register_dataset(
     name: str, *, kind: str = "user", description: str | None = None, replace: bool = False
-) -> Callable[[Callable[..., Questions]], Callable[..., Questions]]:
+) -> Callable[[Callable[..., Iterable[Question]]], Callable[..., Iterable[Question]]]:
     """Decorator: make a loader usable as ``dataset: {name: <name>, <its keyword options>}`` in
     configs and by :func:`load_dataset`. The loader returns a list of :class:`Question` (or any
     iterable of them); its keyword parameters are the dataset's options. Example::
@@ -110,11 +112,18 @@ def register_dataset(
             ...
     """
 
-    def deco(loader: Callable[..., Questions]) -> Callable[..., Questions]:
-        if name in _REGISTRY and _REGISTRY[name].loader is not loader and not replace:
+    def deco(loader: Callable[..., Iterable[Question]]) -> Callable[..., Iterable[Question]]:
+        old = _REGISTRY.get(name)
+        if old is not None and getattr(old.loader, "__wrapped__", None) is not loader and not replace:
             raise ConfigError(f"a dataset named {name!r} is already registered; pass replace=True to override")
         doc = description or (inspect.getdoc(loader) or name).splitlines()[0]
-        _REGISTRY[name] = DatasetInfo(name, kind, doc, loader)
+
+        @functools.wraps(loader)
+        def load(*args: Any, **kwargs: Any) -> Questions:
+            out = loader(*args, **kwargs)
+            return out if isinstance(out, Questions) else Questions(out)
+
+        _REGISTRY[name] = DatasetInfo(name, kind, doc, load)
         return loader
 
     return deco
