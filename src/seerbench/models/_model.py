@@ -25,7 +25,21 @@ def to_messages(messages: MessagesLike) -> list[ChatMessage]:
 
 class Model:
     """A model spec bound to its backend. Every call is cached on disk (unless ``cache=False``),
-    limited to ``max_concurrency`` in flight, retried on transient failures, and accounted."""
+    limited to ``max_concurrency`` in flight, retried on transient failures, and accounted.
+
+    Get one with :func:`seerbench.models.get_model` (one shared instance per spec)::
+
+        model = get_model("local")
+        out = await model.generate("Name a prime number.", max_tokens=8)   # ModelOutput
+        print(out.text, out.samples[0].usage)
+        lp = await model.option_logprobs(messages, ["A", "B"])           # exact, where the backend can
+
+    Arguments: ``spec`` is the model string results are labelled with; ``backend`` does one call
+    (:class:`~seerbench.models.Backend`); ``cache`` is True (the default disk cache), False, or a
+    :class:`~seerbench.models.Cache`; ``retry`` a :class:`~seerbench.models.RetryPolicy`;
+    ``usage`` the tracker calls are counted in. Probabilities for a multiple-choice prompt come
+    from :func:`seerbench.models.elicit`, not from here.
+    """
 
     def __init__(
         self,
