@@ -435,3 +435,17 @@ def test_baseline_may_be_the_protocol_name_when_one_folder_has_it(tmp_path: Path
     by_folder = json.loads(runner.invoke(app, ["stats", str(tmp_path / "out"), "--baseline", "NaiveJudge_swap", "--json"]).stdout)
     assert by_name["paired"] == by_folder["paired"] and [p["baseline"] for p in by_name["paired"]] == ["NaiveJudge_swap"]
     assert "no protocol folder 'Debate'" in _one_line_error(runner.invoke(app, ["stats", str(tmp_path / "out"), "--baseline", "Debate"]))
+
+
+STD_DATA = REPO.parent / "shared" / "data" / "single_turn_debate" / "all_arguments.jsonl"
+
+
+@pytest.mark.skipif(not STD_DATA.is_file(), reason="the shared single_turn_debate data is not beside this checkout")
+def test_the_single_turn_debate_example_runs_as_shipped_from_any_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # its dataset path is read from the config file's folder, not from here
+    r = runner.invoke(app, ["run", str(REPO / "examples" / "single_turn_debate.yaml"), "--dry-run", "--json"])
+    assert r.exit_code == 0, r.output
+    plan = json.loads(r.stdout)
+    assert [c["cell"] for c in plan["cells"]] == [
+        "NaiveJudge_swap/J_local", "Consultancy_t1_swap/A_replay_J_local", "EvidenceDebate_SA_swap/A_replay_J_local"]
+    assert all(c["to_run"] == 20 for c in plan["cells"])
