@@ -1,21 +1,29 @@
-"""Judgment submissions per second and submit latency of the study server under concurrent raters.
+"""Latency and throughput of the study server under simulated raters: a paced study and a burst.
 
-Run by hand: ``python benchmarks/bench_study.py [--raters 50 200] [--tasks 10]``.
+Run by hand (never in the tests)::
 
-For each concurrency level a fresh study is created, ``seerbench study serve`` is started as its
-own process on 127.0.0.1 (as in production), and that many simulated raters (one HTTP client
-each, :mod:`seerbench.study._loadgen`) go through the whole flow at once: entry link, quiz, then per
-task "start timer", "submit", "next". Two rates are reported:
+    python benchmarks/bench_study.py [--raters 50 200] [--tasks 5] [--modes paced burst mixed]
+        [--time-scale 10] [--think 30 120] [--workers 1] [--repeat 1]
 
+For each backend, concurrency level and mode a fresh study is created and served by its own
+process(es) on 127.0.0.1, as in production: ``seerbench study serve`` for one worker, ``uvicorn
+--factory seerbench.study:app_from_env --workers N`` for several. Modes:
+
+- ``paced``: a real study. Raters arrive spread over one mean task time and think between
+  requests (:func:`seerbench.study._loadgen.simulate_paced`): each task takes a uniform draw from
+  ``--think`` seconds (30-120 s: reading the question, the material, the feedback page), divided
+  by ``--time-scale`` to compress the study. At scale k, N raters send the requests of N*k raters
+  at a real pace (printed as "~N*k real"). Latency of the submits and of every request.
 - ``burst``: every rater holds a started task and all submit at the same moment, round after
-  round; submissions/s = submissions / time spent in the bursts, latency of those submits;
-- ``mixed``: the whole flow with page loads in between; submissions/s over the wall time, and
-  the submit latency under that mixed load.
+  round; submissions/s = submissions / time spent in the bursts, latency of those submits (mostly
+  queueing: the last of N simultaneous submits waits about N / throughput).
+- ``mixed``: the whole flow with no think time (every rater as fast as the server answers);
+  submissions/s over the wall time, submit latency.
 
 The load generator runs in this process and shares the machine's cores with the server, so the
 figures are a lower bound for a server with its own cores. SQLite by default; set
-``SEERBENCH_BENCH_POSTGRES_URL`` (an empty database) to measure PostgreSQL too. Writes
-``benchmarks/results/bench_study.json``.
+``SEERBENCH_BENCH_POSTGRES_URL`` (a disposable database: its study tables are dropped) to measure
+PostgreSQL too. Writes ``benchmarks/results/bench_study.json``.
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ from typing import Any
 import httpx
 
 from seerbench.study import StudyStore, create_study, load_manifest
-from seerbench.study._loadgen import simulate_raters
+from seerbench.study._loadgen import simulate_paced, simulate_raters
 
 ROOT = Path(__file__).resolve().parents[1]
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
@@ -79,19 +87,21 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _serve(db: str) -> tuple[subprocess.Popen[bytes], str]:
+def _serve(db: str, workers: int) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from seerbench.cli import main; main()", "study", "serve", "--db", db, "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    if workers > 1:
+        env["SEERBENCH_STUDY_DB"] = db
+        cmd = [sys.executable, "-m", "uvicorn", "--factory", "seerbench.study:app_from_env", "--workers", str(workers)]
+        cmd += ["--port", str(port), "--log-level", "warning", "--backlog", "2048"]
+    else:
+        cmd = [sys.executable, "-c", "from seerbench.cli import main; main()", "study", "serve", "--db", db, "--port", str(port)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
+    for _ in range(600):
         try:
             httpx.get(url + "/", timeout=1)
+            time.sleep(0.5 if workers > 1 else 0)  # let every worker come up
             return proc, url
         except httpx.HTTPError:
             time.sleep(0.1)
@@ -99,9 +109,27 @@ def _serve(db: str) -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError("study server did not start")
 
 
-def _pct(xs: list[float], q: float) -> float:
+def _cpu_s(proc: subprocess.Popen[bytes]) -> float | None:
+    """CPU seconds (user + system) used so far by the server process and its children (the
+    workers), from /proc; None where there is no /proc."""
+    pids = [proc.pid]
+    try:
+        out = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True, check=False).stdout
+        pids += [int(x) for x in out.split()]
+        total = 0
+        for pid in pids:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
+        return total / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return None
+
+
+def _pct(xs: list[float], q: float) -> float | None:
+    if not xs:
+        return None
     s = sorted(xs)
-    return s[min(len(s) - 1, int(q * (len(s) - 1)))] * 1000
+    return round(s[min(len(s) - 1, int(q * (len(s) - 1)))] * 1000, 1)
 
 
 async def _burst(url: str, raters: int, rounds: int) -> dict[str, Any]:
@@ -125,7 +153,7 @@ async def _burst(url: str, raters: int, rounds: int) -> dict[str, Any]:
             return aid
 
         states = list(await asyncio.gather(*(enter(i) for i in range(raters))))
-        csrfs = [c for c, _ in states]  # a rater's CSRF token never changes
+        csrfs = [c for c, _ in states]  # a rater's CSRF token never changes within a session
         lat: list[float] = []
         n, busy = 0, 0.0
         for _ in range(rounds):
@@ -150,7 +178,7 @@ async def _burst(url: str, raters: int, rounds: int) -> dict[str, Any]:
             states = list(await asyncio.gather(*(nxt(i) for i in range(raters))))
         return {
             "submissions": n,
-            "submissions_per_s": n / busy if busy else None,
+            "submissions_per_s": round(n / busy, 1) if busy else None,
             "p50_ms": _pct(lat, 0.5),
             "p99_ms": _pct(lat, 0.99),
         }
@@ -158,37 +186,68 @@ async def _burst(url: str, raters: int, rounds: int) -> dict[str, Any]:
         await asyncio.gather(*(c.aclose() for c in clients))
 
 
-def run_level(db_url: str | None, raters: int, tasks: int) -> dict[str, Any]:
+def _paced(url: str, raters: int, tasks: int, scale: float, think: tuple[float, float]) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    logs = asyncio.run(simulate_paced(url, raters, quiz={"q0": "0"}, think_s=think, time_scale=scale, max_tasks=tasks))
+    wall = time.perf_counter() - t0
+    subs = [x for log in logs for x in log.latencies]
+    every = [x for log in logs for _, x in log.requests]
+    kinds = sorted({k for log in logs for k, _ in log.requests})
+    return {
+        "time_scale": scale,
+        "equivalent_real_raters": raters * scale,
+        "wall_s": round(wall, 1),
+        "submissions": len(subs),
+        "requests": len(every),
+        "submissions_per_s": round(len(subs) / wall, 2),
+        "requests_per_s": round(len(every) / wall, 1),
+        "p50_ms": _pct(subs, 0.5),
+        "p99_ms": _pct(subs, 0.99),
+        "all_p50_ms": _pct(every, 0.5),
+        "all_p99_ms": _pct(every, 0.99),
+        "p99_ms_by_kind": {k: _pct([x for log in logs for kk, x in log.requests if kk == k], 0.99) for k in kinds},
+        "errors": sum(len(log.errors) for log in logs),
+    }
+
+
+def _mixed(url: str, raters: int) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    logs = asyncio.run(simulate_raters(url, raters, quiz={"q0": "0"}))
+    wall = time.perf_counter() - t0
+    lat = [x for log in logs for x in log.latencies]
+    return {
+        "submissions": len(lat),
+        "wall_s": round(wall, 2),
+        "submissions_per_s": round(len(lat) / wall, 1),
+        "p50_ms": _pct(lat, 0.5),
+        "p99_ms": _pct(lat, 0.99),
+        "errors": sum(len(log.errors) for log in logs),
+    }
+
+
+def run_one(db_url: str | None, mode: str, raters: int, args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        out: dict[str, Any] = {"raters": raters}
-        for mode in ("burst", "mixed"):
-            db = db_url or str(tmp / f"{mode}.sqlite")
-            if db_url:
-                _reset_postgres(db_url)
-            _make_study(db, tmp, raters, tasks).close()
-            proc, url = _serve(db)
-            try:
-                if mode == "burst":
-                    out["burst"] = asyncio.run(_burst(url, raters, tasks))
-                else:
-                    t0 = time.perf_counter()
-                    logs = asyncio.run(simulate_raters(url, raters, quiz={"q0": "0"}))
-                    wall = time.perf_counter() - t0
-                    lat = [x for log in logs for x in log.latencies]
-                    errors = [e for log in logs for e in log.errors]
-                    out["mixed"] = {
-                        "submissions": len(lat),
-                        "wall_s": round(wall, 2),
-                        "submissions_per_s": len(lat) / wall,
-                        "p50_ms": _pct(lat, 0.5),
-                        "p99_ms": _pct(lat, 0.99),
-                        "errors": len(errors),
-                    }
-            finally:
-                proc.terminate()
-                proc.wait(timeout=10)
-        return out
+        db = db_url or str(tmp / "bench.sqlite")
+        if db_url:
+            _reset_postgres(db_url)
+        _make_study(db, tmp, raters, args.tasks).close()
+        proc, url = _serve(db, args.workers)
+        try:
+            cpu0 = _cpu_s(proc)
+            if mode == "burst":
+                out = asyncio.run(_burst(url, raters, args.tasks))
+            elif mode == "paced":
+                out = _paced(url, raters, args.tasks, args.time_scale, tuple(args.think))
+            else:
+                out = _mixed(url, raters)
+            cpu1 = _cpu_s(proc)
+            if cpu0 is not None and cpu1 is not None:
+                out["server_cpu_s"] = round(cpu1 - cpu0, 2)
+            return out
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
 
 
 def _reset_postgres(url: str) -> None:
@@ -201,28 +260,49 @@ def _reset_postgres(url: str) -> None:
     eng.dispose()
 
 
+def _line(name: str, n: int, mode: str, r: dict[str, Any], workers: int) -> str:
+    head = f"{name:10s} w{workers} {n:4d} raters {mode:6s}"
+    if mode == "paced":
+        return (
+            f"{head} x{r['time_scale']:g} (~{r['equivalent_real_raters']:g} real) | {r['submissions']} submits "
+            f"{r['submissions_per_s']}/s, {r['requests_per_s']} req/s | submit p50 {r['p50_ms']} p99 {r['p99_ms']} ms"
+            f" | all requests p50 {r['all_p50_ms']} p99 {r['all_p99_ms']} ms | errors {r['errors']}{_cpu(r, r['requests'])}"
+        )
+    extra = f" | errors {r['errors']}" if "errors" in r else ""
+    return f"{head} | {r['submissions_per_s']} submissions/s | p50 {r['p50_ms']} p99 {r['p99_ms']} ms{extra}{_cpu(r, None)}"
+
+
+def _cpu(r: dict[str, Any], requests: int | None) -> str:
+    if r.get("server_cpu_s") is None:
+        return ""
+    per = f", {1000 * r['server_cpu_s'] / requests:.2f} ms a request" if requests else ""
+    return f" | server CPU {r['server_cpu_s']} s{per}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--raters", type=int, nargs="+", default=[50, 200])
-    ap.add_argument("--tasks", type=int, default=10, help="tasks per rater (rounds of the burst mode)")
+    ap.add_argument("--tasks", type=int, default=5, help="tasks per rater (rounds of the burst mode)")
+    ap.add_argument("--modes", nargs="+", choices=["paced", "burst", "mixed"], default=["paced", "burst"])
+    ap.add_argument("--time-scale", type=float, default=10.0, help="paced: think time divided by this")
+    ap.add_argument("--think", type=float, nargs=2, default=[30.0, 120.0], help="paced: seconds per task, min max")
+    ap.add_argument("--workers", type=int, default=1, help="server processes")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--backends", nargs="+", choices=["sqlite", "postgresql"], default=None)
     args = ap.parse_args()
-    results: dict[str, Any] = {"cpu_count": os.cpu_count(), "backends": {}}
+    results: dict[str, Any] = {"cpu_count": os.cpu_count(), "load_average": os.getloadavg(), "args": vars(args), "runs": []}
     backends: list[tuple[str, str | None]] = [("sqlite", None)]
     if os.environ.get("SEERBENCH_BENCH_POSTGRES_URL"):
         backends.append(("postgresql", os.environ["SEERBENCH_BENCH_POSTGRES_URL"]))
+    if args.backends:
+        backends = [b for b in backends if b[0] in args.backends]
     for name, url in backends:
-        results["backends"][name] = []
         for n in args.raters:
-            r = run_level(url, n, args.tasks)
-            results["backends"][name].append(r)
-            b, m = r["burst"], r["mixed"]
-            print(
-                f"{name:10s} {n:4d} raters | burst: {b['submissions_per_s']:7.1f} submissions/s, "
-                f"p50 {b['p50_ms']:6.1f} ms, p99 {b['p99_ms']:6.1f} ms | mixed flow: "
-                f"{m['submissions_per_s']:6.1f} submissions/s, p50 {m['p50_ms']:6.1f} ms, p99 {m['p99_ms']:6.1f} ms, "
-                f"errors {m['errors']}",
-                flush=True,
-            )
+            for mode in args.modes:
+                for _ in range(args.repeat):
+                    r = run_one(url, mode, n, args)
+                    results["runs"].append({"backend": name, "raters": n, "mode": mode, "workers": args.workers, **r})
+                    print(_line(name, n, mode, r, args.workers), flush=True)
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench_study.json").write_text(json.dumps(results, indent=2))

@@ -208,6 +208,7 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
         loader=jinja2.FileSystemLoader(str(_HERE / "templates")),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
+        auto_reload=False,  # templates are package files: no stat() of each on every render
     )
     env.filters["paragraphs"] = _paragraphs
     env.filters["tojson_attr"] = lambda v: json.dumps(v)
@@ -227,14 +228,18 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
     def session_of(request: Request) -> tuple[str, str]:
         """(rater id, session id) from the signed session cookie (no DB read; the session id is
         checked against the rater's current one where the rater or a task is read)."""
+        known = getattr(request.state, "sb_session", None)  # checked once a request
+        if known is not None:
+            return known
         raw = request.cookies.get(_COOKIE)
         if not raw:
             raise _HTTPError(401, "Please open the study through your personal link.")
         try:
             rid, sess = signer.loads(raw, max_age=int(m.session_s))
-            return str(rid), str(sess)
         except (BadSignature, TypeError, ValueError):
             raise _HTTPError(401, "Your session is not valid; please open your study link again.") from None
+        request.state.sb_session = (str(rid), str(sess))
+        return request.state.sb_session
 
     def current_rater(request: Request) -> dict[str, Any]:
         rid, sess = session_of(request)

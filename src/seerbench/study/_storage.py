@@ -47,6 +47,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     and_,
+    bindparam,
     create_engine,
     event,
     exists,
@@ -205,6 +206,48 @@ def _make_engine(url: str) -> Engine:
         ) from None
 
 
+# Statements on the request path, built once with bound parameters: building a statement and its
+# cache key took longer than running it on SQLite (SQLAlchemy memoises the key per statement).
+_A_BY_ID = select(assignment_t).where(assignment_t.c.id == bindparam("aid"))
+_A_OWN = _A_BY_ID.where(assignment_t.c.rater_id == bindparam("rid"))
+_A_OWN_SESSION = _A_OWN.join(rater_t, rater_t.c.id == assignment_t.c.rater_id).where(
+    rater_t.c.session == bindparam("sess")
+)
+_A_ACTIVE = select(assignment_t).where(assignment_t.c.rater_id == bindparam("rid"), assignment_t.c.status == "active")
+_RATER = select(rater_t).where(rater_t.c.id == bindparam("rid"))
+_SLOT_OWNER = select(slot_t.c.assignment_id).where(slot_t.c.id == bindparam("sid"))
+_COUNTS = (
+    select(
+        assignment_t.c.condition,
+        assignment_t.c.status,
+        assignment_t.c.is_catch,
+        func.count(),
+        func.coalesce(func.sum(assignment_t.c.correct), 0.0),
+    )
+    .where(assignment_t.c.rater_id == bindparam("rid"))
+    .group_by(assignment_t.c.condition, assignment_t.c.status, assignment_t.c.is_catch)
+)
+_NEXT_SEQ = select(func.coalesce(func.max(assignment_t.c.seq), -1) + 1).where(
+    assignment_t.c.rater_id == bindparam("rid")
+)
+_SEEN_QUESTIONS = select(assignment_t.c.question_id).where(assignment_t.c.rater_id == bindparam("rid"))
+# A claim reads a few candidate slots, so a lost race can move on without a new query round trip.
+# Two scans in index order (open slots; taken slots whose time ran out), merged: one query with an
+# OR of both sorted every slot of the condition on each claim.
+_PICK = select(
+    slot_t.c.id, slot_t.c.item_id, slot_t.c.expert_option, slot_t.c.assignment_id, slot_t.c.replicate, slot_t.c.order_key
+).where(
+    slot_t.c.condition == bindparam("cond"),
+    ~exists().where(assignment_t.c.rater_id == bindparam("rid"), assignment_t.c.question_id == slot_t.c.question_id),
+)
+_PICK_OPEN = _PICK.where(slot_t.c.status == "open").order_by(slot_t.c.replicate, slot_t.c.order_key).limit(8)
+_PICK_EXPIRED = (
+    _PICK.where(slot_t.c.status == "taken", slot_t.c.expires_at < bindparam("now"))
+    .order_by(slot_t.c.replicate, slot_t.c.order_key)
+    .limit(8)
+)
+
+
 @dataclass
 class Assignment:
     """One rater's task: an item under a condition, with server-side timestamps and the answer."""
@@ -300,6 +343,7 @@ class StudyStore:
                 row.id: StudyItem.from_row(row.key, row.data, row.answer_case, row.catch)
                 for row in c.execute(select(item_t))
             }
+        self._catch_fit: dict[str, list[int]] = {}
 
     # ------------------------------------------------------------------ creation
     @classmethod
@@ -480,7 +524,7 @@ class StudyStore:
 
     def rater(self, rater_id: str) -> dict[str, Any] | None:
         with self.engine.connect() as c:
-            row = c.execute(select(rater_t).where(rater_t.c.id == rater_id)).first()
+            row = c.execute(_RATER, {"rid": rater_id}).first()
         return dict(row._mapping) if row else None
 
     def has_tasks(self, rater_id: str) -> bool:
@@ -502,17 +546,7 @@ class StudyStore:
 
     # ------------------------------------------------------------------ assignment
     def _counts(self, c: Connection, rater_id: str) -> _Counts:
-        rows = c.execute(
-            select(
-                assignment_t.c.condition,
-                assignment_t.c.status,
-                assignment_t.c.is_catch,
-                func.count(),
-                func.coalesce(func.sum(assignment_t.c.correct), 0.0),
-            )
-            .where(assignment_t.c.rater_id == rater_id)
-            .group_by(assignment_t.c.condition, assignment_t.c.status, assignment_t.c.is_catch)
-        ).all()
+        rows = c.execute(_COUNTS, {"rid": rater_id}).all()
         k = _Counts({cond.name: 0 for cond in self.manifest.conditions}, {}, {})
         for cond_name, st, is_catch, n, right in rows:
             if st == "submitted":
@@ -524,11 +558,7 @@ class StudyStore:
                 k.per_cond[cond_name] = k.per_cond.get(cond_name, 0) + n
                 if is_catch:
                     k.catch_given[cond_name] = k.catch_given.get(cond_name, 0) + n
-        k.seq = int(
-            c.execute(
-                select(func.coalesce(func.max(assignment_t.c.seq), -1)).where(assignment_t.c.rater_id == rater_id)
-            ).scalar_one()
-        ) + 1
+        k.seq = int(c.execute(_NEXT_SEQ, {"rid": rater_id}).scalar_one())
         return k
 
     def _removed(self, k: _Counts) -> set[str]:
@@ -546,7 +576,7 @@ class StudyStore:
             self._store_answer(c, a, now, {}, auto=True)
             return None
         if now > a.expires_at and a.slot_id is not None:
-            owner = c.execute(select(slot_t.c.assignment_id).where(slot_t.c.id == a.slot_id)).scalar_one()
+            owner = c.execute(_SLOT_OWNER, {"sid": a.slot_id}).scalar_one()
             if owner != a.id:
                 c.execute(update(assignment_t).where(assignment_t.c.id == a.id).values(status="abandoned"))
                 return None
@@ -570,14 +600,10 @@ class StudyStore:
         m = self.manifest
         now = self.clock()
         with self._tx() as c:
-            r = c.execute(select(rater_t).where(rater_t.c.id == rater_id)).one()
+            r = c.execute(_RATER, {"rid": rater_id}).one()
             if r.stopped:
                 return None, "stopped"
-            row = c.execute(
-                select(assignment_t).where(
-                    assignment_t.c.rater_id == rater_id, assignment_t.c.status == "active"
-                )
-            ).first()
+            row = c.execute(_A_ACTIVE, {"rid": rater_id}).first()
             if row is not None:
                 a = self._expire_own(c, Assignment.from_row(row), now)
                 if a is not None:
@@ -593,11 +619,7 @@ class StudyStore:
             rng = random.Random(f"{m.seed}:{rater_id}:{seq}")
             order = sorted((cd for cd in per_cond if cd not in removed), key=lambda cd: (per_cond[cd], rng.random()))
             planned = m.tasks_per_rater // len(m.conditions)  # tasks a rater does in each condition, at least
-            seen = exists().where(
-                assignment_t.c.rater_id == rater_id, assignment_t.c.question_id == item_t.c.question_id
-            )
             for cond_name in order:
-                cond = m.condition(cond_name)
                 need = m.catch_per_condition - k.catch_given.get(cond_name, 0)
                 if need > 0:
                     # the guaranteed catch trials fall at random places among the rater's first
@@ -607,30 +629,14 @@ class StudyStore:
                 else:
                     want_catch = rng.random() < m.catch_rate
                 if want_catch:
-                    cands = c.execute(
-                        select(item_t.c.id, item_t.c.key).where(item_t.c.catch.is_not(None), ~seen)
-                    ).all()
-                    ok = [i for i, _ in cands if eligible(self.item(i), cond, m.task)]
+                    seen_q = set(c.execute(_SEEN_QUESTIONS, {"rid": rater_id}).scalars())
+                    ok = [i for i in self._catch_items(cond_name) if self.item(i).question.id not in seen_q]
                     if ok:
                         return self._open(c, rater_id, seq, None, rng.choice(ok), cond_name, True, None, now), "ok"
-                slot_seen = exists().where(
-                    assignment_t.c.rater_id == rater_id, assignment_t.c.question_id == slot_t.c.question_id
-                )
-                # A few candidates, so a lost race can move on without a new query round trip.
-                slot_rows = c.execute(
-                    select(slot_t.c.id, slot_t.c.item_id, slot_t.c.expert_option, slot_t.c.assignment_id)
-                    .where(
-                        slot_t.c.condition == cond_name,
-                        or_(
-                            slot_t.c.status == "open",
-                            and_(slot_t.c.status == "taken", slot_t.c.expires_at < now),
-                        ),
-                        ~slot_seen,
-                    )
-                    .order_by(slot_t.c.replicate, slot_t.c.order_key)
-                    .limit(8)
-                ).all()
-                for sid, iid, expert, old in slot_rows:
+                params = {"cond": cond_name, "rid": rater_id, "now": now}
+                slot_rows = [*c.execute(_PICK_OPEN, params), *c.execute(_PICK_EXPIRED, params)]
+                slot_rows.sort(key=lambda r: (r.replicate, r.order_key))
+                for sid, iid, expert, old, _rep, _key in slot_rows[:8]:
                     aid = _new_id()
                     got = c.execute(
                         update(slot_t)
@@ -653,6 +659,16 @@ class StudyStore:
                         )
                     return self._open(c, rater_id, seq, sid, iid, cond_name, False, expert, now, aid), "ok"
             return None, "exhausted"
+
+    def _catch_items(self, condition: str) -> list[int]:
+        """Ids of the catch items that fit ``condition``, in id order (items never change)."""
+        cached = self._catch_fit.get(condition)
+        if cached is None:
+            cond = self.manifest.condition(condition)
+            cached = self._catch_fit[condition] = sorted(
+                i for i, it in self._items.items() if it.catch is not None and eligible(it, cond, self.manifest.task)
+            )
+        return cached
 
     def _open(
         self,
@@ -686,17 +702,17 @@ class StudyStore:
             "auto_submitted": False,
         }
         c.execute(insert(assignment_t).values(**values))
-        row = c.execute(select(assignment_t).where(assignment_t.c.id == values["id"])).one()
+        row = c.execute(_A_BY_ID, {"aid": values["id"]}).one()
         return Assignment.from_row(row)
 
     def get_assignment(self, aid: str, rater_id: str, session: str | None = None) -> Assignment | None:
         """The assignment ``aid`` if it belongs to ``rater_id`` (else ``None``: raters only ever
         reach their own tasks) and, when ``session`` is given, that is the rater's current session."""
-        q = select(assignment_t).where(assignment_t.c.id == aid, assignment_t.c.rater_id == rater_id)
-        if session is not None:
-            q = q.join(rater_t, rater_t.c.id == assignment_t.c.rater_id).where(rater_t.c.session == session)
         with self.engine.connect() as c:
-            row = c.execute(q).first()
+            if session is None:
+                row = c.execute(_A_OWN, {"aid": aid, "rid": rater_id}).first()
+            else:
+                row = c.execute(_A_OWN_SESSION, {"aid": aid, "rid": rater_id, "sess": session}).first()
         return Assignment.from_row(row) if row else None
 
     def reclaimed(self, a: Assignment) -> bool:
@@ -707,7 +723,7 @@ class StudyStore:
         if a.status != "active" or a.slot_id is None or self.clock() <= a.expires_at:
             return False
         with self.engine.connect() as c:
-            owner = c.execute(select(slot_t.c.assignment_id).where(slot_t.c.id == a.slot_id)).scalar_one()
+            owner = c.execute(_SLOT_OWNER, {"sid": a.slot_id}).scalar_one()
         if owner == a.id:
             return False
         with self._tx() as c:
@@ -747,9 +763,7 @@ class StudyStore:
                 )
                 .values(**values)
             )
-            row = c.execute(
-                select(assignment_t).where(assignment_t.c.id == aid, assignment_t.c.rater_id == rater_id)
-            ).first()
+            row = c.execute(_A_OWN, {"aid": aid, "rid": rater_id}).first()
         return Assignment.from_row(row) if row else None
 
     def submit(self, aid: str, rater_id: str, fields: dict[str, Any], *, auto: bool = False) -> SubmitResult | None:
@@ -760,9 +774,7 @@ class StudyStore:
         """
         now = self.clock()
         with self._tx() as c:
-            row = c.execute(
-                select(assignment_t).where(assignment_t.c.id == aid, assignment_t.c.rater_id == rater_id)
-            ).first()
+            row = c.execute(_A_OWN, {"aid": aid, "rid": rater_id}).first()
             if row is None:
                 return None
             a = Assignment.from_row(row)
@@ -771,13 +783,13 @@ class StudyStore:
             if a.status == "abandoned":
                 return SubmitResult("reclaimed", a)
             if a.slot_id is not None:
-                owner = c.execute(select(slot_t.c.assignment_id).where(slot_t.c.id == a.slot_id)).scalar_one()
+                owner = c.execute(_SLOT_OWNER, {"sid": a.slot_id}).scalar_one()
                 if owner != a.id:
                     c.execute(update(assignment_t).where(assignment_t.c.id == a.id).values(status="abandoned"))
                     a.status = "abandoned"
                     return SubmitResult("reclaimed", a)
             stored = self._store_answer(c, a, now, fields, auto=auto)
-            row = c.execute(select(assignment_t).where(assignment_t.c.id == aid)).one()
+            row = c.execute(_A_BY_ID, {"aid": aid}).one()
             return SubmitResult("stored" if stored else "duplicate", Assignment.from_row(row))
 
     def _store_answer(self, c: Connection, a: Assignment, now: float, fields: dict[str, Any], *, auto: bool) -> bool:
