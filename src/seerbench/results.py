@@ -78,8 +78,12 @@ def result_line(qr: QuestionRun, meta: dict[str, Any], *, eps: float, policy: Fa
 
 def rescore(line: dict[str, Any], *, eps: float, policy: FailurePolicy, betas: Iterable[float] = BETAS) -> dict[str, Any]:
     """(Re)compute judge/agent scores, ASD, JSE/ASE and judge accuracy of a line from its stored
-    probabilities. ``excluded`` is True when a parse failure leaves a needed case unscored."""
+    probabilities. ``excluded`` is True when a parse failure leaves a needed case unscored.
+
+    Pure: returns a new line and never changes ``line`` or the dicts nested in it (the new line
+    shares only values it does not modify, such as transcripts and the question)."""
     betas = tuple(betas)
+    line = {**line, "answer_cases": [{**c, "case_probs": dict(c["case_probs"])} for c in line["answer_cases"]]}
     shorts = [c["short"] for c in line["question"]["answer_cases"]]
     true = next(c["short"] for c in line["question"]["answer_cases"] if c["value"] > 0.5)
     probs_by_case: dict[str, dict[str, float]] = {}
@@ -122,7 +126,7 @@ def run_stats(
     caller already did exactly that."""
     betas = tuple(betas)
     if not scored:
-        lines = [rescore(dict(ln), eps=eps, policy=policy, betas=betas) for ln in lines]
+        lines = [rescore(ln, eps=eps, policy=policy, betas=betas) for ln in lines]
     keys = ["asd", *(f"{p}_{beta_key(b)}" for p in ("jse", "ase") for b in betas)]
     kept = [ln for ln in lines if not ln["excluded"]]
     metrics: dict[str, Any] = {}
