@@ -17,9 +17,10 @@ from seerbench.models import GenerateConfig, Model, elicit, get_model
 from seerbench.models._types import ChatMessage
 from seerbench.plugins import Registry
 from seerbench.prompts import render
+from seerbench.quotes import check_quotes  # the one quote check; re-exported here
 from seerbench.render import options_block, source_block, transcript_block
 from seerbench.tools import Tool, get_tools
-from seerbench.types import Question, Quote, Turn, Verdict
+from seerbench.types import Question, Turn, Verdict
 
 A = TypeVar("A", bound=type)
 
@@ -78,14 +79,6 @@ CAPABILITIES: dict[str, type] = {"state its belief": BeliefAgent, "ask questions
 def capabilities(obj: object) -> set[str]:
     """The capabilities ``obj`` (an agent or a judge) declares by having the methods."""
     return {name for name, proto in CAPABILITIES.items() if isinstance(obj, proto)}
-
-
-def check_quotes(quotes: Sequence[str], source_text: str | None) -> list[Quote]:
-    """Mark each quote verified when it occurs verbatim (whitespace-normalised) in the source."""
-    if not source_text:
-        return [Quote(text=q, verified=None) for q in quotes]
-    norm_src = " ".join(source_text.split())
-    return [Quote(text=q, verified=" ".join(q.split()) in norm_src) for q in quotes]
 
 
 _TOOL_CALL = re.compile(r"\b([A-Z]+)\(([^()]*(?:\([^()]*\)[^()]*)*)\)")

@@ -35,9 +35,10 @@ from seerbench.datasets._registry import (
     load_dataset,
     register_dataset,
 )
-from seerbench.datasets._replay import ReplayAgent, verify_quote
+from seerbench.datasets._replay import ReplayAgent
 from seerbench.datasets._single_turn_debate import load_single_turn_debate
 from seerbench.datasets._truthfulqa import load_truthfulqa
+from seerbench.quotes import verify_quote
 
 __all__ = [
     "CONDITIONS",

@@ -65,18 +65,23 @@ def _check_file(path: str | Path) -> Path:
     return p
 
 
-def iter_jsonl(path: str | Path) -> Iterator[Record]:
-    """Records of a JSON-lines file; blank lines are ignored, undecodable lines become errors."""
+def iter_lines(path: str | Path) -> Iterator[tuple[str, int, str]]:
+    """The non-blank lines of a text file as ``(where, line number, line)``, ``where`` being
+    ``'name.jsonl:12'``: the one place JSON-lines files are read line by line."""
     p = _check_file(path)
     with p.open(encoding="utf-8") as f:
         for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            where = f"{p.name}:{lineno}"
-            try:
-                yield Record(where, lineno, json.loads(line))
-            except json.JSONDecodeError as e:
-                yield Record(where, lineno, error=f"invalid JSON ({e.msg} at column {e.colno})")
+            if line.strip():
+                yield f"{p.name}:{lineno}", lineno, line
+
+
+def iter_jsonl(path: str | Path) -> Iterator[Record]:
+    """Records of a JSON-lines file; blank lines are ignored, undecodable lines become errors."""
+    for where, lineno, line in iter_lines(path):
+        try:
+            yield Record(where, lineno, json.loads(line))
+        except json.JSONDecodeError as e:
+            yield Record(where, lineno, error=f"invalid JSON ({e.msg} at column {e.colno})")
 
 
 def iter_json_or_jsonl(path: str | Path) -> Iterator[Record]:

@@ -9,31 +9,30 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from seerbench.datasets._common import Collector, Questions, describe
-from seerbench.errors import DataError
+from seerbench.datasets._common import Collector, Questions, describe, iter_lines
 from seerbench.types import Question
 
 
 def read_questions_jsonl(path: str | Path, *, lenient: bool = False) -> Questions:
-    """Read a seerbench question file. A malformed line raises :class:`DataError` naming the file,
-    line and problem; with ``lenient=True`` it is skipped and counted in ``.skipped``."""
+    """Read a seerbench question file: the one reader of question JSONL (datasets, experiment
+    configs and study manifests use it).
+
+    Blank lines are skipped. A malformed line raises :class:`DataError` naming the file, line and
+    problem (``q.jsonl:3: invalid JSON``, ``q.jsonl:2: answer_cases: List should have at least 2
+    items``), as does a question id seen before (naming both lines); with ``lenient=True`` such a
+    line is skipped, counted in ``.skipped`` and described in ``.problems``. A missing file is a
+    :class:`DataError` too (``q.jsonl: no such file``)."""
     p = Path(path)
     coll = Collector(lenient=lenient, source=str(p))
-    if not p.is_file():
-        raise DataError(f"{p}: no such file")
-    with p.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            where = f"{p.name}:{lineno}"
-            try:
-                q = Question.model_validate_json(line)
-            except ValidationError as e:
-                kind = e.errors()[0]["type"]
-                msg = "invalid JSON" if kind == "json_invalid" else describe(e)
-                coll.bad(where, msg, e)
-                continue
-            coll.add(q, where)
+    for where, _, line in iter_lines(p):
+        try:
+            q = Question.model_validate_json(line)
+        except ValidationError as e:
+            kind = e.errors()[0]["type"]
+            msg = "invalid JSON" if kind == "json_invalid" else describe(e)
+            coll.bad(where, msg, e)
+            continue
+        coll.add(q, where)
     return coll.finish()
 
 

@@ -6,19 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from seerbench.errors import DataError
-from seerbench.types import Question, Quote, Turn
+from seerbench.quotes import check_quotes, verify_quote
+from seerbench.types import Question, Turn
 
-
-def verify_quote(quote: str, source_text: str | None) -> bool | None:
-    """True if ``quote`` occurs verbatim in ``source_text``; None when there is no source.
-
-    Whitespace runs are compared as single spaces, because HTML stripping and line wrapping
-    change spacing but not the words a writer selected."""
-    if source_text is None:
-        return None
-    if quote in source_text:
-        return True
-    return " ".join(quote.split()) in " ".join(source_text.split())
+__all__ = ["ReplayAgent", "verify_quote"]  # verify_quote lives in seerbench.quotes
 
 
 class ReplayAgent:
@@ -27,7 +18,8 @@ class ReplayAgent:
     ``await agent(question, answer_case, visible, context)`` returns one :class:`Turn` whose
     content is the option's ``argument`` verbatim, followed (when ``show_snippets``) by its quoted
     snippets numbered ``#1..`` as the writers cited them; the snippets also come as
-    :class:`Quote` objects checked against ``source_text``. There is one human argument per
+    :class:`~seerbench.types.Quote` objects checked against ``source_text``
+    (:func:`seerbench.quotes.check_quotes`). There is one human argument per
     option, so later turns in a multi-turn protocol repeat it (``metadata['repeat']`` is True).
     """
 
@@ -61,6 +53,6 @@ class ReplayAgent:
             speaker=self.speaker,
             content=content,
             answer_case=answer_case,
-            quotes=[Quote(text=s, verified=verify_quote(s, question.source_text)) for s in case.quotes],
+            quotes=check_quotes(case.quotes, question.source_text),
             metadata={"replay": True, "argument": case.argument, "repeat": repeat},
         )

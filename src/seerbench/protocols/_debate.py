@@ -7,6 +7,7 @@ import asyncio
 from typing import ClassVar, Literal
 
 from seerbench.agents import AgentContext
+from seerbench.conditions import EVIDENCE_CONDITIONS, JUDGING_CONDITIONS
 from seerbench.errors import ConfigError
 from seerbench.protocols._base import CaseRun, OversightProtocol
 from seerbench.types import Question, Turn
@@ -67,7 +68,7 @@ class SequentialDebate(OversightProtocol):
 
 
 Condition = Literal["S", "SA", "PS", "PSA"]
-CONDITIONS: tuple[str, ...] = ("S", "SA", "PS", "PSA")
+CONDITIONS: tuple[str, ...] = EVIDENCE_CONDITIONS  # the judging conditions that show snippets (seerbench.conditions)
 
 
 class EvidenceDebate(OversightProtocol):
@@ -84,13 +85,14 @@ class EvidenceDebate(OversightProtocol):
         super().__init__(*args, **kw)  # type: ignore[arg-type]
         if condition not in CONDITIONS:
             raise ConfigError(f"EvidenceDebate condition {condition!r} is not one of {list(CONDITIONS)}")
-        if kw.get("judge_sees_source") and not condition.startswith("P"):
+        shows = JUDGING_CONDITIONS[condition]
+        if kw.get("judge_sees_source") and not shows.passage:
             raise ConfigError(
                 f"EvidenceDebate: judge_sees_source: true contradicts condition {condition} (no passage); "
                 f"the condition decides what the judge sees: use condition P{condition} to show the passage"
             )
         self.condition = condition
-        self.judge_sees_source = condition.startswith("P")
+        self.judge_sees_source = shows.passage
 
     def _name_parts(self) -> list[str]:
         return [self.condition]
@@ -114,6 +116,6 @@ class EvidenceDebate(OversightProtocol):
         )
         pair = {answer_case: mine, other: theirs}
         turns = [pair[s] for s in question.shorts]
-        shown = turns if "A" in self.condition else [t.model_copy(update={"content": "(argument hidden)"}) for t in turns]
+        shown = turns if JUDGING_CONDITIONS[self.condition].arguments else [t.model_copy(update={"content": "(argument hidden)"}) for t in turns]
         verdict = await self.judge.judge(question, shown, with_source=self.judge_sees_source, argued=answer_case)
         return CaseRun(answer_case, self.transcript(question, turns), verdict)

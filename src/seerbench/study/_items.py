@@ -7,13 +7,16 @@ material) and, for items from a finished protocol run, the transcript of one ans
 from __future__ import annotations
 
 import json
-import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from seerbench.conditions import has_passage, make_catch_trials
+from seerbench.datasets._common import iter_jsonl
+from seerbench.datasets._native import read_questions_jsonl
 from seerbench.errors import ConfigError, DataError
 from seerbench.study._manifest import Condition, ItemSource, StudyManifest
 from seerbench.types import Question, Transcript
@@ -68,22 +71,20 @@ def _resolve(path: str, base: Path) -> Path:
     return p if p.is_absolute() else base / p
 
 
-def _read_jsonl(path: Path, where: str) -> list[tuple[int, dict[str, Any]]]:
+def _existing(path: Path, where: str) -> Path:
+    """A file the manifest names; a missing one is an error in the manifest (naming its key)."""
     if not path.is_file():
         raise ConfigError(f"{where}: file {path} does not exist")
-    out = []
-    with path.open(encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{i}: not valid JSON ({e.msg})") from None
-            if not isinstance(obj, dict):
-                raise DataError(f"{path}:{i}: expected a JSON object")
-            out.append((i, obj))
-    return out
+    return path
+
+
+def _results_lines(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    for rec in iter_jsonl(path):
+        if rec.error is not None:
+            raise DataError(f"{rec.where}: {rec.error}")
+        if not isinstance(rec.data, dict):
+            raise DataError(f"{rec.where}: expected a JSON object")
+        yield rec.where, rec.data
 
 
 def _question(obj: Any, where: str) -> Question:
@@ -121,8 +122,7 @@ def _results_items(path: Path, catch: bool) -> list[StudyItem]:
     debate: one transcript for both answer cases) gives one item, keyed ``question_id#both``.
     """
     items = []
-    for i, obj in _read_jsonl(path, "items.results"):
-        where = f"{path}:{i}"
+    for where, obj in _results_lines(_existing(path, "items.results")):
         if "question" not in obj:
             raise DataError(f"{where}: a results line needs a 'question' object")
         q = _question(obj["question"], where)
@@ -164,11 +164,8 @@ def _source_items(src: ItemSource, base: Path, index: int) -> list[StudyItem]:
         q = _question(src.question, f"items.{index}.question")
         return [StudyItem(prefix + q.id, q, catch=kind)]
     if src.questions is not None:
-        path = _resolve(src.questions, base)
-        return [
-            StudyItem(prefix + (q := _question(obj, f"{path}:{i}")).id, q, catch=kind)
-            for i, obj in _read_jsonl(path, f"items.{index}.questions")
-        ]
+        path = _existing(_resolve(src.questions, base), f"items.{index}.questions")
+        return [StudyItem(prefix + q.id, q, catch=kind) for q in read_questions_jsonl(path)]
     assert src.results is not None
     return _results_items(_resolve(src.results, base), src.catch)
 
@@ -197,46 +194,32 @@ def load_items(manifest: StudyManifest, base_dir: str | Path = ".") -> list[Stud
 
 
 def build_catch_trials(items: list[StudyItem], seed: int) -> list[StudyItem]:
-    """Catch trials as in seed 004: a question whose *wrong* option carries another question's
-    argument and snippets, so an attentive rater sees which option is supported.
+    """Seed 004's catch trials for a study: :func:`seerbench.conditions.make_catch_trials` (the one
+    rule: the wrong option carries another question's argument and snippets, preferably from the
+    same passage) with ``fraction=1`` over the binary question items (no transcript).
 
-    The donor is preferably a question on the same passage (as in the seed), else any other
-    question with material. Only binary question items (no transcript) are used.
+    A catch item keeps its question's id (the catch question's ``ct_`` id goes back to the
+    original), so the study's rule that a rater never sees a question twice covers it; its key is
+    ``catch:<id>`` and ``catch`` is ``"mismatch"``.
     """
-    rng = random.Random(seed)
-    pool = [it for it in items if it.catch is None and it.transcript is None and it.question.is_binary]
-    has_material = [it for it in pool if any(a.argument or a.quotes for a in it.question.answer_cases)]
-    out = []
-    for it in pool:
-        q = it.question
-        donors = [d for d in has_material if d.question.id != q.id]
-        if not donors:
-            continue
-        same = [d for d in donors if q.source_text and d.question.source_text == q.source_text]
-        donor = rng.choice(same or donors).question
-        material = rng.choice([a for a in donor.answer_cases if a.argument or a.quotes])
-        false = next(a for a in q.answer_cases if not a.is_true)
-        cases = [
-            a.model_copy(update={"argument": material.argument, "quotes": list(material.quotes)})
-            if a.short == false.short
-            else a
-            for a in q.answer_cases
-        ]
-        cq = q.model_copy(update={"answer_cases": cases, "metadata": {**q.metadata, "catch_donor": donor.id}})
-        out.append(StudyItem(f"catch:{q.id}", cq, catch="mismatch"))
-    return out
+    pool = [it.question for it in items if it.catch is None and it.transcript is None and it.question.is_binary]
+    return [
+        StudyItem(f"catch:{ct.metadata['catch_of']}", ct.model_copy(update={"id": ct.metadata["catch_of"]}), catch="mismatch")
+        for ct in make_catch_trials(pool, fraction=1.0, seed=seed)
+    ]
 
 
 def eligible(item: StudyItem, cond: Condition, task: str) -> bool:
     """Whether ``item`` can be shown under ``cond``: transcript conditions need a transcript,
-    others take question items; seed-004 catch trials need snippets or arguments on screen."""
+    others take question items; seed-004 catch trials need a condition where they can be noticed
+    (:attr:`seerbench.conditions.JudgingCondition.fits_mismatch_catch`: snippets or arguments)."""
     if task == "factuality":
         return item.transcript is None
     wants_transcript = "transcript" in cond.show
     if wants_transcript != (item.transcript is not None):
         return False
     if item.catch == "mismatch":
-        return "snippets" in cond.show or "arguments" in cond.show
+        return cond.judging.fits_mismatch_catch
     return True
 
 
@@ -283,13 +266,9 @@ def missing_passages(items: list[StudyItem], manifest: StudyManifest) -> dict[st
     if manifest.task == "factuality":
         return out
     for cond in manifest.conditions:
-        if "passage" not in cond.show:
+        if not cond.judging.needs_source_text:
             continue
-        keys = [
-            it.key
-            for it in items
-            if eligible(it, cond, manifest.task) and not (it.question.source_text or "").strip()
-        ]
+        keys = [it.key for it in items if eligible(it, cond, manifest.task) and not has_passage(it.question)]
         if keys:
             out[cond.name] = keys
     return out

@@ -12,6 +12,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from seerbench.conditions import JUDGING_CONDITIONS, JudgingCondition, get_condition
 from seerbench.errors import ConfigError
 
 __all__ = [
@@ -38,9 +39,6 @@ ASSISTANCE_PARTS: tuple[str, ...] = (
     "confidence",
     "two_sided",
 )
-
-# Seed 004's letters: P = passage, S = snippets, A = arguments.
-_LETTERS = {"P": "passage", "S": "snippets", "A": "arguments"}
 
 DEFAULT_WARNING = (
     "This AI fact-verification assistant is still learning and can make mistakes. Be critical of the "
@@ -105,8 +103,10 @@ class Condition(_Strict):
 
     Two-option and expert-routing tasks use ``show`` (``passage``, ``snippets``, ``arguments``,
     ``transcript``); factuality rating uses ``assistance`` (any subset of :data:`ASSISTANCE_PARTS`).
-    A bare string is shorthand: ``P``, ``PS``, ``PSA`` (seed 004's letters), ``Q`` (nothing),
-    ``transcript``, or ``baseline`` (no assistance).
+    A bare string is shorthand: a seed-004 judging condition (``Q``, ``S``, ``SA``, ``P``, ``PS``,
+    ``PSA`` or their long names, any case: the one table in :mod:`seerbench.conditions`),
+    ``transcript``, or ``baseline`` (no assistance). :attr:`judging` says what the seed's rules
+    (passage needed, catch trials noticeable) make of ``show``.
     """
 
     name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.+-]+$")
@@ -122,16 +122,21 @@ class Condition(_Strict):
         s = v.strip()
         if s.lower() == "transcript":
             return {"name": s, "show": ["transcript"]}
-        if s.lower() in ("baseline", "none"):
+        if s.lower() == "baseline":
             return {"name": s}
-        if s.upper() == "Q":
-            return {"name": s}
-        if s and all(c in _LETTERS for c in s.upper()):
-            return {"name": s, "show": [_LETTERS[c] for c in s.upper()]}
-        raise ValueError(
-            f"unknown condition shorthand {v!r}; use P, PS, PSA, Q, transcript, baseline, or a mapping "
-            "with name/show/assistance"
-        )
+        try:
+            return {"name": s, "show": list(get_condition(s).show)}
+        except ConfigError:
+            raise ValueError(
+                f"unknown condition shorthand {v!r}; use {', '.join(JUDGING_CONDITIONS)} (seed 004's letters), "
+                "transcript, baseline, or a mapping with name/show/assistance"
+            ) from None
+
+    @property
+    def judging(self) -> JudgingCondition:
+        """The seed-004 judging condition of the parts this condition shows (``transcript`` and
+        factuality ``assistance`` aside)."""
+        return JudgingCondition.from_show(self.show)
 
 
 class StudyManifest(_Strict):
