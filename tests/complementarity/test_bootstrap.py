@@ -96,3 +96,22 @@ def test_combine_is_items_plus_raters_minus_judgments() -> None:
     reps = {m: rng.normal(0, s, (5000, 1)) for m, s in (("items", 2.0), ("raters", 1.0), ("judgments", 1.0))}
     cov = combine(reps)
     assert cov[0, 0] == pytest.approx(4.0 + 1.0 - 1.0, rel=0.08)
+
+
+def test_study_stats_uses_the_cluster_bootstrap() -> None:
+    from seerbench.complementarity import ai_items, simulate_ai_ratings, simulate_judgments
+    from seerbench.complementarity._bootstrap import codes
+    from seerbench.study import study_stats
+
+    ai = simulate_ai_ratings(120, seed=5)
+    rows = simulate_judgments(ai, {"none": 0.0}, n_raters=12, ratings_per_item=3, skill_sd=1.5, difficulty_sd=1.5, seed=6)
+    acc = study_stats(rows, seed=3)["conditions"]["none"]["accuracy"]
+    y = np.array([r["correct"] for r in rows], dtype=float)
+    items, _ = codes([str(r["item"]) for r in rows])
+    raters, _ = codes([str(r["rater_id"]) for r in rows])
+    iv = cluster_mean_interval(y, items, raters, seed=3)
+    assert (acc["mean"], acc["ci_low"], acc["ci_high"]) == pytest.approx((iv.estimate, iv.ci_low, iv.ci_high))
+    assert acc["mean"] == pytest.approx(y.mean()) and acc["n"] == len(rows) == 360
+    iid = summarize(list(y), seed=3)
+    assert acc["ci_high"] - acc["ci_low"] > 1.3 * (iid.ci_high - iid.ci_low)  # 12 raters of very different skill
+    assert ai_items(ai).n == 120

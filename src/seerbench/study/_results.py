@@ -272,10 +272,39 @@ def _summary(values: Sequence[float], seed: int) -> dict[str, Any]:
     return summarize(list(values), seed=seed).as_dict() if values else {"n": 0, "mean": math.nan}
 
 
+def _judgment_summary(scored: Sequence[tuple[float, dict[str, Any]]], seed: int) -> dict[str, Any]:
+    """Mean accuracy of judgments with a cluster-bootstrap 95% CI (items and raters resampled:
+    judgments of one item or by one rater are not independent; see
+    :mod:`seerbench.complementarity._bootstrap`)."""
+    if not scored:
+        return {"n": 0, "mean": math.nan}
+    import numpy as np
+
+    from seerbench.complementarity._bootstrap import DEFAULT_N_BOOT, cluster_mean_interval, codes
+
+    values = np.array([a for a, _ in scored], dtype=float)
+    items, _ = codes([str(r.get("item")) for _, r in scored])
+    raters, _ = codes([str(r.get("rater_id")) for _, r in scored])
+    iv = cluster_mean_interval(values, items, raters, n_boot=DEFAULT_N_BOOT, seed=seed)
+    n = int(values.size)
+    return {
+        "n": n,
+        "mean": iv.estimate,
+        "std": float(values.std(ddof=1)) if n > 1 else 0.0,
+        "ci_low": iv.ci_low,
+        "ci_high": iv.ci_high,
+        "n_eff": iv.n_eff,
+        "confidence": 0.95,
+        "method": "cluster bootstrap (items and raters), Wilson interval at the effective n",
+        "n_boot": DEFAULT_N_BOOT,
+        "seed": seed,
+    }
+
+
 def study_stats(
     rows: Iterable[dict[str, Any]], *, timeout_policy: TimeoutPolicy = "wrong", seed: int = 0
 ) -> dict[str, Any]:
-    """Accuracy (with bootstrap CIs), vote accuracy, ASD, reliance, timeouts and catch-trial accuracy
+    """Accuracy (with cluster-bootstrap CIs over items and raters), vote accuracy, ASD, reliance, timeouts and catch-trial accuracy
     per condition, from export rows or :func:`export_rows`.
 
     Catch trials are excluded from every result and reported separately under ``catch``.
@@ -293,12 +322,12 @@ def study_stats(
     out: dict[str, Any] = {"timeout_policy": timeout_policy, "seed": seed, "conditions": {}}
     for cond, rs in sorted(by_cond.items()):
         verdicts = [judgment_verdict(r) for r in rs]
-        accs = [a for r, v in zip(rs, verdicts, strict=True) if (a := _accuracy(r, v, timeout_policy)) is not None]
+        scored = [(a, r) for r, v in zip(rs, verdicts, strict=True) if (a := _accuracy(r, v, timeout_policy)) is not None]
         secs = [float(r["seconds"]) for r in rs if r.get("seconds") is not None]
         c: dict[str, Any] = {
             "judgments": len(rs),
             "raters": len({r["rater_id"] for r in rs}),
-            "accuracy": _summary(accs, seed),
+            "accuracy": _judgment_summary(scored, seed),
             "timed_out": sum(1 for r in rs if r.get("timed_out")),
             "median_seconds": statistics.median(secs) if secs else None,
             "vote": _vote_accuracy(rs, verdicts, timeout_policy),
@@ -310,8 +339,8 @@ def study_stats(
         if rel:
             c["reliance"] = rel
         out["conditions"][cond] = c
-    cacc = [a for r in catch if (a := _accuracy(r, judgment_verdict(r), "wrong")) is not None]
-    out["catch"] = {"judgments": len(catch), "accuracy": _summary(cacc, seed)}
+    cacc = [(a, r) for r in catch if (a := _accuracy(r, judgment_verdict(r), "wrong")) is not None]
+    out["catch"] = {"judgments": len(catch), "accuracy": _judgment_summary(cacc, seed)}
     return out
 
 
@@ -364,13 +393,13 @@ def _asd(rows: list[dict[str, Any]], verdicts: list[Verdict], seed: int) -> dict
 
 def _reliance(rows: list[dict[str, Any]], verdicts: list[Verdict], policy: TimeoutPolicy, seed: int) -> dict[str, Any] | None:
     """Seed 000's reliance split: accuracy on items where the AI was right vs wrong."""
-    split: dict[str, list[float]] = {"ai_right": [], "ai_wrong": []}
+    split: dict[str, list[tuple[float, dict[str, Any]]]] = {"ai_right": [], "ai_wrong": []}
     for r, v in zip(rows, verdicts, strict=True):
         if r.get("ai_correct") is None:
             continue
         a = _accuracy(r, v, policy)
         if a is not None:
-            split["ai_right" if r["ai_correct"] else "ai_wrong"].append(a)
+            split["ai_right" if r["ai_correct"] else "ai_wrong"].append((a, r))
     if not split["ai_right"] and not split["ai_wrong"]:
         return None
-    return {k: _summary(v, seed) for k, v in split.items()}
+    return {k: _judgment_summary(v, seed) for k, v in split.items()}
