@@ -32,6 +32,7 @@ from seerbench.complementarity import (
     read_ai_ratings,
     simulate_ai_ratings,
     simulate_judgments,
+    write_ai_ratings,
 )
 from seerbench.study import EXPORT_FIELDS, create_app, create_study, export_rows, read_export, write_export
 from tests.test_cli_global import run_main
@@ -224,8 +225,7 @@ def test_cli_with_mixed_effects_keeps_stdout_json(tmp_path: Path) -> None:
 
     ai = simulate_ai_ratings(80, seed=1)
     rows = simulate_judgments(ai, {"none": 0.0, "trace": 0.5}, n_raters=12, ratings_per_item=2, seed=2)
-    (tmp_path / "sim").mkdir()
-    (tmp_path / "sim" / "ratings.jsonl").write_text("".join(json.dumps({"item_id": r.item_id, "sentence": r.sentence, "label": r.label, "rating": r.rating, "confidence": r.confidence, "n_samples": r.n_samples, "n_verified": r.n_verified, "votes": r.votes, "trace": r.trace}) + "\n" for r in ai))
+    write_ai_ratings(ai, tmp_path / "sim")
     write_export(rows, tmp_path / "sim.jsonl")
     out = subprocess.run(
         [str(Path(sys.executable).parent / "seerbench"), "complementarity", "--ai", str(tmp_path / "sim"), "--humans", str(tmp_path / "sim.jsonl"), "--json", "--n-boot", "50", "--repeats", "2"],

@@ -37,6 +37,7 @@ from seerbench.complementarity._data import (
     human_data,
     load_human_rows,
     read_ai_ratings,
+    write_ai_ratings,
 )
 from seerbench.complementarity._hybrid import (
     DEFAULT_THRESHOLDS,
@@ -97,4 +98,5 @@ __all__ = [
     "simulate_ai_ratings",
     "simulate_judgments",
     "wilson",
+    "write_ai_ratings",
 ]

@@ -15,7 +15,7 @@ import importlib
 import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,19 @@ def read_ai_ratings(path: str | Path) -> list[AIRating]:
     if reader is None:
         return _read_ratings_jsonl(path)
     return list(reader(path))
+
+
+def write_ai_ratings(ratings: Iterable[AIRating], path: str | Path) -> Path:
+    """Write ratings as the AI rater's ``ratings.jsonl`` (``path`` is the file, or a folder that
+    gets one), e.g. simulated ones (:func:`seerbench.complementarity.simulate_ai_ratings`)."""
+    p = Path(path)
+    if p.suffix != ".jsonl":
+        p.mkdir(parents=True, exist_ok=True)
+        p = p / "ratings.jsonl"
+    with p.open("w", encoding="utf-8") as f:
+        for r in ratings:
+            f.write(json.dumps(asdict(r)) + "\n")
+    return p
 
 
 def _read_ratings_jsonl(path: str | Path) -> list[AIRating]:
