@@ -63,8 +63,9 @@ def _question(i: int) -> dict[str, Any]:
     }
 
 
-def _make_study(db: str, tmp: Path, raters: int, tasks: int) -> StudyStore:
-    n_q = max(50, (raters * tasks) // 2 + 20)  # x 2 conditions x 1 rating >= all the submissions
+def _make_study(db: str, tmp: Path, raters: int, tasks: int, questions: int | None = None) -> StudyStore:
+    # x 2 conditions x 1 rating >= all the submissions
+    n_q = max(50, (raters * tasks) // 2 + 20, questions or 0)
     (tmp / "items.jsonl").write_text("".join(json.dumps(_question(i)) + "\n" for i in range(n_q)))
     m = load_manifest(
         {
@@ -89,7 +90,8 @@ def _free_port() -> int:
 
 def _serve(db: str, workers: int) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    # the server runs this checkout's code, or the code on PYTHONPATH when set (to compare versions)
+    env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH") or str(ROOT / "src")}
     if workers > 1:
         env["SEERBENCH_STUDY_DB"] = db
         cmd = [sys.executable, "-m", "uvicorn", "--factory", "seerbench.study:app_from_env", "--workers", str(workers)]
@@ -231,7 +233,7 @@ def run_one(db_url: str | None, mode: str, raters: int, args: argparse.Namespace
         db = db_url or str(tmp / "bench.sqlite")
         if db_url:
             _reset_postgres(db_url)
-        _make_study(db, tmp, raters, args.tasks).close()
+        _make_study(db, tmp, raters, args.tasks, args.questions).close()
         proc, url = _serve(db, args.workers)
         try:
             cpu0 = _cpu_s(proc)
@@ -287,6 +289,10 @@ def main() -> None:
     ap.add_argument("--time-scale", type=float, default=10.0, help="paced: think time divided by this")
     ap.add_argument("--think", type=float, nargs=2, default=[30.0, 120.0], help="paced: seconds per task, min max")
     ap.add_argument("--workers", type=int, default=1, help="server processes")
+    ap.add_argument(
+        "--questions", type=int, default=None,
+        help="questions in the study (x 2 conditions = slots; default: just enough; 1472 = single_turn_debate)",
+    )
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--backends", nargs="+", choices=["sqlite", "postgresql"], default=None)
     args = ap.parse_args()

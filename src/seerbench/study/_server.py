@@ -8,6 +8,7 @@ time: deadlines are stored when the timer starts and checked against the server 
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import hmac
 import json
@@ -15,7 +16,8 @@ import logging
 import math
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -213,7 +215,19 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
     env.filters["paragraphs"] = _paragraphs
     env.filters["tojson_attr"] = lambda v: json.dumps(v)
 
-    app = FastAPI(title=f"seerbench study: {m.name}", docs_url=None, redoc_url=None, openapi_url=None)
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        # The study's items, the app and its libraries live as long as the server: keep them out
+        # of the garbage collector's way. Otherwise every full collection walks them all (about
+        # 100 ms with the 1,472 single_turn_debate questions), stalling every request in flight.
+        gc.collect()
+        gc.freeze()
+        yield
+        gc.unfreeze()
+
+    app = FastAPI(
+        title=f"seerbench study: {m.name}", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
+    )
     app.state.store = st
     app.mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static")
 
