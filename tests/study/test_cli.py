@@ -36,24 +36,32 @@ def test_create_serve_export_stats(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert "http://127.0.0.1:8123/invite/" in r.output
     assert served["port"] == 8123 and served["host"] == "127.0.0.1"
 
-    # one judgment, then export and stats
+    # correct judgments until one is not a catch trial (the example's catch trial lands at random),
+    # then export and stats
     rid = str(store.rater_for("prolific:cli", "prolific")["id"])
-    a, _ = store.next_assignment(rid)
-    assert a is not None
-    store.start_timer(a.id, rid)
-    store.submit(a.id, rid, {"answer": store.item(a.item_id).correct, "probability": 0.9})
+    catches = 0
+    while True:
+        a, _ = store.next_assignment(rid)
+        assert a is not None
+        store.start_timer(a.id, rid)
+        store.submit(a.id, rid, {"answer": store.item(a.item_id).correct, "probability": 0.9})
+        if not a.is_catch:
+            break
+        catches += 1
+    assert catches <= 1  # catch_per_condition: 1, and only PSA has catch trials
     for out in ("j.csv", "j.jsonl"):
         r = runner.invoke(app, ["study", "export", "--db", db, str(tmp_path / out)])
-        assert r.exit_code == 0 and "wrote 1 judgments" in r.output
-        (row,) = read_export(tmp_path / out)
-        assert row["rater_external_id"] == "prolific:cli" and row["correct"] == 1.0
+        assert r.exit_code == 0 and f"wrote {catches + 1} judgments" in r.output
+        rows = read_export(tmp_path / out)
+        assert [bool(x["is_catch"]) for x in rows] == [True] * catches + [False]
+        assert rows[-1]["rater_external_id"] == "prolific:cli" and rows[-1]["correct"] == 1.0
     r = runner.invoke(app, ["study", "stats", "--db", db, "--json"])
     assert r.exit_code == 0, r.output
     stats = json.loads(r.output)
     (cond,) = stats["conditions"].values()
     assert cond["accuracy"]["mean"] == 1.0 and cond["judgments"] == 1
     r = runner.invoke(app, ["study", "stats", "--db", db])
-    assert r.exit_code == 0 and "catch trials: 0" in r.output
+    assert r.exit_code == 0 and f"catch trials: {catches}" in r.output
     r = runner.invoke(app, ["study", "export", "--db", db, str(tmp_path / "j.txt")])
     assert r.exit_code != 0 and "must end in .csv or .jsonl" in str(r.exception)
 
