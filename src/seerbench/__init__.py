@@ -42,6 +42,7 @@ _LAZY: dict[str, str] = {
     "Experiment": "seerbench.experiment", "ExperimentConfig": "seerbench.experiment",
     "RunFolder": "seerbench.runs", "read_results": "seerbench.runs", "summarize_run": "seerbench.runs",
     "rescore": "seerbench.results", "run_stats": "seerbench.results",
+    "ResultLine": "seerbench.schema", "iter_result_lines": "seerbench.schema",
     "scores": "seerbench.metrics", "question_scores": "seerbench.metrics",
     # plugins
     "load_plugin": "seerbench.plugins",
@@ -102,5 +103,6 @@ if TYPE_CHECKING:  # what static checkers see for the lazy names (listed in __al
     )
     from seerbench.results import rescore, run_stats
     from seerbench.runs import RunFolder, read_results, summarize_run
+    from seerbench.schema import ResultLine, iter_result_lines
 
 __all__ = ["AnswerCase", "Question", "Quote", "Transcript", "Turn", "Verdict", "__version__", *sorted(_LAZY)]

@@ -24,6 +24,7 @@ from typing import Any
 from seerbench.errors import ConfigError, DataError
 from seerbench.metrics import DEFAULT_EPS, SCORE_TYPES, FailurePolicy
 from seerbench.results import paired, rescore, run_stats
+from seerbench.schema import LineError, parse_line
 
 #: Grid axes a cell is described by, in the order tables show them.
 CELL_AXES = ("protocol", "agent", "judge", "tools", "best_of_n")
@@ -53,27 +54,26 @@ def check_policy(policy: str) -> FailurePolicy:
     return policy  # type: ignore[return-value]
 
 
-def read_results(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """The complete lines of a results file and how many lines were skipped (a torn last line
-    left by a crash, or a line that is not a results record)."""
+def read_results(path: Path, *, reasons: list[str] | None = None) -> tuple[list[dict[str, Any]], int]:
+    """The usable lines of a results file and how many lines were skipped: a torn last line left
+    by a crash, or a line that does not fit the results schema (:mod:`seerbench.schema`). Why each
+    line was skipped is appended to ``reasons`` (``FILE:LINE: reason``) when given. A file written
+    by a newer schema version raises :class:`DataError` (upgrade seerbench)."""
     lines: list[dict[str, Any]] = []
     skipped = 0
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as e:
         raise DataError(f"cannot read {path}: {e.strerror or e}") from None
-    for raw in text.splitlines():
+    for n, raw in enumerate(data.splitlines(), 1):
         if not raw.strip():
             continue
         try:
-            rec = json.loads(raw)
-        except json.JSONDecodeError:
+            lines.append(parse_line(raw))
+        except LineError as e:
             skipped += 1
-            continue
-        if not isinstance(rec, dict) or "question_id" not in rec or "answer_cases" not in rec:
-            skipped += 1
-            continue
-        lines.append(rec)
+            if reasons is not None:
+                reasons.append(f"{path}:{n}: {e}")
     return lines, skipped
 
 
@@ -89,8 +89,8 @@ class Cell:
     def results_path(self) -> Path:
         return self.folder / "results.jsonl"
 
-    def read(self) -> tuple[list[dict[str, Any]], int]:
-        return read_results(self.results_path)
+    def read(self, reasons: list[str] | None = None) -> tuple[list[dict[str, Any]], int]:
+        return read_results(self.results_path, reasons=reasons)
 
 
 class RunFolder:
@@ -154,6 +154,10 @@ def cell_meta(lines: list[dict[str, Any]], cell: Cell) -> dict[str, Any]:
     return {"cell": cell.key, **meta}
 
 
+#: At most this many skip reasons are reported (the count is always complete).
+_MAX_REASONS = 20
+
+
 def summarize_run(
     run_dir: str | Path,
     *,
@@ -167,7 +171,8 @@ def summarize_run(
     (default: the run's own), plus paired differences against the protocol folder ``baseline``
     on the same questions. Pure: the folder is not changed.
 
-    Returns ``{"run_dir", "cells": [stats...], "paired": [...], "skipped_lines": n}``."""
+    Returns ``{"run_dir", "cells": [stats...], "paired": [...], "skipped_lines": n}`` and, when
+    lines were skipped, ``skipped_reasons`` (the first 20, ``FILE:LINE: reason``)."""
     folder = RunFolder(run_dir)
     cfg = folder.config
     check_beta(beta)
@@ -177,8 +182,9 @@ def summarize_run(
     betas = sorted({0.0, 1.0, math.inf, beta})
     cells: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
     skipped = 0
+    reasons: list[str] = []
     for cell in folder.cells():
-        raw, bad = cell.read()
+        raw, bad = cell.read(reasons)
         skipped += bad
         lines = [rescore(ln, eps=eps_v, policy=policy, betas=betas) for ln in raw]
         s = run_stats(lines, cell_meta(lines, cell), eps=eps_v, policy=policy, n_boot=cfg.get("n_boot", 2000),
@@ -189,7 +195,10 @@ def summarize_run(
     if not cells:
         raise ConfigError(f"no results.jsonl under {folder.path}: the run has not finished a question yet")
     comparisons = paired_comparisons(cells, baseline, score) if baseline else []
-    return {"run_dir": str(folder.path), "cells": [s for _, s in cells], "paired": comparisons, "skipped_lines": skipped}
+    out = {"run_dir": str(folder.path), "cells": [s for _, s in cells], "paired": comparisons, "skipped_lines": skipped}
+    if reasons:
+        out["skipped_reasons"] = reasons[:_MAX_REASONS]
+    return out
 
 
 def paired_comparisons(

@@ -273,8 +273,9 @@ def stats(
         return
     _print_stats(summary["cells"], title=str(run_dir), beta=beta, score=score, wide=wide)
     if summary["skipped_lines"]:
+        first = summary.get("skipped_reasons", ["?"])[0]
         console.print(f"[yellow]{summary['skipped_lines']} unreadable results lines skipped (a torn last line is what a crash "
-                      "leaves; rerunning the config repairs it).[/]")
+                      f"leaves; rerunning the config repairs it). First: {escape(first)}[/]")
     if summary["paired"]:
         t = Table(title=f"paired differences vs {baseline} (same questions)")
         for col in ("cell", "judge", f"ΔASD({score})", "Δaccuracy"):

@@ -42,6 +42,7 @@ from seerbench.plugins import code_hash
 from seerbench.prompts import check_prompts_dir, template_hashes
 from seerbench.protocols import PROTOCOLS, OversightProtocol, QuestionRun, get_protocol
 from seerbench.results import result_line, run_stats
+from seerbench.schema import dump_line
 from seerbench.tools import get_tools
 from seerbench.types import Question
 
@@ -475,7 +476,7 @@ class Experiment:
                         ) from e
                     return
             line = {**result_line(qr, meta, eps=self.config.eps, policy=self.config.parse_failures), **stamp}
-            os.write(fd, (json.dumps(line, allow_nan=True) + "\n").encode())
+            os.write(fd, (dump_line(line) + "\n").encode())
             n_done += 1
             n_new += 1
             if progress:
