@@ -173,8 +173,8 @@ def test_partition_all_complementary_and_predictions_csv(tmp_path: Path) -> None
             '{"short": "B", "long": "", "value": 1}], "metadata": {"prediction": "A"}}',
             "2 true options",
         ),
-        ("{not json", "not valid JSON"),
-        ('{"id": "x"}', "not a seerbench question"),
+        ("{not json", "bad.jsonl:2: invalid JSON"),
+        ('{"id": "x"}', "bad.jsonl:2: "),
     ],
 )
 def test_partition_bad_input(tmp_path: Path, line: str, match: str) -> None:
@@ -183,7 +183,9 @@ def test_partition_bad_input(tmp_path: Path, line: str, match: str) -> None:
     r = runner.invoke(app, ["partition", str(ds), "--out", str(tmp_path / "o.csv")])
     assert r.exit_code != 0
     assert isinstance(r.exception, DataError)
-    assert "line 2" in str(r.exception) and match in str(r.exception)
+    # the one question reader names file and line; the partition names the question
+    assert "bad.jsonl" in str(r.exception) and match in str(r.exception)
+    assert ":2:" in str(r.exception) or "question 'x'" in str(r.exception)
 
 
 def test_estimate_interval_and_cluster_options(tmp_path: Path) -> None:

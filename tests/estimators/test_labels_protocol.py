@@ -241,3 +241,28 @@ def test_log_likelihood_matches_binomial() -> None:
     for a in (0.2, 0.5, 0.8):
         full = binom.logpmf(7, 10, a) + binom.logpmf(17, 20, (a + 2) / 3)
         assert log_likelihood(a, c) == pytest.approx(full - const)
+
+
+def test_partition_questions_is_a_library_call() -> None:
+    """The `partition` pipeline without the CLI: two 3-option questions, one predicted right."""
+    from seerbench.estimators import partition_questions
+    from seerbench.types import AnswerCase, Question
+
+    def q(i: str, pred: str) -> Question:
+        cases = [AnswerCase(short=s, long=s, value=1.0 if s == "A" else 0.0) for s in "ABC"]
+        return Question(id=i, text="?", answer_cases=cases, metadata={"prediction": pred})
+
+    qs = [q("q1", "A"), q("q2", "C")]
+    part = partition_questions(qs, all_complementary=True)
+    # K-1 = 2 complementary labels per item, each naming a wrong option of that item
+    assert part.mode == "all-complementary" and len(part.labels) == 4 and part.labels.n_complementary == 4
+    assert part.true_accuracy == 0.5
+    assert sorted(zip(part.labels.extra["id"], part.labels.label.tolist(), strict=True)) == [
+        ("q1", 2), ("q1", 3), ("q2", 2), ("q2", 3)
+    ]
+    # predictions given by the caller override metadata; ids that are not questions are refused
+    assert partition_questions(qs, {"q2": "A"}, all_complementary=True).true_accuracy == 1.0
+    with pytest.raises(DataError, match="not questions: \\['q9'\\]"):
+        partition_questions(qs, {"q9": "A"})
+    routed = partition_questions(qs, seed=3)
+    assert routed.items == 2 and len(routed.labels) == 2 and routed.summary()["seed"] == 3

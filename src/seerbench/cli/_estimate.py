@@ -2,33 +2,27 @@
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import typer
-from pydantic import ValidationError
 from rich.table import Table
 
 from seerbench.cli import app
 from seerbench.cli._common import console, print_json
+from seerbench.datasets import read_questions_jsonl
 from seerbench.errors import ConfigError, DataError
 from seerbench.estimators import (
     INTERVALS,
     Interval,
-    LabelSet,
     cluster_design_effect,
     estimate_all,
-    expand_complementary,
+    partition_questions,
     plan_labels,
     read_labels_csv,
-    simulate_protocol,
+    read_predictions_csv,
     write_labels_csv,
 )
-from seerbench.types import Question
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:
@@ -154,48 +148,6 @@ def plan(
     console.print(t)
 
 
-def _read_predictions_csv(path: Path) -> dict[str, str]:
-    try:
-        fh = path.open(newline="", encoding="utf-8-sig")
-    except OSError as e:
-        raise DataError(f"cannot read {path}: {e.strerror or e}") from None
-    with fh:
-        reader = csv.DictReader(fh)
-        fields = [f.strip() for f in reader.fieldnames or []]
-        if "id" not in fields or "prediction" not in fields:
-            raise DataError(f"{path}: needs columns id and prediction, got {fields}")
-        reader.fieldnames = fields
-        out: dict[str, str] = {}
-        for record in reader:
-            qid = (record.get("id") or "").strip()
-            if not qid:
-                raise DataError(f"{path}, row {reader.line_num}: empty id")
-            if qid in out:
-                raise DataError(f"{path}, row {reader.line_num}: duplicate id {qid!r}")
-            out[qid] = (record.get("prediction") or "").strip()
-    return out
-
-
-def _option_index(q: Question, prediction: Any, where: str) -> int:
-    """1-based index of the predicted option: an option's short label, or a 1-based index."""
-    if isinstance(prediction, bool) or prediction is None or prediction == "":
-        raise DataError(f"{where}: question {q.id!r} has no prediction")
-    if isinstance(prediction, str) and prediction in q.shorts:
-        return q.shorts.index(prediction) + 1
-    try:
-        idx = int(prediction)
-    except (TypeError, ValueError):
-        raise DataError(
-            f"{where}: prediction {prediction!r} of question {q.id!r} is neither an option label {q.shorts} "
-            f"nor an index 1..{q.k}"
-        ) from None
-    if isinstance(prediction, float) and prediction != idx:
-        raise DataError(f"{where}: prediction {prediction!r} of question {q.id!r} is not a whole number")
-    if not 1 <= idx <= q.k:
-        raise DataError(f"{where}: prediction {idx} of question {q.id!r} is outside 1..{q.k}")
-    return idx
-
-
 @app.command()
 def partition(
     dataset: Path = typer.Argument(..., help="Question JSONL with known answers (one seerbench Question per line)."),
@@ -225,73 +177,17 @@ def partition(
     shuffled positions 1..K for prediction and label, and keeps `id` and `option_order` (the option
     labels in shown order) as extra columns; the true answer itself is not written.
     """
-    if n_ordinary is not None and all_complementary:
-        raise ConfigError("--n-ordinary and --all-complementary exclude each other")
-    preds = _read_predictions_csv(predictions) if predictions is not None else {}
+    questions = read_questions_jsonl(dataset)
+    preds = read_predictions_csv(predictions) if predictions is not None else None
     try:
-        lines = dataset.read_text(encoding="utf-8").splitlines()
-    except OSError as e:
-        raise DataError(f"cannot read {dataset}: {e.strerror or e}") from None
-    questions: list[Question] = []
-    truth: list[int] = []
-    guess: list[int] = []
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{dataset}, line {lineno}"
-        try:
-            q = Question.model_validate(json.loads(line))
-        except json.JSONDecodeError as e:
-            raise DataError(f"{where}: not valid JSON ({e.msg})") from None
-        except ValidationError as e:
-            first = e.errors()[0]
-            loc = ".".join(str(p) for p in first["loc"])
-            raise DataError(f"{where}: not a seerbench question ({loc}: {first['msg']})") from None
-        true = [i for i, a in enumerate(q.answer_cases) if a.is_true]
-        if len(true) != 1:
-            raise DataError(f"{where}: question {q.id!r} has {len(true)} true options; expected exactly 1")
-        raw = preds[q.id] if q.id in preds else q.metadata.get("prediction")
-        questions.append(q)
-        truth.append(true[0] + 1)
-        guess.append(_option_index(q, raw, where))
-    if not questions:
-        raise DataError(f"{dataset}: no questions")
-    if preds:
-        unknown = sorted(set(preds) - {q.id for q in questions})
-        if unknown:
-            raise DataError(f"{predictions}: ids not in {dataset}: {unknown[:5]}")
-    ks = np.array([q.k for q in questions], dtype=np.int64)
-    ids = [q.id for q in questions]
-    if all_complementary:
-        labels = expand_complementary(truth, guess, ks)
-        item = labels.rows
-        shown = [" ".join(q.shorts) for q in questions]
-        extra = {"id": [ids[i] for i in item], "option_order": [shown[i] for i in item]}
-        mode = "all-complementary"
-    else:
-        sim = simulate_protocol(truth, guess, ks, seed=seed, n_ordinary=n_ordinary, shuffle_options=shuffle)
-        labels = sim.labels
-        extra = {
-            "id": ids,
-            "option_order": [
-                " ".join(q.shorts[j] for j in row[: q.k]) for q, row in zip(questions, sim.order.tolist(), strict=True)
-            ],
-        }
-        mode = sim.mode
-    labels = LabelSet.from_arrays(
-        labels.prediction, labels.label, labels.is_complementary, labels.k, rows=labels.rows, extra=extra
-    )
-    write_labels_csv(out, labels)
-    summary = {
-        "out": str(out),
-        "mode": mode,
-        "seed": seed,
-        "items": len(questions),
-        "labels": len(labels),
-        "n_ordinary": labels.n_ordinary,
-        "n_complementary": labels.n_complementary,
-        "true_accuracy": float(np.mean(np.array(truth) == np.array(guess))),
-    }
+        part = partition_questions(
+            questions, preds, seed=seed, n_ordinary=n_ordinary, all_complementary=all_complementary, shuffle=shuffle
+        )
+    except DataError as e:
+        raise DataError(f"{dataset}: {e}") from None
+    write_labels_csv(out, part.labels)
+    summary = {"out": str(out), **part.summary()}
+    mode = part.mode
     if as_json:
         print_json(summary)
     else:

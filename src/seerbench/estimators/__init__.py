@@ -50,6 +50,7 @@ from seerbench.estimators._fitness import (
     rank_systems,
 )
 from seerbench.estimators._labels import LabelSet, read_labels_csv, write_labels_csv
+from seerbench.estimators._partition import Partition, option_index, partition_questions, read_predictions_csv
 from seerbench.estimators._planning import (
     HalfWidthPlan,
     SamplePlan,
@@ -72,6 +73,7 @@ __all__ = [
     "Interval",
     "LabelCounts",
     "LabelSet",
+    "Partition",
     "RankedSystem",
     "Ranking",
     "SamplePlan",
@@ -94,11 +96,14 @@ __all__ = [
     "log_likelihood",
     "mixture_accuracy",
     "ml_accuracy",
+    "option_index",
     "ordinary_accuracy",
+    "partition_questions",
     "plan_labels",
     "rank_systems",
     "raw_complementary_accuracy",
     "read_labels_csv",
+    "read_predictions_csv",
     "simulate_protocol",
     "union_mixture_bound",
     "variance_ratio",
