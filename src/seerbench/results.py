@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import math
+from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from seerbench.analysis import paired_difference, summarize
+from seerbench.analysis import paired_difference, summarize_many
 from seerbench.metrics import (
     BETAS,
     SCORE_TYPES,
@@ -117,36 +118,104 @@ METRIC_KEYS = ("asd", *(f"{p}_{beta_key(b)}" for p in ("jse", "ase") for b in BE
 
 
 def run_stats(
-    lines: Sequence[dict[str, Any]], meta: dict[str, Any], *, eps: float, policy: FailurePolicy,
+    lines: Iterable[dict[str, Any]], meta: dict[str, Any], *, eps: float, policy: FailurePolicy,
     n_boot: int = 2000, seed: int = 0, betas: Iterable[float] = BETAS, scored: bool = False,
 ) -> dict[str, Any]:
     """Statistics of one grid cell: mean, std, SE and bootstrap 95% CI of every metric.
 
     Lines are rescored with ``eps``, ``policy`` and ``betas`` first, unless ``scored`` says the
-    caller already did exactly that."""
+    caller already did exactly that. ``lines`` may be any iterable (a results file read line by
+    line): it is consumed once, and only the per-question values the statistics need are kept."""
     betas = tuple(betas)
-    if not scored:
-        lines = [rescore(ln, eps=eps, policy=policy, betas=betas) for ln in lines]
-    keys = ["asd", *(f"{p}_{beta_key(b)}" for p in ("jse", "ase") for b in betas)]
-    kept = [ln for ln in lines if not ln["excluded"]]
-    metrics: dict[str, Any] = {}
-    for k in keys:
-        vals = [ln[k] for ln in kept if ln.get(k)]
-        if vals:
-            metrics[k] = {st: summarize([v[st] for v in vals], n_boot=n_boot, seed=seed).as_dict() for st in SCORE_TYPES}
-    metrics["judge_accuracy"] = summarize([ln["judge_accuracy"] for ln in kept], n_boot=n_boot, seed=seed).as_dict()
-    return {
-        **meta,
-        "n_questions": len(lines),
-        "n_scored": len(kept),
-        "n_excluded": len(lines) - len(kept),
-        "parse_failures": sum(ln["parse_failures"] for ln in lines),
-        "parse_failure_policy": policy,
-        "eps": eps,
-        "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": 0.95},
-        "metrics": metrics,
-        "diagnostics": judge_diagnostics(lines),
-    }
+    acc = CellStats(betas=betas)
+    for ln in lines:
+        acc.add(ln if scored else rescore(ln, eps=eps, policy=policy, betas=betas))
+    return acc.stats(meta, eps=eps, policy=policy, n_boot=n_boot, seed=seed)
+
+
+#: Grid axes a cell is described by, in the order tables show them.
+CELL_AXES = ("protocol", "agent", "judge", "tools", "best_of_n")
+
+
+class CellStats:
+    """What one cell's statistics need, gathered from its (scored) results lines one at a time:
+    per line a few floats in arrays of doubles, never the line itself, so a 10^5-line file is
+    summarised in flat memory.
+
+    With ``paired_score`` it also keeps, per line, the question id and the values
+    :func:`paired_values` reads (``asd`` under that score and ``judge_accuracy``), for paired
+    differences between cells."""
+
+    def __init__(self, *, betas: Iterable[float] = BETAS, paired_score: str | None = None) -> None:
+        self.keys = ["asd", *(f"{p}_{beta_key(b)}" for p in ("jse", "ase") for b in betas)]
+        self._values: dict[str, dict[str, array[float]]] = {k: {st: array("d") for st in SCORE_TYPES} for k in self.keys}
+        self._accuracy: array[float] = array("d")
+        self.n_lines = 0
+        self.n_kept = 0
+        self.parse_failures = 0
+        self.axes: dict[str, Any] | None = None  # the grid coordinates of the first line
+        self.diagnostics = JudgeDiagnostics()
+        self.paired_score = paired_score
+        self.ids: list[str] = []
+        self.paired: dict[str, array[float]] = {"asd": array("d"), "judge_accuracy": array("d")}
+
+    def add(self, ln: dict[str, Any]) -> None:
+        """Take one scored line (as :func:`rescore` returns it)."""
+        if self.axes is None:
+            self.axes = {k: ln.get(k) for k in CELL_AXES}
+        self.n_lines += 1
+        self.parse_failures += ln["parse_failures"]
+        self.diagnostics.add(ln)
+        if self.paired_score is not None:
+            self.ids.append(ln["question_id"])
+            for key, arr in self.paired.items():
+                x = _paired_value(ln, key, self.paired_score)
+                arr.append(math.nan if x is None else x)
+        if ln["excluded"]:
+            return
+        self.n_kept += 1
+        for k, cols in self._values.items():
+            v = ln.get(k)
+            if v:
+                for st, col in cols.items():
+                    col.append(v[st])
+        acc = ln["judge_accuracy"]
+        self._accuracy.append(math.nan if acc is None else acc)
+
+    def stats(self, meta: dict[str, Any], *, eps: float, policy: FailurePolicy, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+        """The cell's stats record (what ``stats.json`` holds)."""
+        columns: dict[str, array[float]] = {}
+        for k, cols in self._values.items():
+            if len(cols[SCORE_TYPES[0]]):
+                columns.update({f"{k}\t{st}": col for st, col in cols.items()})
+        columns["judge_accuracy"] = self._accuracy
+        summaries = summarize_many(columns, n_boot=n_boot, seed=seed)
+        metrics: dict[str, Any] = {}
+        for name, summary in summaries.items():
+            k, _, st = name.partition("\t")
+            if st:
+                metrics.setdefault(k, {})[st] = summary.as_dict()
+            else:
+                metrics[k] = summary.as_dict()
+        return {
+            **meta,
+            "n_questions": self.n_lines,
+            "n_scored": self.n_kept,
+            "n_excluded": self.n_lines - self.n_kept,
+            "parse_failures": self.parse_failures,
+            "parse_failure_policy": policy,
+            "eps": eps,
+            "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": 0.95},
+            "metrics": metrics,
+            "diagnostics": self.diagnostics.result(),
+        }
+
+    def paired_values(self, key: str) -> dict[str, float]:
+        """Question id -> the value of ``key`` (``asd`` or ``judge_accuracy``), for the lines
+        :func:`paired_values` would keep (a later line of the same id wins, as there)."""
+        if self.paired_score is None:
+            raise ValueError("CellStats(paired_score=...) keeps the values of paired differences; this one was made without")
+        return {q: x for q, x in zip(self.ids, self.paired[key], strict=True) if not math.isnan(x)}
 
 
 #: A judge that picks the same position in more than this share of verdicts is flagged.
@@ -156,17 +225,28 @@ NARROW_BAND = 0.1
 _MIN_VERDICTS = 5
 
 
-def judge_diagnostics(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def judge_diagnostics(lines: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Signs of a degenerate judge in one cell's lines: the share of verdicts that pick each
     position (the option shown first or second) and the range of P(first option). With
     ``both_orders`` each order's verdict counts separately, as the judge saw it."""
-    picks: list[int] = []
-    p_first: list[float] = []
-    swapped_any = False
+    d = JudgeDiagnostics()
     for ln in lines:
+        d.add(ln)
+    return d.result()
+
+
+class JudgeDiagnostics:
+    """:func:`judge_diagnostics` gathered one line at a time (a pick and P(first option) per verdict)."""
+
+    def __init__(self) -> None:
+        self.picks: array[int] = array("b")
+        self.p_first: array[float] = array("d")
+        self.swapped_any = False
+
+    def add(self, ln: dict[str, Any]) -> None:
         shorts = [c["short"] for c in ln["question"]["answer_cases"]]
         if len(shorts) != 2:
-            continue
+            return
         seen: set[str] = set()
         for c in ln["answer_cases"]:
             cp = c["case_probs"]
@@ -179,52 +259,67 @@ def judge_diagnostics(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
             meta = cp.get("metadata") or {}
             views = [cp["probabilities"]]
             if meta.get("both_orders") and meta.get("original") and meta.get("swapped"):
-                swapped_any = True
+                self.swapped_any = True
                 # the swapped run showed the options in reverse: its first position is shorts[1]
                 views = [meta["original"], {shorts[0]: meta["swapped"][shorts[1]], shorts[1]: meta["swapped"][shorts[0]]}]
             for v in views:
                 p0, p1 = float(v.get(shorts[0], 0.0)), float(v.get(shorts[1], 0.0))
-                p_first.append(p0 / (p0 + p1) if p0 + p1 > 0 else 0.5)
+                self.p_first.append(p0 / (p0 + p1) if p0 + p1 > 0 else 0.5)
                 if abs(p0 - p1) > 1e-9:
-                    picks.append(0 if p0 > p1 else 1)
-    out: dict[str, Any] = {"n_verdicts": len(p_first), "warnings": []}
-    if not p_first:
+                    self.picks.append(0 if p0 > p1 else 1)
+
+    def result(self) -> dict[str, Any]:
+        picks, p_first = self.picks, self.p_first
+        out: dict[str, Any] = {"n_verdicts": len(p_first), "warnings": []}
+        if not p_first:
+            return out
+        share_first = sum(1 for x in picks if x == 0) / len(picks) if picks else None
+        out.update(first_position_share=share_first, p_first_min=min(p_first), p_first_max=max(p_first))
+        if len(p_first) < _MIN_VERDICTS:
+            return out
+        fix = ("both_orders is on, so the bias is averaged out, but the judge carries little signal"
+               if self.swapped_any else "set `both_orders: true` to control position bias")
+        if share_first is not None and max(share_first, 1 - share_first) > POSITION_BIAS_SHARE:
+            pos = "first" if share_first >= 0.5 else "second"
+            out["warnings"].append(
+                f"judge picked the {pos} option in {max(share_first, 1 - share_first):.0%} of {len(picks)} verdicts "
+                f"(position bias); {fix}"
+            )
+        elif max(p_first) - min(p_first) < NARROW_BAND:
+            out["warnings"].append(
+                f"judge's P(first option) never left [{min(p_first):.2f}, {max(p_first):.2f}]: it barely "
+                f"discriminates; {fix}"
+            )
         return out
-    share_first = sum(1 for x in picks if x == 0) / len(picks) if picks else None
-    out.update(first_position_share=share_first, p_first_min=min(p_first), p_first_max=max(p_first))
-    if len(p_first) < _MIN_VERDICTS:
-        return out
-    fix = ("both_orders is on, so the bias is averaged out, but the judge carries little signal"
-           if swapped_any else "set `both_orders: true` to control position bias")
-    if share_first is not None and max(share_first, 1 - share_first) > POSITION_BIAS_SHARE:
-        pos = "first" if share_first >= 0.5 else "second"
-        out["warnings"].append(
-            f"judge picked the {pos} option in {max(share_first, 1 - share_first):.0%} of {len(picks)} verdicts "
-            f"(position bias); {fix}"
-        )
-    elif max(p_first) - min(p_first) < NARROW_BAND:
-        out["warnings"].append(
-            f"judge's P(first option) never left [{min(p_first):.2f}, {max(p_first):.2f}]: it barely "
-            f"discriminates; {fix}"
-        )
+
+
+def _paired_value(ln: dict[str, Any], key: str, score: str) -> float | None:
+    """The value of ``key`` a paired difference uses for one line (None: the line does not count)."""
+    v = ln.get(key)
+    if ln.get("excluded") or v is None:
+        return None
+    x = v if isinstance(v, int | float) else v.get(score)
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+def paired_values(lines: Iterable[dict[str, Any]], key: str, score: str = "log") -> dict[str, float]:
+    """Question id -> the value of a per-question metric, over the lines that scored it."""
+    out = {}
+    for ln in lines:
+        x = _paired_value(ln, key, score)
+        if x is not None:
+            out[ln["question_id"]] = x
     return out
 
 
 def paired(
-    a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]], key: str, score: str = "log", **kw: Any
+    a: Sequence[dict[str, Any]] | CellStats, b: Sequence[dict[str, Any]] | CellStats, key: str, score: str = "log", **kw: Any
 ) -> dict[str, Any] | None:
-    """Paired difference a - b of a per-question metric over the questions both scored."""
+    """Paired difference a - b of a per-question metric over the questions both scored. ``a`` and
+    ``b`` are lines, or :class:`CellStats` made with ``paired_score=score``."""
 
-    def values(lines: Sequence[dict[str, Any]]) -> dict[str, float]:
-        out = {}
-        for ln in lines:
-            v = ln.get(key)
-            if ln.get("excluded") or v is None:
-                continue
-            x = v if isinstance(v, int | float) else v.get(score)
-            if x is not None and math.isfinite(x):
-                out[ln["question_id"]] = float(x)
-        return out
+    def values(src: Sequence[dict[str, Any]] | CellStats) -> dict[str, float]:
+        return src.paired_values(key) if isinstance(src, CellStats) else paired_values(src, key, score)
 
     va, vb = values(a), values(b)
     common = sorted(set(va) & set(vb))

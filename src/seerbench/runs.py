@@ -16,18 +16,15 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seerbench.errors import ConfigError, DataError
+from seerbench.errors import ConfigError
 from seerbench.metrics import DEFAULT_EPS, SCORE_TYPES, FailurePolicy
-from seerbench.results import paired, rescore, run_stats
-from seerbench.schema import LineError, parse_line
-
-#: Grid axes a cell is described by, in the order tables show them.
-CELL_AXES = ("protocol", "agent", "judge", "tools", "best_of_n")
+from seerbench.results import CELL_AXES, CellStats, paired, rescore
+from seerbench.schema import LineError, numbered_lines, parse_line
 
 
 def check_eps(eps: float) -> float:
@@ -54,27 +51,36 @@ def check_policy(policy: str) -> FailurePolicy:
     return policy  # type: ignore[return-value]
 
 
+class ResultsFile:
+    """The usable lines of one results file, read one line at a time (a 10^5-line file is never
+    held whole): iterate it for the lines as dicts; afterwards ``skipped`` counts the lines left
+    out (a torn last line left by a crash, or a line that does not fit the results schema,
+    :mod:`seerbench.schema`), and why each was is appended to ``reasons`` (``FILE:LINE: reason``)
+    when given. A file written by a newer schema version raises :class:`DataError` (upgrade)."""
+
+    def __init__(self, path: Path, *, reasons: list[str] | None = None) -> None:
+        self.path = Path(path)
+        self.reasons = reasons
+        self.skipped = 0
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for n, raw in numbered_lines(self.path):
+            try:
+                line = parse_line(raw)
+            except LineError as e:
+                self.skipped += 1
+                if self.reasons is not None:
+                    self.reasons.append(f"{self.path}:{n}: {e}")
+                continue
+            yield line
+
+
 def read_results(path: Path, *, reasons: list[str] | None = None) -> tuple[list[dict[str, Any]], int]:
-    """The usable lines of a results file and how many lines were skipped: a torn last line left
-    by a crash, or a line that does not fit the results schema (:mod:`seerbench.schema`). Why each
-    line was skipped is appended to ``reasons`` (``FILE:LINE: reason``) when given. A file written
-    by a newer schema version raises :class:`DataError` (upgrade seerbench)."""
-    lines: list[dict[str, Any]] = []
-    skipped = 0
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise DataError(f"cannot read {path}: {e.strerror or e}") from None
-    for n, raw in enumerate(data.splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            lines.append(parse_line(raw))
-        except LineError as e:
-            skipped += 1
-            if reasons is not None:
-                reasons.append(f"{path}:{n}: {e}")
-    return lines, skipped
+    """The usable lines of a results file and how many lines were skipped (see :class:`ResultsFile`,
+    which reads them one at a time)."""
+    f = ResultsFile(path, reasons=reasons)
+    lines = list(f)
+    return lines, f.skipped
 
 
 @dataclass
@@ -145,10 +151,11 @@ def read_experiment_json(path: Path) -> dict[str, Any]:
     return meta
 
 
-def cell_meta(lines: list[dict[str, Any]], cell: Cell) -> dict[str, Any]:
+def cell_meta(lines: list[dict[str, Any]] | CellStats, cell: Cell) -> dict[str, Any]:
     """The grid coordinates of a cell, from its lines (or its folder names when it has none)."""
-    if lines:
-        meta = {k: lines[0].get(k) for k in CELL_AXES}
+    first = lines.axes if isinstance(lines, CellStats) else ({k: lines[0].get(k) for k in CELL_AXES} if lines else None)
+    if first is not None:
+        meta = first
     else:
         meta = {"protocol": cell.folder.parent.name, "agent": None, "judge": cell.folder.name, "tools": [], "best_of_n": 1}
     return {"cell": cell.key, **meta}
@@ -180,18 +187,20 @@ def summarize_run(
     eps_v = check_eps(cfg.get("eps", DEFAULT_EPS) if eps is None else eps)
     policy = check_policy(parse_failures or cfg.get("parse_failures", "exclude"))
     betas = sorted({0.0, 1.0, math.inf, beta})
-    cells: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
+    cells: list[tuple[list[dict[str, Any]] | CellStats, dict[str, Any]]] = []
     skipped = 0
     reasons: list[str] = []
     for cell in folder.cells():
-        raw, bad = cell.read(reasons)
-        skipped += bad
-        lines = [rescore(ln, eps=eps_v, policy=policy, betas=betas) for ln in raw]
-        s = run_stats(lines, cell_meta(lines, cell), eps=eps_v, policy=policy, n_boot=cfg.get("n_boot", 2000),
-                      seed=cfg.get("seed", 0), betas=betas, scored=True)
-        if bad:
-            s["skipped_lines"] = bad
-        cells.append((lines, s))
+        # one line at a time: a cell keeps a few floats per question, never its lines
+        acc = CellStats(betas=betas, paired_score=score if baseline else None)
+        f = ResultsFile(cell.results_path, reasons=reasons)
+        for ln in f:
+            acc.add(rescore(ln, eps=eps_v, policy=policy, betas=betas))
+        skipped += f.skipped
+        s = acc.stats(cell_meta(acc, cell), eps=eps_v, policy=policy, n_boot=cfg.get("n_boot", 2000), seed=cfg.get("seed", 0))
+        if f.skipped:
+            s["skipped_lines"] = f.skipped
+        cells.append((acc if baseline else [], s))  # the per-question values only for paired differences
     if not cells:
         raise ConfigError(f"no results.jsonl under {folder.path}: the run has not finished a question yet")
     comparisons = paired_comparisons(cells, baseline, score) if baseline else []
@@ -202,7 +211,7 @@ def summarize_run(
 
 
 def paired_comparisons(
-    cells: Iterable[tuple[list[dict[str, Any]], dict[str, Any]]], baseline: str, score: str
+    cells: Iterable[tuple[list[dict[str, Any]] | CellStats, dict[str, Any]]], baseline: str, score: str
 ) -> list[dict[str, Any]]:
     """Each cell minus the ``baseline`` protocol's cell with the same judge, on shared questions.
     ``baseline`` is a protocol folder (``NaiveJudge_swap``) or a protocol name (``NaiveJudge``)
@@ -245,6 +254,7 @@ def json_safe(obj: Any) -> Any:
 __all__ = [
     "CELL_AXES",
     "Cell",
+    "ResultsFile",
     "RunFolder",
     "check_beta",
     "check_eps",

@@ -158,16 +158,22 @@ def iter_result_lines(path: str | Path, *, skip_bad: bool = True) -> Iterator[Re
     layout) are skipped, or raise :class:`LineError` with its line number when ``skip_bad`` is
     False."""
     p = Path(path)
+    for n, raw in numbered_lines(p):
+        try:
+            yield _validate(_loads(raw))
+        except LineError as e:
+            if not skip_bad:
+                raise LineError(f"{p}:{n}: {e}") from None
+
+
+def numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, raw line) of each non-blank line of a file, read one line at a time;
+    :class:`DataError` when the file cannot be read."""
     try:
-        f = p.open("rb")
+        f = path.open("rb")
     except OSError as e:
-        raise DataError(f"cannot read {p}: {e.strerror or e}") from None
+        raise DataError(f"cannot read {path}: {e.strerror or e}") from None
     with f:
         for n, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            try:
-                yield _validate(_loads(raw))
-            except LineError as e:
-                if not skip_bad:
-                    raise LineError(f"{p}:{n}: {e}") from None
+            if raw.strip():
+                yield n, raw

@@ -19,7 +19,7 @@ from rich.table import Table
 from seerbench.cli import app
 from seerbench.cli._common import console, err_console, quiet
 from seerbench.errors import ConfigError
-from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RunSpec
+from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RayExecutor, RunSpec
 from seerbench.metrics import beta_key
 from seerbench.models import default_tracker
 from seerbench.runs import CELL_AXES, RunFolder, check_beta, check_eps, json_safe, summarize_run
@@ -96,8 +96,9 @@ class _Progress:
         err = self.errors.get(spec.key, 0)
         if self.bar:
             self.bar.update(self.all, completed=done_all)
-            self.bar.update(self.tasks[spec.key], completed=self.done[spec.key],
-                            description=escape(spec.key) + (f" [red]{err} failed[/]" if err else ""))
+            if spec.key in self.tasks:  # on Ray several cells run at once; the row is the last started
+                self.bar.update(self.tasks[spec.key], completed=self.done[spec.key],
+                                description=escape(spec.key) + (f" [red]{err} failed[/]" if err else ""))
             self.bar.update(self.usage, description=f"[dim]{_usage_line()}")
             return
         now = time.monotonic()
@@ -121,8 +122,14 @@ def run(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the grid cells, questions to run, expected model calls, tokens and cost; run nothing.")] = False,
     wide: Annotated[bool, typer.Option("--wide", help="Every column (JSE/ASE, parse failures) and 3 decimals.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the final stats as JSON (same shape as `stats --json`).")] = False,
+    executor: Annotated[str, typer.Option("--executor", help="Where questions run: local (this process) or ray (Ray tasks; this process writes the results).")] = "local",
+    address: Annotated[str | None, typer.Option("--address", help="With --executor ray: the cluster to join (ray://HOST:10001, auto); default $RAY_ADDRESS, else a local Ray instance.")] = None,
 ) -> None:
     """Run an experiment grid; resumes where a previous run of the same config stopped."""
+    if executor not in ("local", "ray"):
+        raise ConfigError(f"--executor must be local or ray; got {executor!r}")
+    if address is not None and executor != "ray":
+        raise ConfigError("--address names a Ray cluster: use it with --executor ray")
     cfg = ExperimentConfig.from_yaml(config)
     updates: dict[str, Any] = {}
     if out is not None:
@@ -133,7 +140,7 @@ def run(
         updates["concurrency"] = concurrency
     if updates:
         cfg = cfg.with_updates(**updates)
-    exp = Experiment(cfg)
+    exp = Experiment(cfg, executor=RayExecutor(address=address) if executor == "ray" else None)
     if dry_run:
         _print_plan(exp.plan(), exp, json_out=json_out)
         return

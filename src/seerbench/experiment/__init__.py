@@ -9,7 +9,9 @@ over a dataset, resumable, with results files laid out as in seed 003::
 ``results.jsonl`` is append-only while running (one complete line per question, written with a
 single ``write``), so a run killed at any moment loses at most the questions in flight; a rerun
 drops a torn last line, skips finished questions and, at the end, rewrites the file in dataset
-order, so an interrupted-and-resumed run ends with the same file as an uninterrupted one.
+order, so an interrupted-and-resumed run ends with the same file as an uninterrupted one. The
+questions run in this process (:class:`LocalExecutor`) or as Ray tasks on a cluster
+(:class:`RayExecutor`); the driver writes the files either way, and they come out the same.
 """
 
 from seerbench.experiment._config import (
@@ -21,7 +23,9 @@ from seerbench.experiment._config import (
     ProtocolSpec,
     explain,
 )
+from seerbench.experiment._executor import Executor, LocalExecutor
 from seerbench.experiment._files import _load_done
+from seerbench.experiment._ray import RayExecutor
 from seerbench.experiment._runner import CellPlan, Experiment, ModelFactory, RunResult, RunSpec
 
 __all__ = [
@@ -29,11 +33,14 @@ __all__ = [
     "REPLAY",
     "CellPlan",
     "ElicitationSpec",
+    "Executor",
     "Experiment",
     "ExperimentConfig",
     "GenerationSpec",
+    "LocalExecutor",
     "ModelFactory",
     "ProtocolSpec",
+    "RayExecutor",
     "RunResult",
     "RunSpec",
     "_load_done",

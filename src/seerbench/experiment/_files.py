@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,37 +26,71 @@ async def _gather_cancelling(coros: list[Any]) -> None:
 
 
 def _load_done(path: Path, *, truncate: bool = True) -> set[str]:
-    """Ids of complete lines; a torn last line (killed mid-write) is cut off the file."""
+    """Ids of complete lines; a torn last line (killed mid-write) is cut off the file. Read one
+    line at a time: only the ids are kept."""
     if not path.exists():
         return set()
-    data = path.read_bytes()
-    keep = data.rfind(b"\n") + 1
-    if keep != len(data) and truncate:
+    done: set[str] = set()
+    keep = 0  # bytes up to the end of the last complete line
+    with open(path, "rb") as f:
+        for raw in f:
+            if not raw.endswith(b"\n"):
+                break  # a torn last line
+            keep += len(raw)
+            qid = _question_id(raw)
+            if qid is not None:
+                done.add(qid)
+        torn = f.tell() != keep
+    if torn and truncate:
         with open(path, "r+b") as f:
             f.truncate(keep)
-    done: set[str] = set()
-    for raw in data[:keep].splitlines():
-        try:
-            done.add(json.loads(raw)["question_id"])
-        except (json.JSONDecodeError, KeyError):
-            continue
     return done
 
 
-def _finalise(path: Path, order: list[str]) -> list[dict[str, Any]]:
-    """Rewrite results.jsonl atomically: one line per question, in dataset order, no duplicates."""
-    by_id: dict[str, tuple[str, dict[str, Any]]] = {}
-    for raw in path.read_text().splitlines():
-        try:
-            rec = json.loads(raw)
-            qid = rec["question_id"]
-        except (json.JSONDecodeError, KeyError, TypeError):
-            continue
-        by_id.setdefault(qid, (raw, rec))
+def _question_id(raw: bytes) -> str | None:
+    try:
+        qid = json.loads(raw)["question_id"]
+    except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
+        return None
+    return qid if isinstance(qid, str) else None
+
+
+def _finalise(path: Path, order: list[str], on_line: Callable[[dict[str, Any]], None] | None = None) -> None:
+    """Rewrite results.jsonl atomically: one line per question, in dataset order, no duplicates
+    (the first line of a question wins). Then each line, parsed, goes to ``on_line`` in that order.
+
+    Flat in memory: the first pass keeps each question's byte offset, the second copies lines
+    in order from those offsets. A file already in order (a run that was not interrupted, or a
+    finished cell run again) is left as it is."""
+    where: dict[str, tuple[int, int]] = {}  # question id -> (offset, length) of its first line
     rank = {q: i for i, q in enumerate(order)}
-    ids = sorted(by_id, key=lambda q: (rank.get(q, len(rank)), q))
-    _atomic_write(path, "".join(by_id[q][0] + "\n" for q in ids))
-    return [by_id[q][1] for q in ids]
+    in_order, last, offset = True, -1, 0
+    with open(path, "rb") as f:
+        for raw in f:
+            qid = _question_id(raw) if raw.endswith(b"\n") else None
+            if qid is None or qid in where:
+                in_order = False  # junk, a torn line or a duplicate: the rewrite drops it
+            else:
+                where[qid] = (offset, len(raw))
+                r = rank.get(qid, len(rank))
+                in_order = in_order and r > last and qid in rank
+                last = r
+            offset += len(raw)
+    ids = sorted(where, key=lambda q: (rank.get(q, len(rank)), q))
+    if not in_order:
+        tmp = path.with_name(path.name + ".tmp")
+        with open(path, "rb") as src, open(tmp, "wb") as dst:
+            for qid in ids:
+                off, n = where[qid]
+                src.seek(off)
+                dst.write(src.read(n))
+            dst.flush()
+            os.fsync(dst.fileno())
+        os.replace(tmp, path)
+    if on_line is not None:
+        with open(path, "rb") as f:
+            for raw in f:
+                on_line(json.loads(raw))
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,18 +16,15 @@ import yaml
 from seerbench import __version__
 from seerbench.agents import Agent, BestOfNAgent, ModelAgent
 from seerbench.errors import (
-    AuthenticationError,
     ConfigError,
     DataError,
-    ModelUnavailableError,
-    UnknownModelError,
 )
 from seerbench.experiment._components import Entry, build, entry_code, entry_label
 from seerbench.experiment._config import _PATH_KEYS, REPLAY, ExperimentConfig, _hash
+from seerbench.experiment._executor import Executor, LocalExecutor
 from seerbench.experiment._files import (
     _atomic_write,
     _diff_keys,
-    _finalise,
     _gather_cancelling,
     _group,
     _legacy_fingerprint,
@@ -40,9 +36,7 @@ from seerbench.models import GenerateConfig, Model, get_model
 from seerbench.models._usage import default_tracker
 from seerbench.plugins import code_hash
 from seerbench.prompts import check_prompts_dir, template_hashes
-from seerbench.protocols import PROTOCOLS, OversightProtocol, QuestionRun, get_protocol
-from seerbench.results import result_line, run_stats
-from seerbench.schema import dump_line
+from seerbench.protocols import PROTOCOLS, OversightProtocol, get_protocol
 from seerbench.tools import get_tools
 from seerbench.types import Question
 
@@ -97,6 +91,11 @@ class CellPlan:
 ModelFactory = Callable[[str, str], Model]  # (spec, role 'judge' | 'agent') -> Model
 
 
+def default_model_factory(spec: str, role: str) -> Model:
+    """The model of a spec, whatever the role (:func:`seerbench.models.get_model`)."""
+    return get_model(spec)
+
+
 class Experiment:
     """Run a grid over questions. ``questions`` overrides the config's dataset (Python API)::
 
@@ -104,13 +103,17 @@ class Experiment:
         results = Experiment(cfg).run()          # list[RunResult], one per grid cell
     """
 
-    def __init__(self, config: ExperimentConfig, questions: Sequence[Question] | None = None, *, out: str | Path | None = None) -> None:
+    def __init__(self, config: ExperimentConfig, questions: Sequence[Question] | None = None, *, out: str | Path | None = None,
+                 executor: Executor | None = None) -> None:
         self.config = config
+        #: Where the questions run: :class:`LocalExecutor` (this process) unless given, e.g.
+        #: ``RayExecutor(address=...)``. The results files are the same either way.
+        self.executor: Executor = executor if executor is not None else LocalExecutor()
         self.out = Path(out) if out is not None else config.out_dir()
         self._questions = list(questions) if questions is not None else None
         self._loaded: list[Question] | None = None
         self.n_skipped = 0  # questions without exactly one true option, left out
-        self.model_factory: ModelFactory = lambda spec, role: get_model(spec)
+        self.model_factory: ModelFactory = default_model_factory
 
     # ---- data ---------------------------------------------------------------------------------
     def questions(self) -> list[Question]:
@@ -344,16 +347,16 @@ class Experiment:
 
     def _question_conflicts(self, out: Path, specs: Sequence[RunSpec]) -> list[str]:
         """Finished questions whose stored content differs from the dataset's question of that id."""
-        from seerbench.runs import read_results
+        from seerbench.runs import ResultsFile
 
-        current = {q.id: q.model_dump(mode="json") for q in self.questions()}
+        current = {q.id: q for q in self.questions()}
         problems = []
         for spec in specs:
             path = out / spec.protocol_dir / spec.pair_dir / "results.jsonl"
             if not path.exists():
                 continue
-            lines, _ = read_results(path)
-            bad = [ln["question_id"] for ln in lines if ln["question_id"] in current and ln.get("question") != current[ln["question_id"]]]
+            bad = [ln["question_id"] for ln in ResultsFile(path)  # one line at a time
+                   if ln["question_id"] in current and ln.get("question") != current[ln["question_id"]].model_dump(mode="json")]
             if bad:
                 problems.append(f"{spec.key}: questions {', '.join(bad[:3])}{' ...' if len(bad) > 3 else ''} differ from the dataset's")
         return problems
@@ -416,82 +419,19 @@ class Experiment:
         self, *, new: bool = False, progress: Callable[[RunSpec, int, int, int], None] | None = None,
         on_start: Callable[[RunSpec, int, int], None] | None = None,
     ) -> list[RunResult]:
-        """Run every cell of the grid; finished questions are skipped. ``on_start(spec, done, total)``
-        and ``progress(spec, done, total, errors)`` drive a progress display."""
+        """Run every cell of the grid on ``self.executor``; finished questions are skipped.
+        ``on_start(spec, done, total)`` and ``progress(spec, done, total, errors)`` drive a
+        progress display."""
         specs = self.check()
         questions = self.questions()
         out = self.prepare_out(new=new, specs=specs)
-        results: list[RunResult] = []
-        for spec in specs:
-            results.append(await self._run_spec(out, spec, questions, progress, on_start))
+        results = await self.executor.run_cells(self, out, specs, questions, progress, on_start)
         all_stats = {r.spec.key: r.stats for r in results}
         _atomic_write(out / "all_stats.json", json.dumps(all_stats, indent=2, allow_nan=True))
         return results
 
     def run(self, **kw: Any) -> list[RunResult]:
         return asyncio.run(self.arun(**kw))
-
-    def _meta(self, spec: RunSpec) -> dict[str, Any]:
-        return {"protocol": spec.protocol_dir, "agent": spec.agent_model if PROTOCOLS[spec.protocol].needs_agent else None,
-                "judge": spec.judge_model, "tools": list(spec.tools), "best_of_n": spec.best_of_n}
-
-    async def _run_spec(self, out: Path, spec: RunSpec, questions: list[Question],
-                        progress: Callable[[RunSpec, int, int, int], None] | None,
-                        on_start: Callable[[RunSpec, int, int], None] | None) -> RunResult:
-        d = out / spec.protocol_dir / spec.pair_dir
-        d.mkdir(parents=True, exist_ok=True)
-        path = d / "results.jsonl"
-        done = _load_done(path)
-        todo = [q for q in questions if q.id not in done]
-        total = len(questions)
-        if on_start:
-            on_start(spec, total - len(todo), total)
-        protocol = self._protocol(spec)
-        sem = asyncio.Semaphore(self.config.concurrency)
-        errors: list[str] = []
-        n_done = total - len(todo)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        meta = self._meta(spec)
-        stamp = {"fingerprint": _hash(self.cell_identity(spec)), "prompts": self.prompt_hashes()}
-
-        n_new = 0  # questions finished in this run of the cell
-
-        async def one(q: Question) -> None:
-            nonlocal n_done, n_new
-            async with sem:
-                try:
-                    qr: QuestionRun = await protocol.run_question(q)
-                except (AuthenticationError, UnknownModelError, ConfigError):
-                    raise
-                except (ModelUnavailableError, DataError) as e:
-                    errors.append(f"{q.id}: {e}")
-                    if progress:
-                        progress(spec, n_done, total, len(errors))
-                    if isinstance(e, ModelUnavailableError) and n_new == 0 and len(errors) >= self.config.concurrency:
-                        # Nothing has worked yet and a full batch failed after retries: the model
-                        # is down, and grinding through every question's retries would help no one.
-                        raise ModelUnavailableError(
-                            f"{spec.key}: the first {len(errors)} questions all failed, so the run stops "
-                            f"(finished results are kept; rerun to resume). Last error: {e}"
-                        ) from e
-                    return
-            line = {**result_line(qr, meta, eps=self.config.eps, policy=self.config.parse_failures), **stamp}
-            os.write(fd, (dump_line(line) + "\n").encode())
-            n_done += 1
-            n_new += 1
-            if progress:
-                progress(spec, n_done, total, len(errors))
-
-        try:
-            await _gather_cancelling([one(q) for q in todo])
-        finally:
-            os.close(fd)
-        lines = _finalise(path, [q.id for q in questions])
-        stats = run_stats(lines, {"cell": spec.key, **meta}, eps=self.config.eps, policy=self.config.parse_failures,
-                          n_boot=self.config.n_boot, seed=self.config.seed, scored=True)
-        stats["n_errors"] = len(errors)
-        _atomic_write(d / "stats.json", json.dumps(stats, indent=2, allow_nan=True))
-        return RunResult(spec, stats, n_done, len(errors), errors)
 
     # ---- planning and inspection --------------------------------------------------------------
     def plan(self, *, sample: int = 3) -> list[CellPlan]:

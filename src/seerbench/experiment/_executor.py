@@ -1,0 +1,180 @@
+"""Where a grid's questions run, and the one writer of its results files.
+
+An executor runs the questions of each grid cell and hands every finished question's results line
+(as text) to the driver's :class:`CellWriter`, which alone writes the cell's files: lines appended
+to ``results.jsonl`` as they arrive, then the file rewritten in dataset order and ``stats.json``
+computed from it. So whichever executor ran them, a grid gives the same files, byte for byte.
+
+- :class:`LocalExecutor` (the default): the cells one after another, in this process, with
+  ``config.concurrency`` questions in flight.
+- :class:`seerbench.experiment.RayExecutor`: cells cut into shards of questions that run as Ray
+  tasks on a cluster (``seerbench run CONFIG --executor ray``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from seerbench.errors import (
+    AuthenticationError,
+    ConfigError,
+    DataError,
+    ModelUnavailableError,
+    UnknownModelError,
+)
+from seerbench.experiment._config import _hash
+from seerbench.experiment._files import _atomic_write, _finalise, _gather_cancelling, _load_done
+from seerbench.metrics import FailurePolicy
+from seerbench.protocols import PROTOCOLS, OversightProtocol
+from seerbench.results import CellStats, result_line
+from seerbench.schema import dump_line
+from seerbench.types import Question
+
+if TYPE_CHECKING:
+    from seerbench.experiment._runner import Experiment, RunResult, RunSpec
+
+Progress = Callable[["RunSpec", int, int, int], None]
+OnStart = Callable[["RunSpec", int, int], None]
+
+
+class Executor(Protocol):
+    """Runs the questions of a grid's cells; :meth:`Experiment.arun` calls it once per run."""
+
+    async def run_cells(self, exp: Experiment, out: Path, specs: Sequence[RunSpec], questions: list[Question],
+                        progress: Progress | None, on_start: OnStart | None) -> list[RunResult]: ...
+
+
+@dataclass(frozen=True)
+class LineFormat:
+    """What turns a finished question into its results line: the cell's grid coordinates and
+    stamp (fingerprint, prompt hashes) and the scoring settings. Sent to workers with each shard."""
+
+    meta: dict[str, Any]
+    stamp: dict[str, Any]
+    eps: float
+    policy: FailurePolicy
+
+    def text(self, qr: Any) -> str:
+        return dump_line({**result_line(qr, self.meta, eps=self.eps, policy=self.policy), **self.stamp})
+
+
+async def run_questions(protocol: OversightProtocol, questions: Sequence[Question], *, concurrency: int, fmt: LineFormat,
+                        cell: str, on_line: Callable[[str], None], on_error: Callable[[str], None]) -> None:
+    """Run ``questions`` through ``protocol`` with at most ``concurrency`` in flight (that many
+    workers take the next question in order, so memory does not grow with the number of
+    questions). Each finished question's line goes to ``on_line``; a question that failed after
+    retries goes to ``on_error`` as ``"<id>: <why>"``. A bad key, an unknown model or a config
+    error stops everything; so does a model that is down: nothing finished yet and a whole
+    batch of ``concurrency`` questions failed."""
+    todo = iter(questions)
+    n_new = 0
+    n_errors = 0
+
+    async def worker() -> None:
+        nonlocal n_new, n_errors
+        for q in todo:
+            try:
+                qr = await protocol.run_question(q)
+            except (AuthenticationError, UnknownModelError, ConfigError):
+                raise
+            except (ModelUnavailableError, DataError) as e:
+                n_errors += 1
+                on_error(f"{q.id}: {e}")
+                if isinstance(e, ModelUnavailableError) and n_new == 0 and n_errors >= concurrency:
+                    # Nothing has worked yet and a full batch failed after retries: the model
+                    # is down, and grinding through every question's retries would help no one.
+                    raise ModelUnavailableError(
+                        f"{cell}: the first {n_errors} questions all failed, so the run stops "
+                        f"(finished results are kept; rerun to resume). Last error: {e}"
+                    ) from e
+                continue
+            n_new += 1
+            on_line(fmt.text(qr))
+
+    await _gather_cancelling([worker() for _ in range(min(concurrency, len(questions)))])
+
+
+class CellWriter:
+    """The driver's side of one cell: which questions are left (a resumed run skips finished
+    ones and cuts a torn last line), the appended lines, and at the end the file in dataset
+    order and its statistics. Lines are appended with one ``write`` each, so a driver killed at
+    any moment loses at most the questions in flight."""
+
+    def __init__(self, exp: Experiment, out: Path, spec: RunSpec, questions: list[Question],
+                 progress: Progress | None = None) -> None:
+        self.exp = exp
+        self.spec = spec
+        self.order = [q.id for q in questions]
+        self.dir = out / spec.protocol_dir / spec.pair_dir
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / "results.jsonl"
+        done = _load_done(self.path)
+        self.todo = [q for q in questions if q.id not in done]
+        self.total = len(questions)
+        self.n_done = self.total - len(self.todo)
+        self.errors: list[str] = []
+        self.progress = progress
+        cfg = exp.config
+        self.meta = {"protocol": spec.protocol_dir, "agent": spec.agent_model if PROTOCOLS[spec.protocol].needs_agent else None,
+                     "judge": spec.judge_model, "tools": list(spec.tools), "best_of_n": spec.best_of_n}
+        stamp = {"fingerprint": _hash(exp.cell_identity(spec)), "prompts": exp.prompt_hashes()}
+        self.fmt = LineFormat(self.meta, stamp, cfg.eps, cfg.parse_failures)
+        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def write(self, text: str) -> None:
+        assert self._fd is not None, "the cell's file is closed"
+        os.write(self._fd, (text + "\n").encode())
+        self.n_done += 1
+        if self.progress:
+            self.progress(self.spec, self.n_done, self.total, len(self.errors))
+
+    def error(self, message: str) -> None:
+        self.errors.append(message)
+        if self.progress:
+            self.progress(self.spec, self.n_done, self.total, len(self.errors))
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def finish(self) -> RunResult:
+        """Close the file, put it in dataset order, and write ``stats.json`` (read back one line at
+        a time: a cell keeps a few floats per question, never its lines)."""
+        from seerbench.experiment._runner import RunResult
+
+        self.close()
+        cfg = self.exp.config
+        acc = CellStats()
+        _finalise(self.path, self.order, acc.add)
+        stats = acc.stats({"cell": self.spec.key, **self.meta}, eps=cfg.eps, policy=cfg.parse_failures,
+                          n_boot=cfg.n_boot, seed=cfg.seed)
+        stats["n_errors"] = len(self.errors)
+        _atomic_write(self.dir / "stats.json", json.dumps(stats, indent=2, allow_nan=True))
+        return RunResult(self.spec, stats, self.n_done, len(self.errors), self.errors)
+
+
+class LocalExecutor:
+    """The cells one after another in this process, ``config.concurrency`` questions at a time."""
+
+    async def run_cells(self, exp: Experiment, out: Path, specs: Sequence[RunSpec], questions: list[Question],
+                        progress: Progress | None, on_start: OnStart | None) -> list[RunResult]:
+        results = []
+        for spec in specs:
+            w = CellWriter(exp, out, spec, questions, progress)
+            if on_start:
+                on_start(spec, w.n_done, w.total)
+            protocol = exp._protocol(spec)
+            try:
+                await run_questions(protocol, w.todo, concurrency=exp.config.concurrency, fmt=w.fmt, cell=spec.key,
+                                    on_line=w.write, on_error=w.error)
+            finally:
+                w.close()
+            results.append(w.finish())
+        return results
+
