@@ -1,0 +1,197 @@
+"""The Ray executor (issue 15.1) on a local Ray instance started here: a run on Ray gives the same
+results files, byte for byte, as a local run of the same config; a driver killed with SIGKILL and
+run again resumes where it stopped and ends with those same files; errors raised in a task reach
+the driver as themselves."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from seerbench.errors import AuthenticationError, ConfigError  # noqa: E402
+from seerbench.experiment import Experiment, ExperimentConfig, RayExecutor  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+# The models live in a plugin file, as on a cluster: every worker imports it from the config.
+RESPONDERS = textwrap.dedent(
+    """
+    import hashlib
+    import time
+    from pathlib import Path
+
+    from seerbench.errors import AuthenticationError
+    from seerbench.models import register_scripted
+
+    DELAY = Path(__file__).with_name("delay.txt")  # seconds per call; the kill test slows the run
+
+
+    def _wait():
+        if DELAY.exists():
+            time.sleep(float(DELAY.read_text()))
+
+
+    def judge(messages, config, seed):
+        _wait()
+        text = "\\n".join(m.content for m in messages)
+        h = hashlib.sha256(f"{seed}|{text}".encode()).digest()
+        return f"0.{1 + h[0] % 9}"
+
+
+    def agent(messages, config, seed):
+        _wait()
+        text = messages[-1].content
+        return f"My answer holds: {len(text) % 97} reasons, all of them sound."
+
+
+    def refused(messages, config, seed):
+        raise AuthenticationError("the API key was refused (test)")
+
+
+    register_scripted("ray-judge", judge, replace=True)
+    register_scripted("ray-agent", agent, replace=True)
+    register_scripted("ray-refused", refused, replace=True)
+    """
+)
+
+CONFIG = """
+name: raytest
+plugins: [responders.py]
+dataset: {name: arithmetic, n: 45, seed: 2}
+judge_models: ["scripted:ray-judge"]
+agent_models: ["scripted:ray-agent"]
+protocols: [NaiveJudge, BlindTrust, Consultancy, SimultaneousDebate]
+both_orders: true
+elicitation: {order: [verbalized]}
+concurrency: 3
+n_boot: 200
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A local Ray instance for the module, its workers (of every driver that joins it) with a
+    disk cache of their own: the environment at ray.init is theirs. Yields its address."""
+    old = os.environ.get("SEERBENCH_CACHE_DIR")
+    os.environ["SEERBENCH_CACHE_DIR"] = str(tmp_path_factory.mktemp("ray-cache"))
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    finally:
+        if old is None:
+            del os.environ["SEERBENCH_CACHE_DIR"]
+        else:
+            os.environ["SEERBENCH_CACHE_DIR"] = old
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "responders.py").write_text(RESPONDERS)
+    (tmp_path / "raytest.yaml").write_text(CONFIG)
+    return tmp_path
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    """Every results, stats and cell file of a run folder (experiment.json and config.yaml name
+    the folder and are not compared)."""
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.name in ("results.jsonl", "stats.json", "cell.json", "all_stats.json")}
+
+
+def _config(project: Path, **updates: Any) -> ExperimentConfig:
+    return ExperimentConfig.from_yaml(project / "raytest.yaml").with_updates(**updates)
+
+
+def test_ray_run_is_byte_identical_to_a_local_run(cluster: str, project: Path) -> None:
+    ray_out, local_out = project / "on-ray", project / "local"
+    results = Experiment(_config(project, out=str(ray_out)), executor=RayExecutor(shard_size=4)).run()
+    Experiment(_config(project, out=str(local_out))).run()
+    got, want = _files(ray_out), _files(local_out)
+    assert sorted(got) == sorted(want)
+    assert len([k for k in want if k.endswith("results.jsonl")]) == 4
+    for name in want:
+        assert got[name] == want[name], name
+    # 45 questions per cell, each line once, in dataset order
+    lines = (ray_out / "NaiveJudge_swap" / "J_scripted-ray-judge" / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 45
+    assert [r.n_done for r in results] == [45] * 4
+    # a finished run run again on Ray runs nothing and leaves the files as they were
+    done: list[int] = []
+    Experiment(_config(project, out=str(ray_out)), executor=RayExecutor()).run(on_start=lambda s, d, t: done.append(d))
+    assert done == [45] * 4
+    assert _files(ray_out) == want
+
+
+SEERBENCH = str(Path(sys.executable).parent / "seerbench")
+
+
+def _driver(project: Path, out: Path, address: str) -> subprocess.Popen[bytes]:
+    cmd = [SEERBENCH, "run", str(project / "raytest.yaml"), "--out", str(out),
+           "--executor", "ray", "--address", address, "--json"]
+    return subprocess.Popen(cmd, cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def test_killed_driver_resumes_to_the_same_files(cluster: str, project: Path) -> None:
+    out = project / "killed"
+    (project / "delay.txt").write_text("0.02")  # ~7 s of model calls: the kill lands mid-run
+    proc = _driver(project, out, cluster)
+    target = out / "NaiveJudge_swap" / "J_scripted-ray-judge" / "results.jsonl"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if target.exists() and target.read_bytes().count(b"\n") >= 1:
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, f"the driver ended before it could be killed: {proc.stderr.read().decode() if proc.stderr else ''}"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    (project / "delay.txt").unlink()
+    # what a kill mid-write leaves: a torn last line
+    with open(target, "ab") as f:
+        f.write(b'{"schema_version": 1, "question_id": "arith')
+    written = {p: p.read_bytes().count(b"\n") for p in out.rglob("results.jsonl")}
+    assert 0 < sum(written.values()) < 4 * 45
+    done: dict[str, int] = {}
+    Experiment(_config(project, out=str(out)), executor=RayExecutor(address=cluster, shard_size=5)).run(
+        on_start=lambda s, d, t: done.__setitem__(s.key, d))
+    # the rerun took every complete line as done (the torn one cut) and ran only the rest
+    assert sum(done.values()) == sum(written.values())
+    Experiment(_config(project, out=str(project / "whole"))).run()
+    assert _files(out) == _files(project / "whole")
+
+
+def test_errors_in_tasks_reach_the_driver_as_themselves(cluster: str, project: Path) -> None:
+    cfg = _config(project, out=str(project / "refused"), judge_models=["scripted:ray-refused"], protocols=["NaiveJudge"])
+    with pytest.raises(AuthenticationError, match="refused"):
+        Experiment(cfg, executor=RayExecutor(shard_size=2)).run()
+
+
+def test_cli_refuses_bad_executor_options(project: Path) -> None:
+    cfg = str(project / "raytest.yaml")
+    for args, message in ((["--executor", "dask"], "--executor must be local or ray"),
+                          (["--address", "ray://x:10001"], "--address names a Ray cluster")):
+        r = subprocess.run([SEERBENCH, "run", cfg, *args], cwd=project,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2
+        assert message in r.stderr
+        assert "Traceback" not in r.stderr
+
+
+def test_executor_settings_are_checked() -> None:
+    with pytest.raises(ConfigError, match="shard_size"):
+        RayExecutor(shard_size=0)
+    with pytest.raises(ConfigError, match="num_cpus"):
+        RayExecutor(num_cpus=0)
