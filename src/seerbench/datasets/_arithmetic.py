@@ -9,11 +9,12 @@ finds both plausible: a reasoning gap. Deterministic given ``seed``; any ``n``; 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from seerbench.datasets._common import Questions, make_question
 from seerbench.errors import ConfigError
+from seerbench.types import Question
 
 _NAMES = ["Ava", "Ben", "Chloe", "Dev", "Elif", "Farah", "Goran", "Hana", "Ivo", "Jun", "Kemal", "Lena"]
 
@@ -155,32 +156,38 @@ def _more_wrong(p: _Problem, need: int, r: random.Random) -> list[int]:
 def generate_arithmetic(n: int = 100, *, seed: int = 0, k: int = 2) -> Questions:
     """``n`` arithmetic word problems with ``k`` numeric options each; one is right, one is a
     classic slip (``metadata['best_distractor']``), the rest are near misses. Positions shuffled."""
+    return Questions(iter_arithmetic(n, seed=seed, k=k))
+
+
+def iter_arithmetic(n: int = 100, *, seed: int = 0, k: int = 2) -> Iterator[Question]:
+    """The questions of :func:`generate_arithmetic`, made one at a time (a run over 10^5 of them
+    never holds them all). The options are checked now, not at the first question."""
     if n < 0:
         raise ConfigError(f"n must be >= 0, got {n}")
     if not 2 <= k <= 10:
         raise ConfigError(f"k must be between 2 and 10, got {k}")
-    out = Questions()
-    for i in range(n):
-        # One generator per question: question i is the same whatever n is.
-        r = random.Random(f"arithmetic:{seed}:{i}")
-        p = r.choice(_TEMPLATES)(r)
-        assert p.slip != p.answer and p.slip >= 0, p  # guaranteed by the templates' ranges
-        values = [p.answer, p.slip, *_more_wrong(p, k - 2, r)]
-        order = list(range(k))
-        r.shuffle(order)
-        q = make_question(
-            id=f"arithmetic-{seed}-{i}",
-            text=p.text,
-            options=[str(values[j]) for j in order],
-            correct=order.index(0),
-            best_distractor=order.index(1),
-            metadata={
-                "dataset": "arithmetic",
-                "seed": seed,
-                "template": p.template,
-                "slip": p.slip_kind,
-                "steps": p.steps,
-            },
-        )
-        out.append(q)
-    return out
+    return (_arithmetic_question(i, seed, k) for i in range(n))
+
+
+def _arithmetic_question(i: int, seed: int, k: int) -> Question:
+    # One generator per question: question i is the same whatever n is.
+    r = random.Random(f"arithmetic:{seed}:{i}")
+    p = r.choice(_TEMPLATES)(r)
+    assert p.slip != p.answer and p.slip >= 0, p  # guaranteed by the templates' ranges
+    values = [p.answer, p.slip, *_more_wrong(p, k - 2, r)]
+    order = list(range(k))
+    r.shuffle(order)
+    return make_question(
+        id=f"arithmetic-{seed}-{i}",
+        text=p.text,
+        options=[str(values[j]) for j in order],
+        correct=order.index(0),
+        best_distractor=order.index(1),
+        metadata={
+            "dataset": "arithmetic",
+            "seed": seed,
+            "template": p.template,
+            "slip": p.slip_kind,
+            "steps": p.steps,
+        },
+    )

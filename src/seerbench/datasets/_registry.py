@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seerbench.datasets._arithmetic import generate_arithmetic
+from seerbench.datasets._arithmetic import generate_arithmetic, iter_arithmetic
 from seerbench.datasets._common import Questions
 from seerbench.datasets._generic import load_generic
 from seerbench.datasets._gpqa import load_gpqa
@@ -35,6 +35,8 @@ class DatasetInfo:
     kind: str
     description: str
     loader: Callable[..., Questions]
+    #: The same questions one at a time, for a dataset that can make them so (see iter_dataset).
+    stream: Callable[..., Iterable[Question]] | None = None
 
     @property
     def options(self) -> list[str]:
@@ -50,6 +52,7 @@ _REGISTRY: dict[str, DatasetInfo] = {
             "generated",
             "multi-step word problems; the distractor is a classic slip (reasoning gap)",
             generate_arithmetic,
+            iter_arithmetic,
         ),
         DatasetInfo(
             "reading",
@@ -159,6 +162,24 @@ def load_dataset(name_or_path: str | Path, **options: Any) -> Questions:
         if p.suffix.lower() == ".jsonl" or p.is_file():
             return read_questions_jsonl(p, **options)
     info = get_dataset(name)
+    _check_options(info, options)
+    return info.loader(**options)
+
+
+def iter_dataset(name_or_path: str | Path, **options: Any) -> Iterable[Question]:
+    """The questions of :func:`load_dataset` with the same arguments and errors, made one at a
+    time where the dataset can (the generated ``arithmetic`` set), else loaded as a list: the
+    experiment runner reads datasets through this, so a 10^5-question run does not hold them
+    all in memory."""
+    info = _REGISTRY.get(str(name_or_path))
+    if info is None or info.stream is None:
+        return load_dataset(name_or_path, **options)
+    _check_options(info, options)
+    return info.stream(**options)
+
+
+def _check_options(info: DatasetInfo, options: dict[str, Any]) -> None:
+    name = info.name
     accepted = info.options
     unknown = sorted(set(options) - set(accepted))
     if unknown:
@@ -172,4 +193,3 @@ def load_dataset(name_or_path: str | Path, **options: Any) -> Questions:
         and "path" not in options
     ):
         raise ConfigError(f"dataset {name!r} reads a local file: pass path=...")
-    return info.loader(**options)

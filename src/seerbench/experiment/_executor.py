@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from seerbench.errors import (
 )
 from seerbench.experiment._config import _hash
 from seerbench.experiment._files import _atomic_write, _finalise, _gather_cancelling, _load_done
+from seerbench.experiment._questions import QuestionStore
 from seerbench.metrics import FailurePolicy
 from seerbench.protocols import PROTOCOLS, OversightProtocol
 from seerbench.results import CellStats, result_line
@@ -45,7 +47,7 @@ OnStart = Callable[["RunSpec", int, int], None]
 class Executor(Protocol):
     """Runs the questions of a grid's cells; :meth:`Experiment.arun` calls it once per run."""
 
-    async def run_cells(self, exp: Experiment, out: Path, specs: Sequence[RunSpec], questions: list[Question],
+    async def run_cells(self, exp: Experiment, out: Path, specs: Sequence[RunSpec], questions: QuestionStore,
                         progress: Progress | None, on_start: OnStart | None) -> list[RunResult]: ...
 
 
@@ -105,16 +107,17 @@ class CellWriter:
     order and its statistics. Lines are appended with one ``write`` each, so a driver killed at
     any moment loses at most the questions in flight."""
 
-    def __init__(self, exp: Experiment, out: Path, spec: RunSpec, questions: list[Question],
+    def __init__(self, exp: Experiment, out: Path, spec: RunSpec, questions: QuestionStore,
                  progress: Progress | None = None) -> None:
         self.exp = exp
         self.spec = spec
-        self.order = [q.id for q in questions]
+        self.rank = questions.position
         self.dir = out / spec.protocol_dir / spec.pair_dir
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / "results.jsonl"
         done = _load_done(self.path)
-        self.todo = [q for q in questions if q.id not in done]
+        #: the questions still to run, read from the store as they are taken
+        self.todo = questions.subset(array("q", (i for i, qid in enumerate(questions.ids) if qid not in done)))
         self.total = len(questions)
         self.n_done = self.total - len(self.todo)
         self.errors: list[str] = []
@@ -151,7 +154,7 @@ class CellWriter:
         self.close()
         cfg = self.exp.config
         acc = CellStats()
-        _finalise(self.path, self.order, acc.add)
+        _finalise(self.path, self.rank, acc.add)
         stats = acc.stats({"cell": self.spec.key, **self.meta}, eps=cfg.eps, policy=cfg.parse_failures,
                           n_boot=cfg.n_boot, seed=cfg.seed)
         stats["n_errors"] = len(self.errors)
@@ -162,7 +165,7 @@ class CellWriter:
 class LocalExecutor:
     """The cells one after another in this process, ``config.concurrency`` questions at a time."""
 
-    async def run_cells(self, exp: Experiment, out: Path, specs: Sequence[RunSpec], questions: list[Question],
+    async def run_cells(self, exp: Experiment, out: Path, specs: Sequence[RunSpec], questions: QuestionStore,
                         progress: Progress | None, on_start: OnStart | None) -> list[RunResult]:
         results = []
         for spec in specs:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,23 +47,41 @@ def _load_done(path: Path, *, truncate: bool = True) -> set[str]:
     return done
 
 
-def _question_id(raw: bytes) -> str | None:
+def _record(raw: bytes) -> dict[str, Any] | None:
+    """A results line as a dict, or None for junk (no JSON object with a string question_id)."""
     try:
-        qid = json.loads(raw)["question_id"]
-    except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
+        rec = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
         return None
-    return qid if isinstance(qid, str) else None
+    return rec if isinstance(rec, dict) and isinstance(rec.get("question_id"), str) else None
 
 
-def _finalise(path: Path, order: list[str], on_line: Callable[[dict[str, Any]], None] | None = None) -> None:
-    """Rewrite results.jsonl atomically: one line per question, in dataset order, no duplicates
-    (the first line of a question wins). Then each line, parsed, goes to ``on_line`` in that order.
+def _question_id(raw: bytes) -> str | None:
+    rec = _record(raw)
+    return None if rec is None else rec["question_id"]
+
+
+def _records(path: Path) -> Iterator[dict[str, Any]]:
+    """The complete lines of a results file the runner wrote, one at a time (junk skipped; no
+    schema check: the runner reads its own lines)."""
+    with open(path, "rb") as f:
+        for raw in f:
+            rec = _record(raw) if raw.endswith(b"\n") else None
+            if rec is not None:
+                yield rec
+
+
+def _finalise(path: Path, order: Sequence[str] | Mapping[str, int],
+              on_line: Callable[[dict[str, Any]], None] | None = None) -> None:
+    """Rewrite results.jsonl atomically: one line per question, in dataset order (``order``: the
+    ids, or id -> position), no duplicates (the first line of a question wins), ids not in the
+    dataset last. Then each line, parsed, goes to ``on_line`` in that order.
 
     Flat in memory: the first pass keeps each question's byte offset, the second copies lines
     in order from those offsets. A file already in order (a run that was not interrupted, or a
     finished cell run again) is left as it is."""
     where: dict[str, tuple[int, int]] = {}  # question id -> (offset, length) of its first line
-    rank = {q: i for i, q in enumerate(order)}
+    rank = order if isinstance(order, Mapping) else {q: i for i, q in enumerate(order)}
     in_order, last, offset = True, -1, 0
     with open(path, "rb") as f:
         for raw in f:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from seerbench.errors import ConfigError
 from seerbench.experiment._config import ExperimentConfig
 from seerbench.experiment._executor import CellWriter, LineFormat, OnStart, Progress, run_questions
+from seerbench.experiment._questions import QuestionStore
 from seerbench.models._usage import default_tracker
 from seerbench.types import Question
 
@@ -141,7 +142,7 @@ class RayExecutor:
         if not self.num_cpus > 0:
             raise ConfigError(f"num_cpus must be > 0, got {self.num_cpus}")
 
-    async def run_cells(self, exp: Experiment, out: Path, specs: Sequence[RunSpec], questions: list[Question],
+    async def run_cells(self, exp: Experiment, out: Path, specs: Sequence[RunSpec], questions: QuestionStore,
                         progress: Progress | None, on_start: OnStart | None) -> list[RunResult]:
         ray = _import_ray()
         started = False
@@ -158,7 +159,7 @@ class RayExecutor:
             if started:
                 ray.shutdown()
 
-    async def _run(self, ray: Any, exp: Experiment, out: Path, specs: Sequence[RunSpec], questions: list[Question],
+    async def _run(self, ray: Any, exp: Experiment, out: Path, specs: Sequence[RunSpec], questions: QuestionStore,
                    progress: Progress | None, on_start: OnStart | None) -> list[RunResult]:
         from seerbench.experiment._runner import default_model_factory
 
@@ -184,12 +185,12 @@ class RayExecutor:
                 w = writers[spec.key] = CellWriter(exp, out, spec, questions, progress)
                 if on_start:
                     on_start(spec, w.n_done, w.total)
-                chunks = [w.todo[i:i + size] for i in range(0, len(w.todo), size)]
-                left[spec.key] = len(chunks)
-                if not chunks:
+                starts = range(0, len(w.todo), size)
+                left[spec.key] = len(starts)
+                if not starts:
                     results[spec.key] = w.finish()
-                for chunk in chunks:
-                    yield spec, chunk
+                for i in starts:  # a shard's questions are read from the store when it is sent
+                    yield spec, w.todo[i:i + size]
 
         pending: dict[asyncio.Future[Any], tuple[RunSpec, Any]] = {}
         todo = shards()

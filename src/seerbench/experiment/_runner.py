@@ -6,7 +6,7 @@ import asyncio
 import itertools
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,6 @@ from seerbench import __version__
 from seerbench.agents import Agent, BestOfNAgent, ModelAgent
 from seerbench.errors import (
     ConfigError,
-    DataError,
 )
 from seerbench.experiment._components import Entry, build, entry_code, entry_label
 from seerbench.experiment._config import _PATH_KEYS, REPLAY, ExperimentConfig, _hash
@@ -29,8 +28,10 @@ from seerbench.experiment._files import (
     _group,
     _legacy_fingerprint,
     _load_done,
+    _records,
 )
 from seerbench.experiment._inspect import CountingBackend, RecordingModel
+from seerbench.experiment._questions import QuestionStore
 from seerbench.judges import Judge, ModelJudge
 from seerbench.models import GenerateConfig, Model, get_model
 from seerbench.models._usage import default_tracker
@@ -111,44 +112,34 @@ class Experiment:
         self.executor: Executor = executor if executor is not None else LocalExecutor()
         self.out = Path(out) if out is not None else config.out_dir()
         self._questions = list(questions) if questions is not None else None
-        self._loaded: list[Question] | None = None
+        self._loaded: QuestionStore | None = None
         self.n_skipped = 0  # questions without exactly one true option, left out
         self.model_factory: ModelFactory = default_model_factory
 
     # ---- data ---------------------------------------------------------------------------------
-    def questions(self) -> list[Question]:
-        if self._loaded is not None:
-            return self._loaded
-        qs = self._questions if self._questions is not None else self._load_dataset()
-        if not qs:
-            raise DataError("the dataset is empty")
-        usable = [q for q in qs if len(q.true_cases) == 1]
-        self.n_skipped = len(qs) - len(usable)
-        if not usable:
-            raise DataError(
-                "the dataset has no binary-compatible questions: the protocols need questions with exactly "
-                "one true option (a binary view keeps it and one distractor)"
-            )
-        from seerbench.datasets import binary_view
-
-        # Every question goes through the seeded binary view: K > 2 options become two, and the
-        # true answer's position is shuffled even where the published order is biased.
-        out = binary_view(usable, seed=self.config.binary_seed)
-        ids = [q.id for q in out]
-        if len(set(ids)) != len(ids):
-            dup = sorted({i for i in ids if ids.count(i) > 1})[:5]
-            raise DataError(f"duplicate question ids in the dataset: {dup}")
-        self._loaded = out[: self.config.limit] if self.config.limit else out
+    def questions(self) -> QuestionStore:
+        """The run's questions in dataset order: those with exactly one true option (the others
+        counted in ``n_skipped``), each through the seeded binary view (K > 2 options become two,
+        and the true answer's position is shuffled even where the published order is biased),
+        the first ``limit``. A sequence read from disk on demand, so a large dataset is never
+        held whole (see :class:`QuestionStore`)."""
+        if self._loaded is None:
+            qs = self._questions if self._questions is not None else self._load_dataset()
+            self._loaded = QuestionStore.build(qs, binary_seed=self.config.binary_seed, limit=self.config.limit)
+            self.n_skipped = self._loaded.n_skipped
         return self._loaded
 
-    def _load_dataset(self) -> list[Question]:
-        from seerbench.datasets import list_datasets, load_dataset
+    def _load_dataset(self) -> Iterable[Question]:
+        from seerbench.datasets import list_datasets
+        from seerbench.datasets._registry import (
+            iter_dataset as load_dataset,  # one question at a time where it can
+        )
 
         dataset_names = {d.name for d in list_datasets()}
 
         ds = self.config.dataset
         if isinstance(ds, str):
-            return list(load_dataset(ds if ds in dataset_names else self.config.resolve(ds)))
+            return load_dataset(ds if ds in dataset_names else self.config.resolve(ds))
         opts = dict(ds)
         name = opts.pop("name", None) or opts.pop("path", None)
         if name is None:
@@ -158,7 +149,7 @@ class Experiment:
         for k in _PATH_KEYS:
             if isinstance(opts.get(k), str):
                 opts[k] = str(self.config.resolve(opts[k]))
-        return list(load_dataset(name, **opts))
+        return load_dataset(name, **opts)
 
     # ---- grid ---------------------------------------------------------------------------------
     def grid(self) -> list[RunSpec]:
@@ -286,7 +277,6 @@ class Experiment:
         if self.config.prompts_dir:
             check_prompts_dir(self.config.resolved_prompts_dir())  # type: ignore[arg-type]
         questions = self.questions()
-        no_source = [q.id for q in questions if not q.source_text]
         for spec in specs:
             cls = PROTOCOLS[spec.protocol]
             if isinstance(spec.judge_entry, str):
@@ -302,10 +292,10 @@ class Experiment:
                 proto.check_capabilities()
             except ConfigError as e:
                 raise ConfigError(f"cell {spec.key}: {e}") from None
-            if proto.judge_sees_source and no_source:
+            if proto.judge_sees_source and questions.n_no_source:
                 raise ConfigError(
                     f"cell {spec.key}: the judge is to see the passage (judge_sees_source, or a condition starting with P), "
-                    f"but {len(no_source)} of {len(questions)} questions have no source_text (e.g. {', '.join(no_source[:3])}). "
+                    f"but {questions.n_no_source} of {len(questions)} questions have no source_text (e.g. {', '.join(questions.no_source)}). "
                     "Use a dataset with passages (e.g. single_turn_debate with quality_path), or a condition without P "
                     "(S, SA) / judge_sees_source: false."
                 )
@@ -347,16 +337,17 @@ class Experiment:
 
     def _question_conflicts(self, out: Path, specs: Sequence[RunSpec]) -> list[str]:
         """Finished questions whose stored content differs from the dataset's question of that id."""
-        from seerbench.runs import ResultsFile
-
-        current = {q.id: q for q in self.questions()}
+        store = self.questions()
         problems = []
         for spec in specs:
             path = out / spec.protocol_dir / spec.pair_dir / "results.jsonl"
             if not path.exists():
                 continue
-            bad = [ln["question_id"] for ln in ResultsFile(path)  # one line at a time
-                   if ln["question_id"] in current and ln.get("question") != current[ln["question_id"]].model_dump(mode="json")]
+            bad = []
+            for ln in _records(path):  # one line at a time
+                i = store.position.get(ln["question_id"])
+                if i is not None and ln.get("question") != store.as_json(i):
+                    bad.append(ln["question_id"])
             if bad:
                 problems.append(f"{spec.key}: questions {', '.join(bad[:3])}{' ...' if len(bad) > 3 else ''} differ from the dataset's")
         return problems
@@ -449,7 +440,7 @@ class Experiment:
         for spec in specs:
             path = out / spec.protocol_dir / spec.pair_dir / "results.jsonl"
             done = _load_done(path, truncate=False) if path.exists() and not self._conflicts(out, [spec]) else set()
-            todo = [q for q in questions if q.id not in done]
+            todo = questions.subset([i for i, qid in enumerate(questions.ids) if qid not in done])
             counter = UsageTracker(tracker.prices)
             factory = self.model_factory
             self.model_factory = lambda s, role, _c=counter: Model(s, CountingBackend(), cache=False, usage=_c)  # type: ignore[misc]
@@ -474,7 +465,7 @@ class Experiment:
         spec = specs.get(cell_key)
         if spec is None:
             raise ConfigError(f"no cell {cell_key!r} in this config's grid; cells: {', '.join(specs)}")
-        q = next((x for x in self.questions() if x.id == question_id), None)
+        q = self.questions().get(question_id)
         if q is None:
             raise ConfigError(f"no question {question_id!r} in this config's dataset")
         log: list[dict[str, Any]] = []
