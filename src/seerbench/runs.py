@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from seerbench.analysis import pressure_section
 from seerbench.errors import ConfigError
 from seerbench.metrics import DEFAULT_EPS, SCORE_TYPES, FailurePolicy
 from seerbench.results import CELL_AXES, CellStats, paired, rescore
@@ -179,7 +180,8 @@ def summarize_run(
     on the same questions. Pure: the folder is not changed.
 
     Returns ``{"run_dir", "cells": [stats...], "paired": [...], "skipped_lines": n}`` and, when
-    lines were skipped, ``skipped_reasons`` (the first 20, ``FILE:LINE: reason``)."""
+    lines were skipped, ``skipped_reasons`` (the first 20, ``FILE:LINE: reason``); when cells
+    differ only in best-of-N, ``pressure`` (:func:`seerbench.analysis.optimization_pressure`)."""
     folder = RunFolder(run_dir)
     cfg = folder.config
     check_beta(beta)
@@ -205,6 +207,7 @@ def summarize_run(
         raise ConfigError(f"no results.jsonl under {folder.path}: the run has not finished a question yet")
     comparisons = paired_comparisons(cells, baseline, score) if baseline else []
     out = {"run_dir": str(folder.path), "cells": [s for _, s in cells], "paired": comparisons, "skipped_lines": skipped}
+    out.update(pressure_section(folder.path, [s for _, s in cells], beta=beta, score=score, eps=eps_v, parse_failures=policy))
     if reasons:
         out["skipped_reasons"] = reasons[:_MAX_REASONS]
     return out

@@ -1,6 +1,30 @@
 """Statistics over per-question values: means, standard errors, seeded bootstrap CIs, paired
-differences. Pure functions; no I/O."""
+differences, and the optimization-pressure analysis across best-of-N cells. The statistics are
+pure functions; :func:`optimization_pressure` reads a run folder."""
 
+from seerbench.analysis._pressure import (
+    PressureGroup,
+    PressurePoint,
+    PressureResult,
+    PressureStep,
+    Slope,
+    optimization_pressure,
+    pressure_from_values,
+    pressure_section,
+)
 from seerbench.analysis._summary import Summary, paired_difference, summarize, summarize_many
 
-__all__ = ["Summary", "paired_difference", "summarize", "summarize_many"]
+__all__ = [
+    "PressureGroup",
+    "PressurePoint",
+    "PressureResult",
+    "PressureStep",
+    "Slope",
+    "Summary",
+    "optimization_pressure",
+    "paired_difference",
+    "pressure_from_values",
+    "pressure_section",
+    "summarize",
+    "summarize_many",
+]

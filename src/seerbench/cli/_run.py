@@ -16,8 +16,10 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from seerbench.analysis import pressure_section
 from seerbench.cli import app
 from seerbench.cli._common import console, err_console, quiet
+from seerbench.cli._pressure import print_pressure
 from seerbench.errors import ConfigError
 from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RayExecutor, RunSpec
 from seerbench.metrics import beta_key
@@ -150,10 +152,14 @@ def run(
         results = asyncio.run(exp.arun(new=new, progress=bar.step, on_start=bar.start))
     stats = [r.stats for r in results]
     failed = sum(r.n_errors for r in results)
+    pressure = pressure_section(exp.out, stats)  # {} unless cells differ only in best-of-N
     if json_out:
-        _print_json({"run_dir": str(exp.out), "cells": stats, "paired": [], "skipped_lines": 0, "failed_question_runs": failed})
+        _print_json({"run_dir": str(exp.out), "cells": stats, "paired": [], "skipped_lines": 0, **pressure,
+                     "failed_question_runs": failed})
     elif not quiet():
         _print_stats(stats, title=f"{cfg.name}: {exp.out}", wide=wide)
+        if pressure:
+            print_pressure(pressure["pressure"])
         console.print(f"[dim]{_usage_line()}  wall {time.time() - started:.1f}s[/]")
         if exp.n_skipped:
             console.print(f"[yellow]{exp.n_skipped} questions without exactly one true option were left out.[/]")
@@ -290,6 +296,8 @@ def stats(
         for c in summary["paired"]:
             t.add_row(escape(str(c["cell"])), escape(str(c["judge"])), _fmt(c["asd_diff"]), _fmt(c["accuracy_diff"]))
         console.print(t)
+    if "pressure" in summary:
+        print_pressure(summary["pressure"])
 
 
 @app.command()

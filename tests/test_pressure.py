@@ -1,0 +1,206 @@
+"""Optimization pressure (seed 003): cells that differ only in best-of-N, compared along N.
+
+The statistics are checked on a hand-worked example and on synthetic grids with a known slope
+(recovered within its CI; Monte Carlo coverage of the slope CI and of the successive-N difference
+CI, with independent and with clustered questions, and near accuracy 1). The wiring is checked on a
+real best-of-N run of examples/best_of_n.yaml (scripted model): every number equals the one worked
+out independently from the run's exported per-question rows."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from seerbench.analysis import (
+    PressureResult,
+    optimization_pressure,
+    paired_difference,
+    pressure_from_values,
+    summarize,
+)
+from seerbench.errors import ConfigError
+from seerbench.experiment import Experiment, ExperimentConfig
+from seerbench.export import export_rows
+from seerbench.runs import summarize_run
+from tests.test_cli_global import run_main
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "best_of_n.yaml"
+
+
+# ---- hand-worked ---------------------------------------------------------------------------------
+
+
+def test_hand_worked_example() -> None:
+    """Three questions, N = 1 and 2. Means: ASD 2 -> 3, ASE 1 -> 2, so the line through
+    (1, 2) and (2, 3) has slope 1 and intercept 1. Paired ASD differences 1, 0, 2: mean 1,
+    sample std 1, SE 1/sqrt(3)."""
+    per_n, steps, slope = pressure_from_values(
+        [1, 2],
+        {"asd": [[1, 2, 3], [2, 2, 5]], "ase": [[0, 1, 2], [1, 2, 3]], "accuracy": [[1, 0, 1], [1, 1, 1]]},
+        n_boot=200, seed=3,
+    )
+    assert [p["asd"].mean for p in per_n] == [2.0, 3.0]
+    assert [p["ase"].mean for p in per_n] == [1.0, 2.0]
+    assert per_n[0]["accuracy"].mean == pytest.approx(2 / 3)
+    d = steps[0]["asd"]
+    assert (d.mean, d.std, d.n) == (1.0, 1.0, 3)
+    assert d.se == pytest.approx(1 / math.sqrt(3))
+    assert steps[0]["accuracy"].mean == pytest.approx(1 / 3)
+    assert slope is not None
+    assert slope.estimate == pytest.approx(1.0) and slope.intercept == pytest.approx(1.0)
+    # every bootstrap replicate resamples the same questions at both N; the ASE difference is 1
+    # on every question, so each replicate's slope is its mean ASD difference: within [0, 2]
+    assert 0.0 <= slope.ci_low <= slope.estimate <= slope.ci_high <= 2.0
+
+
+def test_four_points_least_squares() -> None:
+    """Slope of ASD on ASE over N = 1, 2, 4, 8 is the least-squares line through the means:
+    points (0, 1), (1, 1), (2, 3), (3, 3): slope 0.8, intercept 0.8 (worked by hand:
+    x-bar 1.5, y-bar 2, Sxy = 4, Sxx = 5)."""
+    ase = np.array([[0.0] * 4, [1.0] * 4, [2.0] * 4, [3.0] * 4])
+    asd = np.array([[1.0, 0, 2, 1], [1, 1, 1, 1], [3, 2, 4, 3], [3, 3, 3, 3]])
+    _, _, slope = pressure_from_values([1, 2, 4, 8], {"asd": asd, "ase": ase, "accuracy": np.ones((4, 4))}, n_boot=100)
+    assert slope is not None
+    assert slope.estimate == pytest.approx(0.8) and slope.intercept == pytest.approx(0.8)
+
+
+def test_independent_questions_reuse_summarize_and_paired_difference() -> None:
+    """One question per cluster: the joint bootstrap draws the same indices as summarize, so a
+    per-N summary is summarize of its values and a step is paired_difference, CI included."""
+    rng = np.random.default_rng(7)
+    vals = {m: rng.normal(size=(3, 30)) for m in ("asd", "ase", "accuracy")}
+    per_n, steps, _ = pressure_from_values([1, 2, 4], vals, n_boot=500, seed=11)
+    for j in range(3):
+        got, want = per_n[j]["asd"], summarize(vals["asd"][j], n_boot=500, seed=11)
+        assert (got.mean, got.ci_low, got.ci_high) == (want.mean, want.ci_low, want.ci_high)
+        assert got.se == pytest.approx(want.se)  # the sandwich SE with one question per cluster
+    want = paired_difference(list(vals["ase"][2]), list(vals["ase"][1]), n_boot=500, seed=11)
+    got = steps[1]["ase"]
+    assert (got.mean, got.std, got.ci_low, got.ci_high) == pytest.approx((want.mean, want.std, want.ci_low, want.ci_high))
+
+
+def test_flat_ase_leaves_the_slope_undefined() -> None:
+    same = [[0.5, 0.5, 0.5], [0.5, 0.5, 0.5]]
+    _, _, slope = pressure_from_values([1, 2], {"asd": [[1, 2, 3], [0, 1, 2]], "ase": same, "accuracy": same})
+    assert slope is None
+
+
+def test_bad_values_are_refused() -> None:
+    with pytest.raises(ValueError, match="finite"):
+        pressure_from_values([1, 2], {"asd": [[1, math.inf], [0, 1]], "ase": [[0, 1], [1, 2]], "accuracy": [[1, 1], [1, 1]]})
+    with pytest.raises(ValueError, match="cluster labels"):
+        pressure_from_values([1, 2], {m: [[0, 1], [1, 2]] for m in ("asd", "ase", "accuracy")}, clusters=["a"])
+
+
+# ---- a real best-of-N run ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bon_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/best_of_n.yaml as shipped (scripted coin model), on 20 questions."""
+    out = tmp_path_factory.mktemp("bon") / "runs" / "best-of-n"
+    cfg = ExperimentConfig.from_yaml(EXAMPLE).with_updates(out=str(out), limit=20)
+    for res in Experiment(cfg).run():
+        assert res.n_errors == 0
+    return out
+
+
+def _independent(run: Path, protocol: str) -> dict[int, dict[str, float]]:
+    """Per-N means of ASD, ASE_b1 (log) and judge accuracy from the exported rows."""
+    rows = [r for r in export_rows(run).rows if r["protocol"] == protocol and not r["excluded"]]
+    ns = sorted({r["best_of_n"] for r in rows})
+    common = set.intersection(*({r["question_id"] for r in rows if r["best_of_n"] == n} for n in ns))
+    out = {}
+    for n in ns:
+        sel = [r for r in rows if r["best_of_n"] == n and r["question_id"] in common]
+        out[n] = {"asd": float(np.mean([r["asd_log"] for r in sel])), "ase": float(np.mean([r["ase_b1_log"] for r in sel])),
+                  "accuracy": float(np.mean([r["judge_accuracy"] for r in sel])), "n": len(sel)}
+    return out
+
+
+def test_real_run_numbers_equal_the_exported_rows(bon_run: Path) -> None:
+    res = optimization_pressure(bon_run)
+    assert isinstance(res, PressureResult)
+    protocols = sorted(g.axes["protocol"] for g in res.groups)
+    assert protocols == ["Consultancy_t1", "SimultaneousDebate_t1"]
+    for g in res.groups:
+        want = _independent(bon_run, g.axes["protocol"])
+        assert [p.best_of_n for p in g.points] == [1, 2, 4, 8]
+        assert g.n_questions == want[1]["n"] == 20
+        for p in g.points:
+            for m in ("asd", "ase", "accuracy"):
+                assert getattr(p, m).mean == pytest.approx(want[p.best_of_n][m])
+        for s in g.steps:
+            assert s.asd.mean == pytest.approx(want[s.to_n]["asd"] - want[s.from_n]["asd"])
+        x = [want[n]["ase"] for n in (1, 2, 4, 8)]
+        y = [want[n]["asd"] for n in (1, 2, 4, 8)]
+        if g.slope is not None:
+            assert g.slope.estimate == pytest.approx(float(np.polyfit(x, y, 1)[0]))
+
+
+def test_stats_json_has_pressure_and_cell_cis_agree(bon_run: Path) -> None:
+    """The stats summary carries `pressure`; with nothing dropped and one question per cluster
+    (arithmetic has no passages), a per-N CI is the cell's own stats CI."""
+    summary = summarize_run(bon_run)
+    pressure = summary["pressure"]
+    assert pressure == json.loads(json.dumps(optimization_pressure(bon_run).to_dict()))
+    cells = {c["cell"]: c for c in summary["cells"]}
+    for g in pressure["groups"]:
+        assert g["n_clusters"] == g["n_questions"]
+        for p in g["points"]:
+            assert p["dropped"] == 0
+            assert p["asd"]["ci_low"] == cells[p["cell"]]["metrics"]["asd"]["log"]["ci_low"]
+            assert p["accuracy"]["ci_high"] == cells[p["cell"]]["metrics"]["judge_accuracy"]["ci_high"]
+
+
+def test_stats_cli_table_and_json(bon_run: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, _ = run_main(["stats", str(bon_run)], capsys, monkeypatch)
+    assert code == 0
+    assert "optimization pressure: Consultancy_t1" in out and "slope dASD/dASE" in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    code, out, _ = run_main(["stats", str(bon_run), "--json", "--beta", "0", "--score", "brier"], capsys, monkeypatch)
+    assert code == 0
+    d = json.loads(out)
+    assert d["pressure"]["beta"] == 0.0 and d["pressure"]["score"] == "brier"
+    again = optimization_pressure(bon_run, beta=0.0, score="brier").to_dict()
+    assert d["pressure"]["groups"][0]["points"][2]["ase"]["mean"] == pytest.approx(again["groups"][0]["points"][2]["ase"]["mean"])
+
+
+def test_no_pressure_without_several_n(bon_run: Path, tmp_path: Path) -> None:
+    """One N per protocol: no `pressure` key (the shape stats --json had before)."""
+    one = tmp_path / "one"
+    shutil.copytree(bon_run, one)
+    for d in one.glob("*/*_bo*"):
+        shutil.rmtree(d)
+    assert "pressure" not in summarize_run(one)
+    assert optimization_pressure(one).groups == []
+
+
+def test_dropped_questions_are_counted(bon_run: Path, tmp_path: Path) -> None:
+    """A question missing at N = 4 leaves every N of that group: counted in `dropped`."""
+    run = tmp_path / "drop"
+    shutil.copytree(bon_run, run)
+    f = next(run.glob("Consultancy_t1/*_bo4_*")) / "results.jsonl"
+    lines = f.read_text().splitlines()
+    f.write_text("\n".join(lines[1:]) + "\n")
+    g = next(g for g in optimization_pressure(run).groups if g.axes["protocol"] == "Consultancy_t1")
+    assert g.n_questions == 19
+    assert [p.dropped for p in g.points] == [1, 1, 0, 1]
+
+
+def test_cluster_option(bon_run: Path) -> None:
+    with pytest.raises(ConfigError, match="cluster must be"):
+        optimization_pressure(bon_run, cluster="passage")
+    with pytest.raises(ConfigError, match="no metadata key 'nope'"):
+        optimization_pressure(bon_run, cluster="metadata:nope")
+    # every arithmetic question has metadata dataset=arithmetic: all in one cluster -> no spread
+    one = optimization_pressure(bon_run, cluster="metadata:dataset").groups[0]
+    assert one.n_clusters == 1
+    assert one.points[0].asd.ci_low == one.points[0].asd.ci_high == one.points[0].asd.mean
+
