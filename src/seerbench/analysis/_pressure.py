@@ -17,8 +17,17 @@ so the differences and the slope carry the pairing of the questions across N. Qu
 a source passage (``cluster="source"``, the default) are resampled as one cluster, since their
 values are correlated; a replicate's mean is then sum of cluster sums / sum of cluster sizes. With
 every question its own cluster the draws are exactly those of :func:`seerbench.analysis.summarize`
-(same seed, same indices), so a per-N CI equals ``summarize`` of its values and a difference CI
-equals :func:`seerbench.analysis.paired_difference`.
+(same seed, same indices), so a per-N CI of ASD or ASE equals ``summarize`` of its values (the
+cell's own stats CI when no question was dropped) and a difference CI equals
+:func:`seerbench.analysis.paired_difference`. The slope's CI is the percentile interval of the
+replicates' slopes.
+
+Judge accuracy is a mean of values in [0, 1], often near 1, where a percentile interval collapses
+onto an all-correct sample. Its per-N interval is Wilson's at the effective sample size the
+bootstrap variance implies (the number of clusters when that variance is 0), and a successive-N
+difference takes the wider of the percentile interval and the MOVER combination of the two Wilson
+intervals with the replicates' correlation (each alone undercovers somewhere; tests/test_pressure.py
+measures both).
 
 The point estimates use the questions common to all N of a group (the pairing needs them); a cell's
 own stats use all its scored questions, so the two means can differ when some N excluded a
@@ -166,6 +175,34 @@ def _ols(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return slope, y.mean(axis=-1) - slope * x.mean(axis=-1)
 
 
+def _accuracy_intervals(
+    means: np.ndarray, boot: np.ndarray | None, k: int, n: int, g: int, confidence: float
+) -> dict[tuple[str, int], tuple[float, float]]:
+    """Intervals of judge accuracy (a mean of values in [0, 1]) that keep their coverage near 0 and
+    1, where a percentile interval collapses onto the estimate: Wilson's at the effective sample
+    size the bootstrap variance implies (the number of clusters when that variance says nothing,
+    at 0 or 1), and for a difference between successive N the MOVER combination of the two with
+    the replicates' correlation (:mod:`seerbench.complementarity._bootstrap`)."""
+    from seerbench.complementarity._bootstrap import Interval, difference_interval, proportion_interval
+
+    if n == 0:
+        return {(m, j): (math.nan, math.nan) for m in ("accuracy", "d_accuracy") for j in range(k)}
+    # rows of boot: asd (k), ase (k), accuracy (k), then differences
+    reps = boot[2 * k:3 * k] if boot is not None else None
+    cov = np.cov(reps) if reps is not None else np.zeros((k, k))
+    ivs: list[Interval] = [
+        proportion_interval(float(means[j]), float(cov[j, j]), n_max=float(n), n_boundary=float(g), confidence=confidence)
+        for j in range(k)
+    ]
+    out = {("accuracy", j): (iv.ci_low, iv.ci_high) for j, iv in enumerate(ivs)}
+    for j in range(k - 1):
+        d = cov[j, j] * cov[j + 1, j + 1]
+        rho = float(np.clip(cov[j, j + 1] / math.sqrt(d), -1.0, 1.0)) if d > 0 else 0.0
+        iv = difference_interval(ivs[j + 1], ivs[j], rho)
+        out[("d_accuracy", j)] = (iv.ci_low, iv.ci_high)
+    return out
+
+
 def pressure_from_values(
     ns: Sequence[int],
     values: Mapping[str, np.ndarray | Sequence[Sequence[float]]],
@@ -210,6 +247,7 @@ def pressure_from_values(
     else:
         boot = None
     summaries: dict[tuple[str, int], Summary] = {}
+    acc_iv = _accuracy_intervals(arrays["accuracy"].mean(axis=1), boot, k, n, g, confidence)
     for r, (m, j, x) in enumerate(rows):
         mean = float(x.mean()) if n else math.nan
         std = float(x.std(ddof=1)) if n > 1 else 0.0
@@ -222,6 +260,10 @@ def pressure_from_values(
             lo = hi = mean
         else:
             lo, hi = (float(v) for v in np.quantile(boot[r], [alpha, 1 - alpha]))
+        if m == "accuracy":
+            lo, hi = acc_iv[(m, j)]
+        elif m == "d_accuracy":  # the wider of the two: each undercovers where the other holds
+            lo, hi = min(lo, acc_iv[(m, j)][0]), max(hi, acc_iv[(m, j)][1])
         summaries[(m, j)] = Summary(n, mean, std, se, lo, hi, confidence, n_boot, seed)
     per_n = [{m: summaries[(m, j)] for m in PRESSURE_METRICS} for j in range(k)]
     steps = [{m: summaries[(f"d_{m}", j)] for m in PRESSURE_METRICS} for j in range(k - 1)]
