@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -188,6 +189,20 @@ def test_cli_refuses_bad_executor_options(project: Path) -> None:
         assert r.returncode == 2
         assert message in r.stderr
         assert "Traceback" not in r.stderr
+
+
+def test_an_address_nothing_answers_at_is_refused_at_once(project: Path) -> None:
+    # a port on this machine that nothing listens on (bound, never listening)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        r = subprocess.run([SEERBENCH, "run", str(project / "raytest.yaml"), "--executor", "ray", "--address",
+                            f"127.0.0.1:{port}"], cwd=project, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert f"cannot reach the Ray cluster at 127.0.0.1:{port}" in r.stderr
+    assert "Traceback" not in r.stderr
+    with pytest.raises(ConfigError, match="give HOST:PORT"):
+        RayExecutor(address="head-node")
 
 
 def test_executor_settings_are_checked() -> None:

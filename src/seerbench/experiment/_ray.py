@@ -17,6 +17,7 @@ task's working directory (a runtime env ``working_dir``).
 from __future__ import annotations
 
 import asyncio
+import socket
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -141,12 +142,14 @@ class RayExecutor:
             raise ConfigError(f"shard_size must be >= 1, got {self.shard_size}")
         if not self.num_cpus > 0:
             raise ConfigError(f"num_cpus must be > 0, got {self.num_cpus}")
+        _host_port(self.address)
 
     async def run_cells(self, exp: Experiment, out: Path, specs: Sequence[RunSpec], questions: QuestionStore,
                         progress: Progress | None, on_start: OnStart | None) -> list[RunResult]:
         ray = _import_ray()
         started = False
         if not ray.is_initialized():
+            _check_reachable(self.address)
             try:
                 ray.init(address=self.address, runtime_env=self.runtime_env, include_dashboard=False,
                          log_to_driver=False, configure_logging=False)
@@ -222,6 +225,31 @@ class RayExecutor:
             for w in writers.values():
                 w.close()
         return [results[s.key] for s in specs]
+
+
+def _host_port(address: str | None) -> tuple[str, int] | None:
+    """The host and port of a cluster address (None for auto/local/none); ConfigError when it is
+    not an address."""
+    if address is None or address in ("auto", "local"):
+        return None
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"Ray address {address!r}: give HOST:PORT (the head's GCS port, 6379 by default), "
+                          "ray://HOST:PORT (Ray Client, 10001) or auto")
+    return host, int(port)
+
+
+def _check_reachable(address: str | None) -> None:
+    """Refuse an address nothing answers at, at once: Ray itself retries for minutes."""
+    hp = _host_port(address)
+    if hp is None:
+        return
+    host, port = hp
+    try:
+        socket.create_connection((host, port), timeout=10).close()
+    except OSError as e:
+        raise ConfigError(f"cannot reach the Ray cluster at {address} ({e.strerror or e}): is `ray start --head` "
+                          "running there, and is the port right?") from None
 
 
 def _result(ray: Any, fut: asyncio.Future[Any]) -> ShardResult:
