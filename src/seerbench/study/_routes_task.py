@@ -1,0 +1,118 @@
+"""Task routes: show a task, start its timer, submit it (once), and its feedback page. What a page
+shows and how its answer is read is the task type's :class:`~seerbench.study._tasks.TaskPage`."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from seerbench.study._schema import Assignment
+from seerbench.study._tasks import TASK_PAGES
+from seerbench.study._web import HTTPError, StudyWeb, form_handler
+
+__all__ = ["task_router"]
+
+
+def task_router(web: StudyWeb) -> APIRouter:
+    """``/task/{aid}`` and its ``/start``, ``/submit`` and ``/feedback``."""
+    st, m = web.st, web.m
+    page = TASK_PAGES[m.task](m)
+    router = APIRouter()
+
+    def task_context(a: Assignment, error: str | None = None, *, csrf: str) -> dict[str, Any]:
+        now = st.clock()
+        if m.timed:
+            if a.timer_started_at is None:
+                phase = "question"
+            elif a.read_deadline is not None and now < a.read_deadline:
+                phase = "reading"
+            else:
+                phase = "finalise"
+        else:
+            phase = "untimed"
+        remaining = None
+        if phase == "reading" and a.read_deadline is not None:
+            remaining = max(0.0, a.read_deadline - now)
+        elif phase == "finalise" and a.final_deadline is not None:
+            remaining = max(0.0, a.final_deadline - now)
+        cond = m.condition(a.condition)
+        return {
+            **page.context(st.item(a.item_id), a, cond, phase),
+            "a": a,
+            "cond": cond,
+            "phase": phase,
+            "remaining": None if remaining is None else math.ceil(remaining),
+            "finalise_s": m.finalise_s,
+            "csrf": csrf,
+            "error": error,
+            "progress": (a.seq + 1, m.tasks_per_rater),
+        }
+
+    def reclaimed_page() -> HTMLResponse:
+        return web.render("reclaimed.html", 409)
+
+    @router.get("/task/{aid}", response_class=HTMLResponse)
+    def task(request: Request, aid: str) -> Response:
+        rid, a = web.own(request, aid)
+        if a.status == "submitted":
+            return RedirectResponse(f"/task/{aid}/feedback", 303)
+        if st.reclaimed(a):
+            return reclaimed_page()
+        if m.timed and a.final_deadline is not None and st.clock() > a.final_deadline + m.submit_grace_s:
+            st.submit(aid, rid, {}, auto=True)
+            return RedirectResponse(f"/task/{aid}/feedback", 303)
+        if a.shown_at is None:
+            st.mark_shown(aid)
+        return web.render(page.template, **task_context(a, csrf=web.csrf_for(*web.session_of(request))))
+
+    def task_start(request: Request, form: dict[str, Any]) -> Response:
+        aid = request.path_params["aid"]
+        rid, a = web.own(request, aid)
+        web.check_csrf(form, *web.session_of(request))
+        if st.reclaimed(a):
+            return reclaimed_page()
+        st.start_timer(aid, rid)
+        return RedirectResponse(f"/task/{aid}", status_code=303)
+
+    router.add_api_route("/task/{aid}/start", form_handler(task_start), methods=["POST"])
+
+    def task_submit(request: Request, form: dict[str, Any]) -> Response:
+        aid = request.path_params["aid"]
+        rid, a = web.own(request, aid)
+        web.check_csrf(form, *web.session_of(request))
+        auto = str(form.get("auto", "")) == "1"
+        if a.status == "submitted":
+            return RedirectResponse(f"/task/{aid}/feedback", status_code=303)
+        if st.reclaimed(a):
+            return reclaimed_page()
+        if m.timed and a.timer_started_at is None:
+            raise HTTPError(400, "Start the timer before answering.")
+        late = m.timed and a.final_deadline is not None and st.clock() > a.final_deadline + m.submit_grace_s
+        fields: dict[str, Any] = {}
+        if not (auto or late):
+            fields, err = page.parse(form, st.item(a.item_id), a)
+            if err:
+                return web.render(page.template, 400, **task_context(a, err, csrf=web.csrf_for(*web.session_of(request))))
+        res = st.submit(aid, rid, fields, auto=auto)
+        if res is None:
+            raise HTTPError(404, "Task not found.")
+        if res.outcome == "reclaimed":
+            return reclaimed_page()
+        return RedirectResponse(f"/task/{aid}/feedback", status_code=303)
+
+    router.add_api_route("/task/{aid}/submit", form_handler(task_submit), methods=["POST"])
+
+    @router.get("/task/{aid}/feedback", response_class=HTMLResponse)
+    def feedback(request: Request, aid: str) -> Response:
+        _r, a = web.own(request, aid)
+        if a.status != "submitted" or not m.feedback:
+            return RedirectResponse("/next", status_code=303)
+        it = st.item(a.item_id)
+        return web.render(
+            "feedback.html", a=a, item=it, correct_case=it.question.true_cases[0] if it.question.true_cases else None
+        )
+
+    return router
