@@ -5,6 +5,7 @@ the driver as themselves."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -20,7 +21,7 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from seerbench.errors import AuthenticationError, ConfigError  # noqa: E402
+from seerbench.errors import AuthenticationError, ConfigError, SeerbenchError  # noqa: E402
 from seerbench.experiment import Experiment, ExperimentConfig, RayExecutor  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -29,6 +30,7 @@ pytestmark = pytest.mark.slow
 RESPONDERS = textwrap.dedent(
     """
     import hashlib
+    import os
     import time
     from pathlib import Path
 
@@ -60,7 +62,17 @@ RESPONDERS = textwrap.dedent(
         raise AuthenticationError("the API key was refused (test)")
 
 
+    def crashing(messages, config, seed):
+        # kills its worker process: once (a marker file says so), or always
+        marker = Path(__file__).with_name("crashed-once")
+        if Path(__file__).with_name("crash-always").exists() or not marker.exists():
+            marker.touch()
+            os._exit(1)
+        return judge(messages, config, seed)
+
+
     register_scripted("ray-judge", judge, replace=True)
+    register_scripted("ray-crashing", crashing, replace=True)
     register_scripted("ray-agent", agent, replace=True)
     register_scripted("ray-refused", refused, replace=True)
     """
@@ -178,6 +190,33 @@ def test_errors_in_tasks_reach_the_driver_as_themselves(cluster: str, project: P
     cfg = _config(project, out=str(project / "refused"), judge_models=["scripted:ray-refused"], protocols=["NaiveJudge"])
     with pytest.raises(AuthenticationError, match="refused"):
         Experiment(cfg, executor=RayExecutor(shard_size=2)).run()
+
+
+def test_a_lost_worker_is_retried_then_reported(cluster: str, project: Path) -> None:
+    # the first task to call the model kills its worker: Ray runs the shard again, and the run
+    # ends with the files of a run where nothing crashed
+    cfg = _config(project, out=str(project / "crash"), judge_models=["scripted:ray-crashing"], protocols=["NaiveJudge"])
+    Experiment(cfg, executor=RayExecutor(shard_size=10)).run()
+    assert (project / "crashed-once").exists()
+    Experiment(_config(project, out=str(project / "plain"), protocols=["NaiveJudge"])).run()
+    # the cells differ only in the judge's name: compare the lines with it replaced
+    got = (project / "crash" / "NaiveJudge_swap" / "J_scripted-ray-crashing" / "results.jsonl").read_text()
+    want = (project / "plain" / "NaiveJudge_swap" / "J_scripted-ray-judge" / "results.jsonl").read_text()
+    assert got.count("\n") == 45
+    assert [_without_cell(x) for x in got.splitlines()] == [_without_cell(x) for x in want.splitlines()]
+    # a worker that dies every time: after Ray's retries, one line naming the cell
+    (project / "crash-always").touch()
+    cfg = _config(project, out=str(project / "crash2"), judge_models=["scripted:ray-crashing"], protocols=["NaiveJudge"],
+                  dataset={"name": "arithmetic", "n": 10, "seed": 7})  # questions the cache has not seen
+    with pytest.raises(SeerbenchError, match=r"NaiveJudge_swap/J_scripted-ray-crashing: a Ray task failed .*rerun to resume"):
+        Experiment(cfg, executor=RayExecutor(shard_size=50)).run()
+
+
+def _without_cell(line: str) -> dict[str, Any]:
+    rec = json.loads(line)
+    for k in ("judge", "fingerprint"):
+        rec.pop(k)
+    return rec
 
 
 def test_cli_refuses_bad_executor_options(project: Path) -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seerbench.errors import ConfigError
+from seerbench.errors import ConfigError, SeerbenchError
 from seerbench.experiment._config import ExperimentConfig
 from seerbench.experiment._executor import CellWriter, LineFormat, OnStart, Progress, run_questions
 from seerbench.experiment._questions import QuestionStore
@@ -174,7 +174,9 @@ class RayExecutor:
             setup_ref = ray.put(setup)
         except Exception as e:  # cloudpickle refused the model factory (or a class entry it closes over)
             raise ConfigError(f"the Ray executor cannot send this experiment to its workers: {type(e).__name__}: {e}") from None
-        task = ray.remote(run_shard).options(num_cpus=self.num_cpus, max_retries=0)
+        # a task whose worker or node died is run again (its lines reach the driver only when it
+        # finishes, so nothing is written twice); an error raised by the task itself is not retried
+        task = ray.remote(run_shard).options(num_cpus=self.num_cpus, max_retries=3, retry_exceptions=False)
         size = self.shard_size or 4 * cfg.concurrency
         cpus = float(ray.cluster_resources().get("CPU", 1.0))
         max_pending = max(2, int(2 * cpus / self.num_cpus))
@@ -209,7 +211,7 @@ class RayExecutor:
                 finished, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 for fut in finished:
                     spec, _ref = pending.pop(fut)
-                    res: ShardResult = _result(ray, fut)
+                    res: ShardResult = _result(ray, fut, spec)
                     w = writers[spec.key]
                     for text in res.lines:
                         w.write(text)
@@ -252,9 +254,10 @@ def _check_reachable(address: str | None) -> None:
                           "running there, and is the port right?") from None
 
 
-def _result(ray: Any, fut: asyncio.Future[Any]) -> ShardResult:
-    """A task's result; a task that raised re-raises its own exception here (a ConfigError stays
-    a ConfigError, one line on stderr), not Ray's wrapper."""
+def _result(ray: Any, fut: asyncio.Future[Any], spec: RunSpec) -> ShardResult:
+    """A task's result. A task that raised re-raises its own exception here (a ConfigError stays
+    a ConfigError, one line on stderr), not Ray's wrapper; a task Ray could not run (its worker
+    or node lost after the retries) is a one-line error too."""
     try:
         res: ShardResult = fut.result()
     except ray.exceptions.RayTaskError as e:
@@ -262,4 +265,8 @@ def _result(ray: Any, fut: asyncio.Future[Any]) -> ShardResult:
         if isinstance(cause, Exception):
             raise cause from None
         raise
+    except ray.exceptions.RayError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise SeerbenchError(f"{spec.key}: a Ray task failed ({type(e).__name__}: {first}); finished results are kept: "
+                             "rerun to resume") from None
     return res
