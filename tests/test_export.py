@@ -56,7 +56,11 @@ TRUST = "BlindTrust/J_trust"
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("export") / "out"
+    return make_run(tmp_path_factory.mktemp("export") / "out")
+
+
+def make_run(out: Path) -> Path:
+    """The run these tests read (also tests/test_export_inspect.py's), written to ``out``."""
     cfg = ExperimentConfig.parse({
         "name": "export", "dataset": "arithmetic", "judge_models": [JUDGE], "agent_models": [AGENT],
         "agent_tools": [[], ["calculator"]], "protocols": ["NaiveJudge", "BlindTrust", "Consultancy", "RandomConsultancy"],
@@ -274,7 +278,7 @@ def test_user_errors_are_one_line(run_dir: Path, tmp_path: Path, capsys: pytest.
 
     assert "no experiment.json" in error(str(tmp_path))
     assert "is not a folder" in error(str(tmp_path / "missing"))
-    assert "--format must be one of csv, parquet; got 'xlsx'" in error(str(run_dir), "--format", "xlsx")
+    assert "--format must be one of csv, parquet, inspect; got 'xlsx'" in error(str(run_dir), "--format", "xlsx")
     assert "stdout" in error(str(run_dir), "--format", "parquet", "--out", "-")
     blocker = tmp_path / "a-file"
     blocker.write_text("x")

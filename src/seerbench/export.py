@@ -32,7 +32,7 @@ from typing import IO, Any, Literal
 from seerbench.errors import ConfigError
 from seerbench.metrics import DEFAULT_EPS, TIE_TOL
 from seerbench.results import rescore
-from seerbench.runs import RunFolder, check_eps, check_policy
+from seerbench.runs import RunFolder, check_eps, check_policy, json_safe
 
 Format = Literal["csv", "parquet"]
 FORMATS: tuple[Format, ...] = ("csv", "parquet")
@@ -238,14 +238,235 @@ def write_parquet(rows: list[dict[str, Any]], path: str | Path) -> None:
     pq.write_table(table, str(path))
 
 
+# ---- Inspect AI logs ----------------------------------------------------------------------------
+
+INSPECT_HINT = "pip install 'seerbench[inspect]'"
+#: The scorer name the exported logs carry.
+INSPECT_SCORER = "seerbench"
+
+
+def inspect_available() -> bool:
+    try:
+        import inspect_ai.log  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@dataclass
+class InspectExport:
+    """What :func:`export_inspect` wrote: one ``.eval`` log per grid cell."""
+
+    run_dir: Path
+    out_dir: Path
+    logs: dict[str, Path] = field(default_factory=dict)  # cell key -> log file
+    samples: dict[str, int] = field(default_factory=dict)  # cell key -> samples written
+    skipped_lines: dict[str, int] = field(default_factory=dict)  # cell key -> lines skipped (torn or corrupt)
+
+    @property
+    def n_samples(self) -> int:
+        return sum(self.samples.values())
+
+
+def export_inspect(
+    run_dir: str | Path, out_dir: str | Path | None = None, *, eps: float | None = None, parse_failures: str | None = None
+) -> InspectExport:
+    """Write every grid cell of ``run_dir`` as an Inspect AI log (``.eval``), built with Inspect's
+    own log API (:func:`inspect_ai.log.write_eval_log`), into ``out_dir`` (default
+    ``RUN_DIR/inspect``): ``inspect view --log-dir OUT_DIR`` browses them.
+
+    A log's samples are the cell's results lines (one per question, id = question id): the question
+    and its options as input, the true option as target, each answer case's transcript as
+    messages (a system note per case, the turns as assistant messages named by speaker, then the
+    judge's verdict), and two scores: ``judge_accuracy`` (answer: the option the judge rated
+    highest in each case; metadata: per case the probabilities, elicitation method, parse status,
+    judge and agent scores) and ``asd`` (under the log score). The log's results hold the cell's
+    means with the same bootstrap CIs ``seerbench stats`` prints. Lines are rescored with ``eps``
+    and ``parse_failures`` (default: the run's own); an excluded question has no scores. Needs
+    inspect-ai (``pip install 'seerbench[inspect]'``)."""
+    if not inspect_available():
+        raise ConfigError(f"--format inspect needs inspect-ai, which is not installed: {INSPECT_HINT}")
+    from seerbench.results import CellStats
+    from seerbench.runs import ResultsFile, cell_meta
+
+    folder = RunFolder(run_dir)
+    cfg = folder.config
+    eps_v = check_eps(cfg.get("eps", DEFAULT_EPS) if eps is None else eps)
+    policy = check_policy(parse_failures or cfg.get("parse_failures", "exclude"))
+    target = Path(out_dir) if out_dir is not None else folder.path / "inspect"
+    out = InspectExport(folder.path, target)
+    cells = folder.cells()
+    if not cells:
+        raise ConfigError(f"no results.jsonl under {folder.path}: the run has not finished a question yet")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"cannot create {target}: {e.strerror or e}") from None
+    for cell in cells:
+        stats = CellStats()
+        samples = []
+        f = ResultsFile(cell.results_path)
+        for line in f:
+            scored = rescore(line, eps=eps_v, policy=policy)
+            stats.add(scored)
+            samples.append(_inspect_sample(scored))
+        if f.skipped:
+            out.skipped_lines[cell.key] = f.skipped
+        record = stats.stats(cell_meta(stats, cell), eps=eps_v, policy=policy, n_boot=cfg.get("n_boot", 2000),
+                             seed=cfg.get("seed", 0))
+        log = _inspect_log(folder, cell.key, cell.results_path, record, samples, cfg)
+        path = target / (cell.key.replace("/", "__") + ".eval")
+        _write_inspect(log, path)
+        out.logs[cell.key] = path
+        out.samples[cell.key] = len(samples)
+    return out
+
+
+def _options_text(question: dict[str, Any]) -> str:
+    return "\n".join(f"{c['short']}) {c['long']}" for c in question["answer_cases"])
+
+
+def _probs_text(probs: dict[str, float] | None) -> str:
+    return ", ".join(f"P({k})={v:.3f}" for k, v in probs.items()) if probs else "no probabilities"
+
+
+def _inspect_sample(line: dict[str, Any]) -> Any:
+    from inspect_ai.log import EvalSample
+    from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
+    from inspect_ai.scorer import Score
+
+    q = line["question"]
+    true = next((c["short"] for c in q["answer_cases"] if c["value"] > 0.5), "")
+    prompt = f"{q['text']}\n\n{_options_text(q)}"
+    messages: list[ChatMessage] = [ChatMessageUser(content=prompt, source="input")]
+    cases = line["answer_cases"]
+    if line.get("symmetric") and cases:
+        cases = cases[:1]  # one run serves every case (e.g. NaiveJudge): shown once
+    per_case: dict[str, Any] = {}
+    answers = []
+    for c in line["answer_cases"]:
+        cp = c["case_probs"]
+        probs = cp.get("probabilities") if cp.get("parse_status") != "failed" else None
+        choice = _choice(probs) if probs else None
+        answers.append(f"{c['short']}->{choice or '-'}")
+        per_case[c["short"]] = {
+            "probabilities": cp.get("probabilities"), "method": cp.get("method"), "parse_status": cp.get("parse_status"),
+            "error": cp.get("error"), "n_samples": cp.get("n_samples"), "choice": choice,
+            "judge_score": cp.get("judge_score"), "agent_score": c.get("agent_score"),
+        }
+    for c in cases:
+        cp = c["case_probs"]
+        head = ("one run serves every answer case" if line.get("symmetric")
+                else f"answer case {c['short']}: the agent argues for {c['short']}) {c['long']}")
+        messages.append(ChatMessageSystem(content=head, metadata={"answer_case": c["short"]}))
+        for t in cp.get("transcript") or []:
+            text = str(t.get("content", ""))
+            quotes = t.get("quotes") or []
+            if quotes:
+                text += "\n\n" + "\n".join(
+                    f"quote ({'verified' if qt.get('verified') else 'unverified' if qt.get('verified') is False else 'unchecked'}): "
+                    f"{qt.get('text')}" for qt in quotes)
+            meta = {"speaker": t.get("speaker"), "role": t.get("role"), "answer_case": t.get("answer_case"), "quotes": quotes}
+            if t.get("role") in ("question", "system", "note"):
+                messages.append(ChatMessageSystem(content=text, metadata=meta))
+            else:
+                messages.append(ChatMessageAssistant(content=f"[{t.get('speaker')}] {text}", metadata=meta,
+                                                     model=str(line.get("agent") or line.get("judge"))))
+        verdict = f"[judge {line.get('judge')}] {_probs_text(cp.get('probabilities'))} ({cp.get('method')}, {cp.get('parse_status')})"
+        if cp.get("error"):
+            verdict += f": {cp['error']}"
+        messages.append(ChatMessageAssistant(content=verdict, model=str(line.get("judge")), metadata={"verdict": per_case[c["short"]]}))
+    scores = {}
+    if not line.get("excluded") and line.get("judge_accuracy") is not None:
+        scores["judge_accuracy"] = Score(
+            value=float(line["judge_accuracy"]), answer="; ".join(answers),
+            explanation=f"true option {true}; " + "; ".join(f"argued {k}: {_probs_text(v['probabilities'])}" for k, v in per_case.items()),
+            metadata={"cases": per_case, "true_option": true},
+        )
+        asd = _get(line.get("asd"), "log")
+        if asd is not None:
+            scores["asd"] = Score(value=asd, metadata={"asd": line.get("asd")})
+    return EvalSample(
+        id=line["question_id"], epoch=1, input=prompt, choices=[str(c["long"]) for c in q["answer_cases"]], target=true,
+        messages=messages, scores=scores or None,
+        metadata={"chosen_case": line.get("chosen_case"), "excluded": bool(line.get("excluded")),
+                  "parse_failures": line.get("parse_failures"), "notes": line.get("notes") or {},
+                  **{k: line.get(k) for k in ("jse_b0", "jse_b1", "jse_binf", "ase_b0", "ase_b1", "ase_binf")}},
+    )
+
+
+def _inspect_log(folder: RunFolder, key: str, results_path: Path, record: dict[str, Any], samples: list[Any], cfg: dict[str, Any]) -> Any:
+    import hashlib
+    from datetime import UTC, datetime
+
+    from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalMetric, EvalResults, EvalScore, EvalSpec
+
+    created = datetime.fromtimestamp(results_path.stat().st_mtime, UTC).isoformat()
+    run_id = hashlib.sha256(str(folder.path.resolve()).encode()).hexdigest()[:22]
+    task_id = hashlib.sha256(f"{run_id}/{key}".encode()).hexdigest()[:22]
+    metrics = record["metrics"]
+    n_scored = record["n_scored"]
+
+    def eval_score(name: str, summary: dict[str, Any] | None) -> EvalScore:
+        ms = {}
+        for m, field_name in (("mean", "mean"), ("stderr", "se"), ("ci_low", "ci_low"), ("ci_high", "ci_high")):
+            v = (summary or {}).get(field_name)
+            if isinstance(v, int | float) and math.isfinite(v):
+                ms[m] = EvalMetric(name=m, value=float(v))
+        scored = int((summary or {}).get("n") or 0)
+        return EvalScore(name=name, scorer=INSPECT_SCORER, scored_samples=scored, unscored_samples=len(samples) - scored,
+                         metrics=ms)
+
+    ds = cfg.get("dataset")
+    ds_name = ds if isinstance(ds, str) else (ds or {}).get("name") or (ds or {}).get("path")
+    axes = {k: record.get(k) for k in ("protocol", "agent", "judge", "tools", "best_of_n")}
+    spec = EvalSpec(
+        eval_id=task_id, created=created, task=f"seerbench/{record.get('protocol')}", task_id=task_id, run_id=run_id,
+        task_args={k: v for k, v in axes.items() if k != "protocol"},
+        dataset=EvalDataset(name=str(ds_name) if ds_name else None, samples=len(samples), sample_ids=[s.id for s in samples]),
+        model=str(record.get("judge")), config=EvalConfig(),
+        metadata={"seerbench_cell": key, "run_dir": str(folder.path), "experiment": cfg.get("name"), **axes,
+                  "eps": record["eps"], "parse_failure_policy": record["parse_failure_policy"],
+                  "bootstrap": record["bootstrap"]},
+    )
+    results = EvalResults(
+        total_samples=len(samples), completed_samples=len(samples),
+        scores=[eval_score("judge_accuracy", metrics.get("judge_accuracy")), eval_score("asd", (metrics.get("asd") or {}).get("log"))],
+        metadata={"n_scored": n_scored, "n_excluded": record["n_excluded"], "parse_failures": record["parse_failures"],
+                  "metrics": json_safe(metrics)},
+    )
+    return EvalLog(status="success", eval=spec, results=results, samples=samples)
+
+
+def _write_inspect(log: Any, path: Path) -> None:
+    """Write through a temporary sibling and rename, so a failed export leaves no half log."""
+    import contextlib
+    import os
+
+    from inspect_ai.log import write_eval_log
+
+    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}.eval")
+    try:
+        write_eval_log(log, str(tmp), format="eval")
+        os.replace(tmp, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise ConfigError(f"cannot write {path}: {e.strerror or e}") from None
+
+
 __all__ = [
     "COLUMNS",
     "FORMATS",
+    "INSPECT_HINT",
     "PARQUET_HINT",
     "SCHEMA",
     "Export",
+    "InspectExport",
+    "export_inspect",
     "export_rows",
     "flat_row",
+    "inspect_available",
     "parquet_available",
     "to_csv",
     "write_csv",

@@ -1,4 +1,5 @@
-"""`seerbench export RUN_DIR`: one flat row per question per grid cell, as CSV or parquet."""
+"""`seerbench export RUN_DIR`: one flat row per question per grid cell, as CSV or parquet; or
+one Inspect AI log per grid cell (``--format inspect``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,17 @@ from rich.markup import escape
 from seerbench.cli import app
 from seerbench.cli._common import console, err_console, print_json, quiet
 from seerbench.errors import ConfigError
-from seerbench.export import FORMATS, PARQUET_HINT, export_rows, parquet_available, write_csv, write_parquet
+from seerbench.export import (
+    FORMATS,
+    INSPECT_HINT,
+    PARQUET_HINT,
+    export_inspect,
+    export_rows,
+    inspect_available,
+    parquet_available,
+    write_csv,
+    write_parquet,
+)
 
 _SUFFIX = {"csv": ".csv", "parquet": ".parquet"}
 
@@ -23,17 +34,22 @@ _SUFFIX = {"csv": ".csv", "parquet": ".parquet"}
 def export(
     run_dir: Annotated[Path, typer.Argument(help="An experiment output folder (the `out` of a run).")],
     format: Annotated[
-        str | None, typer.Option("--format", "-f", help="csv or parquet (default: from --out's suffix, else csv).")
+        str | None, typer.Option("--format", "-f", help="csv, parquet or inspect (default: from --out's suffix, else csv).")
     ] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="File to write (default: RUN_DIR/export.csv or .parquet); - for stdout (csv).")
+        Path | None, typer.Option("--out", "-o", help="File to write (default: RUN_DIR/export.csv or .parquet); - for stdout (csv); "
+                                  "with --format inspect a folder (default RUN_DIR/inspect).")
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print what was written as JSON.")] = False,
 ) -> None:
-    """Per-question results of every grid cell as one flat table (columns: docs/experiments.md, Export)."""
+    """Per-question results of every grid cell as one flat table (columns: docs/experiments.md,
+    Export), or as Inspect AI logs that `inspect view` browses (--format inspect)."""
     fmt = format or ("parquet" if out is not None and out.suffix in (".parquet", ".pq") else "csv")
+    if fmt == "inspect":
+        _export_inspect(run_dir, out, json_out=json_out)
+        return
     if fmt not in FORMATS:
-        raise ConfigError(f"--format must be one of {', '.join(FORMATS)}; got {fmt!r}")
+        raise ConfigError(f"--format must be one of {', '.join((*FORMATS, 'inspect'))}; got {fmt!r}")
     if fmt == "parquet" and not parquet_available():
         raise ConfigError(f"--format parquet needs pyarrow, which is not installed: {PARQUET_HINT} (or use --format csv)")
     to_stdout = out is not None and str(out) == "-"
@@ -66,6 +82,28 @@ def export(
     if not json_out:
         where = "stdout" if to_stdout else escape(str(target))
         note.print(f"wrote {len(ex.rows)} row(s) from {ex.n_cells} cell(s) to {where}", highlight=False, soft_wrap=True)
+
+
+def _export_inspect(run_dir: Path, out: Path | None, *, json_out: bool) -> None:
+    if not inspect_available():
+        raise ConfigError(f"--format inspect needs inspect-ai, which is not installed: {INSPECT_HINT}")
+    if out is not None and str(out) == "-":
+        raise ConfigError("--format inspect writes one log file per cell: give --out a folder, not - (stdout)")
+    if out is not None and out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; --format inspect writes a folder of .eval logs")
+    ex = export_inspect(run_dir, out)
+    if json_out:
+        print_json({"out": str(ex.out_dir), "format": "inspect", "cells": len(ex.logs), "samples": ex.n_samples,
+                    "logs": {k: str(v) for k, v in ex.logs.items()}, "skipped_lines": ex.skipped_lines})
+    if quiet():
+        return
+    note = err_console if json_out else console
+    if ex.skipped_lines:
+        err_console.print(f"[yellow]skipped {sum(ex.skipped_lines.values())} torn or corrupt results line(s): "
+                          + ", ".join(f"{escape(k)} ({n})" for k, n in ex.skipped_lines.items()) + "[/]", soft_wrap=True)
+    if not json_out:
+        note.print(f"wrote {len(ex.logs)} Inspect log(s) with {ex.n_samples} sample(s) to {escape(str(ex.out_dir))}; "
+                   f"browse them with: inspect view --log-dir {escape(str(ex.out_dir))}", highlight=False, soft_wrap=True)
 
 
 def _write(rows: list[dict[str, Any]], fmt: str, target: Path) -> None:
