@@ -1,0 +1,59 @@
+"""Fact verification (seed 000): the generated ``factcheck`` set (a fictional knowledge base, a
+corpus written from it, sentences labelled by construction), user files, offline FTS5 search, and
+the AI rater (claims, searches, verbatim evidence, per-claim judgments; N samples, format verifier,
+majority rating and confidence).
+
+>>> from seerbench.factcheck import generate_factcheck, CorpusIndex
+>>> fc = generate_factcheck(entities=30, seed=0)
+>>> hits = CorpusIndex(fc.pages).search(fc.items[0].sentence, k=3)
+>>> len(hits)
+3
+"""
+
+from seerbench.factcheck._files import load_factcheck_files, read_corpus, read_sentences
+from seerbench.factcheck._generate import (
+    LABELS,
+    STATUSES,
+    TEMPLATES,
+    Attribute,
+    Claim,
+    Entity,
+    FactcheckSet,
+    FactItem,
+    Page,
+    claim_label,
+    fact_sentence,
+    generate_factcheck,
+    generate_kb,
+    sentence_label,
+)
+from seerbench.factcheck._load import FACTCHECK_DATASETS, item_question, load_factcheck
+from seerbench.factcheck._search import CorpusIndex, SearchResult, format_results, fts_query, search_tool
+
+__all__ = [
+    "FACTCHECK_DATASETS",
+    "LABELS",
+    "STATUSES",
+    "TEMPLATES",
+    "Attribute",
+    "Claim",
+    "CorpusIndex",
+    "Entity",
+    "FactItem",
+    "FactcheckSet",
+    "Page",
+    "SearchResult",
+    "claim_label",
+    "fact_sentence",
+    "format_results",
+    "fts_query",
+    "generate_factcheck",
+    "generate_kb",
+    "item_question",
+    "load_factcheck",
+    "load_factcheck_files",
+    "read_corpus",
+    "read_sentences",
+    "search_tool",
+    "sentence_label",
+]
