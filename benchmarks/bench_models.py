@@ -3,8 +3,10 @@
 Prints a table of each figure against its target. No asserts: the numbers are for the report.
 
 1. Layer overhead per call against an instant in-process backend, cache off and on.
-2. Throughput against a loopback OpenAI-compatible server (a separate process, so it does not
-   share this process's GIL) answering after a fixed 50 ms, at concurrency 1, 8 and 64.
+2. Throughput and client CPU per request against a loopback OpenAI-compatible server (a separate
+   process, so it does not share this process's GIL) answering after a fixed 50 ms, at
+   concurrency 1, 8, 64 and 256: the openai SDK/httpx client used before issue 15 against the
+   aiohttp client used now, interleaved.
 3. The cache-hit path: 10,000 requests all answered from the disk cache.
 4. The embedded model: generated tokens/s through seerbench vs llama-cpp-python called directly.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import multiprocessing as mp
 import os
 import statistics
@@ -123,6 +126,36 @@ def _serve(delay: float, conn: Any) -> None:
     asyncio.run(srv.serve_asyncio())
 
 
+class SDKBackend(Backend):
+    """The client before issue 15: the ``openai`` SDK's low-level POST over httpx (what
+    OpenAIBackend did), kept here only to measure against."""
+
+    name = "openai"
+    default_concurrency = 16
+
+    def __init__(self, base_url: str) -> None:
+        import openai
+
+        self._client = openai.AsyncOpenAI(api_key="x", base_url=base_url, max_retries=0, timeout=120.0)
+
+    @property
+    def model_id(self) -> str:
+        return "fake-model-sdk"
+
+    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+        import json
+
+        from seerbench.models._openai import _parse_completion
+        from seerbench.models._types import chat_request
+
+        raw = await self._client.post("/chat/completions", body=chat_request("fake-model", messages, config, seed),
+                                      cast_to=bytes)
+        return _parse_completion(json.loads(raw), config, "sdk")
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
 async def _throughput(model: Model, concurrency: int, total: int) -> tuple[float, float]:
     sem = asyncio.Semaphore(concurrency)
     counter = iter(range(total))
@@ -132,7 +165,8 @@ async def _throughput(model: Model, concurrency: int, total: int) -> tuple[float
             async with sem:
                 await model.generate(f"q{i}", max_tokens=4)
 
-    await model.generate("warm-up", max_tokens=4)  # open the connection pool
+    # open the connection pool (as many connections as the level uses), outside the timing
+    await asyncio.gather(*(model.generate(f"warm-up {i}", max_tokens=4) for i in range(concurrency)))
     t, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     dt, cpu = time.perf_counter() - t, time.process_time() - cpu
@@ -140,8 +174,22 @@ async def _throughput(model: Model, concurrency: int, total: int) -> tuple[float
     return total / dt, cpu / total
 
 
-def bench_throughput(latency: float, levels: Sequence[int], seconds: float) -> None:
-    print(f"throughput (loopback OpenAI-compatible server, {latency * 1e3:.0f} ms per answer)")
+def _client_model(client: str, base_url: str, c: int) -> Model:
+    """A fresh Model per level (no cache: every request must reach the server)."""
+    retry = RetryPolicy(max_attempts=1)
+    if client == "sdk":
+        return Model("openai/fake-model", SDKBackend(base_url), cache=False, max_concurrency=c, retry=retry,
+                     usage=UsageTracker())
+    from seerbench.models._openai import OpenAIBackend
+
+    return Model("openai/fake-model", OpenAIBackend("fake-model", base_url=base_url, api_key="x"), cache=False,
+                 max_concurrency=c, retry=retry, usage=UsageTracker())
+
+
+def bench_throughput(latency: float, levels: Sequence[int], seconds: float, reps: int, clients: Sequence[str]) -> None:
+    """Each level, each client, ``reps`` times interleaved (so load drift hits both alike);
+    reports the median CPU per request and the best throughput."""
+    print(f"throughput (loopback OpenAI-compatible server in another process, {latency * 1e3:.0f} ms per answer)")
     parent, child = mp.Pipe()
     proc = mp.get_context("spawn").Process(target=_serve, args=(latency, child), daemon=True)
     proc.start()
@@ -150,14 +198,19 @@ def bench_throughput(latency: float, levels: Sequence[int], seconds: float) -> N
         for c in levels:
             ideal = c / latency
             total = max(c * 4, int(ideal * seconds))
-            # a fresh Model per level (no cache: every request must reach the server)
-            m = get_model(f"openai/fake-model@{base_url}", cache=False, max_concurrency=c, api_key="x",
-                          retry=RetryPolicy(max_attempts=1))
-            rps, cpu = asyncio.run(_throughput(m, c, total))
-            row(f"concurrency {c:>2} ({total} requests)", f"{rps:.1f} req/s", f">= {0.9 * ideal:.0f} req/s",
-                rps >= 0.9 * ideal)
-            # one event loop can do at most 1/cpu requests per second, whatever the concurrency
-            row(f"  client CPU per request at concurrency {c}", f"{cpu * 1e3:.3f} ms", "-", None)
+            clients = [k for k in clients if k != "sdk" or importlib.util.find_spec("openai") is not None]
+            got: dict[str, list[tuple[float, float]]] = {k: [] for k in clients}
+            for _ in range(reps):
+                for client in clients:
+                    got[client].append(asyncio.run(_throughput(_client_model(client, base_url, c), c, total)))
+            for client in clients:
+                label = "openai SDK/httpx (before)" if client == "sdk" else "aiohttp (after)"
+                rps = max(r for r, _ in got[client])
+                cpu = statistics.median(x for _, x in got[client])
+                row(f"c={c:>3} {label}: throughput ({total} req)", f"{rps:.1f} req/s",
+                    f">= {0.9 * ideal:.0f} req/s", rps >= 0.9 * ideal)
+                row(f"c={c:>3} {label}: client CPU/request", f"{cpu * 1e3:.3f} ms",
+                    "<= 0.2 ms" if c == 64 else "-", cpu <= 2e-4 if c == 64 else None)
     finally:
         proc.terminate()
         proc.join()
@@ -217,6 +270,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--only", choices=["overhead", "cache", "throughput", "local"], action="append")
+    ap.add_argument("--concurrency", type=int, action="append", help="throughput levels (default 1, 8, 64, 256)")
+    ap.add_argument("--client", choices=["sdk", "aiohttp"], action="append",
+                    help="throughput clients (default both: the openai SDK as before, aiohttp as now)")
     a = ap.parse_args(argv)
     only = set(a.only or ["overhead", "cache", "throughput", "local"])
     with tempfile.TemporaryDirectory() as tmp:
@@ -226,7 +282,8 @@ def main(argv: list[str] | None = None) -> None:
         if "cache" in only:
             bench_cache_hits(10_000, tmp)
         if "throughput" in only:
-            bench_throughput(0.05, (1, 8, 64), 2.0 if a.quick else 5.0)
+            bench_throughput(0.05, a.concurrency or (1, 8, 64, 256), 2.0 if a.quick else 4.0, 1 if a.quick else 3,
+                             a.client or ("sdk", "aiohttp"))
         if "local" in only:
             bench_local(64 if a.quick else 128, 2 if a.quick else 5)
     print()

@@ -197,3 +197,19 @@ async def test_asyncio_front_end_of_the_fake_server() -> None:
     finally:
         task.cancel()
         srv.stop()
+
+
+def test_the_http_session_closes_with_its_event_loop(fake_server: FakeOpenAIServer) -> None:
+    """The CLI runs several event loops in turn on one shared backend (probe, then the run) and
+    never calls aclose: each loop's session must be closed when asyncio.run ends that loop."""
+    import asyncio
+
+    backend = OpenAIBackend("fake-model", base_url=fake_server.base_url, api_key=fake_server.api_key)
+    m = Model("openai/fake-model", backend, cache=False, retry=FAST_RETRY, usage=UsageTracker(PriceTable()))
+    assert asyncio.run(m.generate("first loop")).text == "A"
+    assert backend._last is not None
+    first = backend._last[1].session
+    assert first.closed  # closed by asyncio.run's shutdown of async generators
+    assert asyncio.run(m.generate("second loop")).text == "A"  # a new session on the new loop
+    assert backend._last[1].session is not first and backend._last[1].session.closed
+    assert fake_server.request_count == 2

@@ -61,6 +61,8 @@ class Model:
         self._sems: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
+        self._last_sem: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None  # fast path
+        self._configs: dict[Any, GenerateConfig] = {}  # (config, overrides) -> validated config
 
     def __repr__(self) -> str:
         return f"Model({self.spec!r})"
@@ -75,10 +77,29 @@ class Model:
 
     def _sem(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
+        last = self._last_sem
+        if last is not None and last[0] is loop:
+            return last[1]
         s = self._sems.get(loop)
         if s is None:
             s = self._sems[loop] = asyncio.Semaphore(self.max_concurrency)
+        self._last_sem = (loop, s)
         return s
+
+    def _config(self, cfg: GenerateConfig, overrides: dict[str, Any]) -> GenerateConfig:
+        """``cfg`` with ``overrides`` applied and validated; remembered, since callers repeat the
+        same few overrides on every call (validation is a sizeable part of a call's CPU)."""
+        try:
+            key: Any = (cfg, tuple(sorted(overrides.items())))
+            hash(key)
+        except TypeError:  # an unhashable value (a list of stop strings): validate every time
+            return GenerateConfig.model_validate({**cfg.model_dump(), **overrides})
+        out = self._configs.get(key)
+        if out is None:
+            if len(self._configs) >= 1024:
+                self._configs.clear()
+            out = self._configs[key] = GenerateConfig.model_validate({**cfg.model_dump(), **overrides})
+        return out
 
     async def generate(
         self, messages: MessagesLike, config: GenerateConfig | None = None, **overrides: Any
@@ -86,7 +107,7 @@ class Model:
         """Generate ``config.n`` samples for a chat. ``overrides`` replace fields of ``config``."""
         cfg = config or GenerateConfig()
         if overrides:
-            cfg = GenerateConfig.model_validate({**cfg.model_dump(), **overrides})
+            cfg = self._config(cfg, overrides)
         msgs = to_messages(messages)
         if cfg.n == 1:
             samples = [await self._sample(msgs, cfg, 0)]

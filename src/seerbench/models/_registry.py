@@ -22,6 +22,7 @@ SPEC_FORMS: list[tuple[str, str]] = [
     ("local:/path/to/model.gguf", "any GGUF file, in-process via llama.cpp"),
     ("openai/<model>", "OpenAI, or any OpenAI-compatible server via OPENAI_BASE_URL (key: OPENAI_API_KEY)"),
     ("openai/<model>@<base_url>", "an OpenAI-compatible server (vLLM, llama.cpp server, Ollama...) at base_url"),
+    ("openai/<model>@<url1>,<url2>[;per_endpoint=N]", "a pool of replicas of one model: balanced, failing ones taken out"),
     ("litellm/<provider>/<model>", "hosted providers via LiteLLM (pip install 'seerbench[litellm]')"),
     ("scripted[:<name>]", "deterministic rule-based responses for tests and simulations"),
 ]
@@ -79,12 +80,15 @@ def _local(rest: str | None, *, base_url: str | None = None, api_key: str | None
 
 @register_backend("openai")
 def _openai(rest: str | None, *, base_url: str | None = None, api_key: str | None = None) -> Backend:
-    from seerbench.models._openai import OpenAIBackend
+    from seerbench.models._openai import OpenAIBackend, parse_base_urls
 
     model, _, url = (rest or "").partition("@")
     if not model:
         raise UnknownModelError(f"model spec 'openai/{rest or ''}' names no model; e.g. openai/gpt-4o-mini")
-    return OpenAIBackend(model, base_url=url or base_url, api_key=api_key)
+    if not url:
+        return OpenAIBackend(model, base_url=base_url, api_key=api_key)
+    urls, per_endpoint = parse_base_urls(url)
+    return OpenAIBackend(model, base_url=urls, api_key=api_key, per_endpoint=per_endpoint)
 
 
 @register_backend("litellm")

@@ -39,7 +39,7 @@ async def with_retries(
 ) -> T:
     """Await ``fn()``; on :class:`RetryableError` wait and try again, up to ``policy.max_attempts``.
     Other exceptions propagate at once (authentication, bad request...)."""
-    rng = random.Random()
+    rng: random.Random | None = None  # seeded from the OS only when a retry needs it (costly per call)
     last: RetryableError | None = None
     for attempt in range(1, policy.max_attempts + 1):
         try:
@@ -50,6 +50,7 @@ async def with_retries(
                 break
             if on_retry is not None:
                 on_retry(attempt, e)
+            rng = rng or random.Random()
             await asyncio.sleep(policy.delay(attempt, rng, e.retry_after))
     raise ModelUnavailableError(
         f"{what} still failing after {policy.max_attempts} attempts: {last}. "
