@@ -80,6 +80,7 @@ from seerbench.cli import (  # noqa: E402
     _estimate,  # noqa: F401
     _export,  # noqa: F401
     _models,  # noqa: F401
+    _rate,  # noqa: F401
     _run,  # noqa: F401
     _study,  # noqa: F401
 )

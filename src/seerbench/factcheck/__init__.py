@@ -28,13 +28,28 @@ from seerbench.factcheck._generate import (
     sentence_label,
 )
 from seerbench.factcheck._load import FACTCHECK_DATASETS, item_question, load_factcheck
+from seerbench.factcheck._rater import (
+    REJECTIONS,
+    TIE_ORDER,
+    RaterConfig,
+    RateResult,
+    SampleCheck,
+    aggregate,
+    build_trace,
+    confidence_level,
+    rate,
+    rate_item,
+    verify_sample,
+)
 from seerbench.factcheck._search import CorpusIndex, SearchResult, format_results, fts_query, search_tool
 
 __all__ = [
     "FACTCHECK_DATASETS",
     "LABELS",
+    "REJECTIONS",
     "STATUSES",
     "TEMPLATES",
+    "TIE_ORDER",
     "Attribute",
     "Claim",
     "CorpusIndex",
@@ -42,8 +57,14 @@ __all__ = [
     "FactItem",
     "FactcheckSet",
     "Page",
+    "RateResult",
+    "RaterConfig",
+    "SampleCheck",
     "SearchResult",
+    "aggregate",
+    "build_trace",
     "claim_label",
+    "confidence_level",
     "fact_sentence",
     "format_results",
     "fts_query",
@@ -52,8 +73,11 @@ __all__ = [
     "item_question",
     "load_factcheck",
     "load_factcheck_files",
+    "rate",
+    "rate_item",
     "read_corpus",
     "read_sentences",
     "search_tool",
     "sentence_label",
+    "verify_sample",
 ]
