@@ -100,6 +100,14 @@ class Case:
 
 QUICKSTART_RUN = "reads runs/quickstart, which the model run of examples/quickstart.yaml above writes"
 
+#: docs/servers.md's vLLM command lines, as written there.
+VLLM_LINES = (
+    "vllm serve Qwen/Qwen2.5-7B-Instruct --served-model-name qwen7b --host 0.0.0.0 --port 8000 "
+    "--max-logprobs 20 --logprobs-mode raw_logprobs --seed 0",
+    *(f"CUDA_VISIBLE_DEVICES={g} vllm serve Qwen/Qwen2.5-7B-Instruct --served-model-name qwen7b --port {p} "
+      "--max-logprobs 20 &" for g, p in ((0, 8000), (1, 8001))),
+)
+
 CASES: tuple[Case, ...] = (
     # --- rules for any document ------------------------------------------------------------
     Case(None, r"\b(openai|litellm)/", "skip", regex=True,
@@ -150,6 +158,19 @@ CASES: tuple[Case, ...] = (
     Case("docs/experiments.md", "seerbench export runs/quickstart --out runs/quickstart.csv", "model",
          reason=QUICKSTART_RUN),
     Case("docs/experiments.md", "seerbench export runs/quickstart --json", "model", reason=QUICKSTART_RUN),
+    Case("docs/experiments.md", "seerbench run best_of_n_local.yaml", "limit", model=True, slow=True,
+         reason="best-of-N up to 8 on the embedded model (minutes): --limit 2"),
+    Case("docs/experiments.md", "inspect view --log-dir runs/best-of-n/inspect", "serve",
+         reason="Inspect's log viewer runs until stopped: started on a free port, awaited until it "
+                "prints its address and answers HTTP, then terminated"),
+    # --- docs/servers.md -------------------------------------------------------------------
+    *(Case("docs/servers.md", cmd, "skip",
+           reason="starts vLLM, which needs a GPU and the model's weights from the network; the pool "
+                  "logic these servers feed is run by the python block below against local servers")
+      for cmd in VLLM_LINES),
+    Case("docs/servers.md", "name: vllm-pool", "config",
+         reason="a complete config naming a pool: ExperimentConfig.parse and Experiment.check() "
+                "(no server is contacted)"),
     # --- docs/study.md ---------------------------------------------------------------------
     Case("docs/study.md", "seerbench study serve --db study.sqlite", "serve",
          reason="a server that runs until stopped: started, awaited until it prints its links and "
