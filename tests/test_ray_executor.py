@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ ray = pytest.importorskip("ray")
 
 from seerbench.errors import AuthenticationError, ConfigError, SeerbenchError  # noqa: E402
 from seerbench.experiment import Experiment, ExperimentConfig, RayExecutor  # noqa: E402
+from seerbench.models import Model, get_model  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -217,6 +219,29 @@ def _without_cell(line: str) -> dict[str, Any]:
     for k in ("judge", "fingerprint"):
         rec.pop(k)
     return rec
+
+
+def _coin_judges(spec: str, role: str) -> Model:
+    """A model factory of the Python API: every judge is the built-in scripted coin."""
+    return get_model("scripted:coin" if role == "judge" else spec)
+
+
+def test_a_model_factory_travels_to_the_workers(cluster: str, project: Path) -> None:
+    outs = []
+    for name, executor in (("f-ray", RayExecutor(shard_size=8)), ("f-local", None)):
+        exp = Experiment(_config(project, out=str(project / name), protocols=["NaiveJudge"]), executor=executor)
+        exp.model_factory = _coin_judges
+        exp.run()
+        outs.append((project / name / "NaiveJudge_swap" / "J_scripted-ray-judge" / "results.jsonl").read_bytes())
+    assert outs[0] == outs[1]
+    # the coin answers with a letter, the configured judge with a probability: the factory was used
+    raws = {c["case_probs"]["raw"] for x in outs[0].splitlines() for c in json.loads(x)["answer_cases"]}
+    assert raws and raws <= {"[verbalized] A", "[verbalized] B"}, raws
+    lock = threading.Lock()
+    exp = Experiment(_config(project, out=str(project / "f-bad"), protocols=["NaiveJudge"]), executor=RayExecutor())
+    exp.model_factory = lambda spec, role: (lock, get_model(spec))[1]  # a lock cannot be pickled
+    with pytest.raises(ConfigError, match="cannot send this experiment to its workers"):
+        exp.run()
 
 
 def test_cli_refuses_bad_executor_options(project: Path) -> None:
