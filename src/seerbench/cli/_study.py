@@ -113,18 +113,46 @@ def invite(
         print(f"{label}\t{invite_link(store, label, base_url)}")
 
 
+_VALIDATION_HELP = (
+    "Critique studies: the validation study of this one (its database, or its export .jsonl/.csv); "
+    "fills the critiques' valid / covers_intended."
+)
+
+
+def _rows(store: Any, validation: str | None) -> list[dict[str, Any]]:
+    """The study's export rows, with a validation study's marks merged in (critique studies)."""
+    from seerbench.study import StudyStore, export_rows, merge_validations, read_export
+
+    rows = export_rows(store)
+    if validation is None:
+        return rows
+    if store.manifest.task != "critique":
+        raise ConfigError(f"--validation is for critique studies; this study's task is {store.manifest.task}")
+    if Path(validation).suffix in (".jsonl", ".csv"):
+        marks = read_export(validation)
+    else:
+        vstore = StudyStore(validation)
+        if vstore.manifest.task != "validation":
+            raise ConfigError(f"--validation {validation}: not a validation study (task {vstore.manifest.task})")
+        marks = export_rows(vstore)
+    return merge_validations(rows, marks)
+
+
 @study_app.command("export")
 def export(
     out: Path = typer.Argument(..., help="Output file: .csv or .jsonl."),
     db: str = typer.Option(..., "--db", help=_DB_HELP),
+    validation: str | None = typer.Option(None, "--validation", help=_VALIDATION_HELP),
 ) -> None:
-    """Write one row per judgment (catch trials flagged) with timestamps, answer and timing."""
-    from seerbench.study import StudyStore, export_rows, write_export
+    """Write one row per judgment (catch trials flagged) with timestamps, answer and timing;
+    critique studies: one row per critique."""
+    from seerbench.study import StudyStore, write_export
 
     store = StudyStore(db)
-    rows = export_rows(store)
+    rows = _rows(store, validation)
     write_export(rows, out)
-    console.print(f"wrote {len(rows)} judgments to {out}")
+    unit = "rows (one per critique)" if store.manifest.task in ("critique", "validation") else "judgments"
+    console.print(f"wrote {len(rows)} {unit} to {out}")
 
 
 def _fmt(x: Any) -> str:
@@ -138,15 +166,20 @@ def stats(
     db: str = typer.Option(..., "--db", help=_DB_HELP),
     timeout_policy: str = typer.Option("wrong", help="A timed-out judgment counts as: wrong, half, exclude."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    validation: str | None = typer.Option(None, "--validation", help=_VALIDATION_HELP),
 ) -> None:
-    """Accuracy (bootstrap CI), vote accuracy, ASD and reliance per condition, via seerbench.metrics."""
-    from seerbench.study import StudyStore, export_rows, study_stats
+    """Accuracy (bootstrap CI), vote accuracy, ASD and reliance per condition, via seerbench.metrics;
+    critique studies: seed 002's measures per condition and assist-minus-no-assist differences."""
+    from seerbench.study import StudyStore, study_stats
 
     store = StudyStore(db)
-    result = study_stats(export_rows(store), timeout_policy=timeout_policy, seed=store.manifest.seed)  # type: ignore[arg-type]
+    result = study_stats(_rows(store, validation), timeout_policy=timeout_policy, seed=store.manifest.seed)  # type: ignore[arg-type]
     result["progress"] = store.progress()
     if as_json:
         print_json(json.loads(json.dumps(result, default=str)))
+        return
+    if store.manifest.task == "critique":
+        _print_critique_stats(store.manifest.name, result)
         return
     t = Table(title=f"study {store.manifest.name}: judgments (catch trials excluded)")
     for col in ("condition", "n", "accuracy", "95% CI", "majority", "timed out", "median s", "ASD(log)"):
@@ -167,3 +200,48 @@ def stats(
     console.print(t)
     catch = result["catch"]
     console.print(f"catch trials: {catch['judgments']} (accuracy {_fmt(catch['accuracy'].get('mean'))})")
+
+
+_CRITIQUE_COLUMNS = (
+    ("critiques_per_answer", "critiques/answer"),
+    ("any_critique", ">=1 critique"),
+    ("likert", "Likert"),
+    ("used_edited", "used edited"),
+    ("seconds", "seconds"),
+    ("intended_flaw_found", "flaw found"),
+    ("valid_share", "valid share"),
+    ("valid_per_answer", "valid/answer"),
+    ("valid_novel_per_answer", "novel valid/answer"),
+)
+
+
+def _print_critique_stats(name: str, result: dict[str, Any]) -> None:
+    """Long tables: one row per (condition, measure) and per (answer kind, measure)."""
+    cols = [(k, h) for k, h in _CRITIQUE_COLUMNS if result["validated"] or k not in _VALIDATED]
+    t = Table(title=f"critique study {name}: per condition (95% cluster-bootstrap CIs)")
+    for col in ("condition", "tasks", "measure", "mean", "95% CI"):
+        t.add_column(col)
+    for cond, c in result["conditions"].items():
+        for n, (k, h) in enumerate(cols):
+            x = c.get(k) or {}
+            t.add_row(cond if n == 0 else "", str(c["tasks"]) if n == 0 else "", h, _fmt(x.get("mean")), _ci(x))
+    console.print(t)
+    d = Table(title="assist minus no assist (paired by answer and rater through the cluster bootstrap)")
+    for col in ("answers", "measure", "difference", "95% CI"):
+        d.add_column(col)
+    for label, x in result["differences"].items():
+        for n, (k, h) in enumerate(cols):
+            v = x.get(k) or {}
+            d.add_row(f"{label} ({x['assist']} - {x['no_assist']})" if n == 0 else "", h, _fmt(v.get("mean")), _ci(v))
+    console.print(d)
+    if not result["validated"]:
+        console.print("no validations merged: pass --validation for the flaw-found and validity measures")
+
+
+def _ci(x: dict[str, Any]) -> str:
+    if "ci_low" not in x:
+        return "-"
+    return f"[{_fmt(x['ci_low'])}, {_fmt(x['ci_high'])}]"
+
+
+_VALIDATED = {"intended_flaw_found", "valid_share", "valid_per_answer", "valid_novel_per_answer"}

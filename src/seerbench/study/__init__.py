@@ -9,13 +9,15 @@ Typical use::
     stats = study_stats(export_rows(store))  # accuracy, ASD, reliance via seerbench.metrics
 
 Task types follow the seeds: two-option judging with timers (004), factuality rating with
-assistance (000) and expert yes/no routing (001). See ``docs/study.md``.
+assistance (000), expert yes/no routing (001), and critique writing with model critiques as
+assistance and the validation of critiques (002). See ``docs/study.md``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from seerbench.study._critique_results import merge_validations
 from seerbench.study._items import StudyItem, build_catch_trials, load_items
 from seerbench.study._manifest import Condition, StudyManifest, load_manifest
 from seerbench.study._results import (
@@ -48,6 +50,7 @@ __all__ = [
     "judgment_verdict",
     "load_items",
     "load_manifest",
+    "merge_validations",
     "read_export",
     "study_stats",
     "write_export",

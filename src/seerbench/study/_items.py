@@ -163,6 +163,17 @@ def _source_items(src: ItemSource, base: Path, index: int) -> list[StudyItem]:
     if src.question is not None:
         q = _question(src.question, f"items.{index}.question")
         return [StudyItem(prefix + q.id, q, catch=kind)]
+    if src.critiques is not None:
+        from seerbench.study._critique_items import critique_items, validation_items
+
+        crit = _existing(_resolve(src.critiques, base), f"items.{index}.critiques")
+        if src.judgments is None:
+            return critique_items(crit)
+        return validation_items(_existing(_resolve(src.judgments, base), f"items.{index}.judgments"), crit)
+    if src.ratings is not None:
+        from seerbench.factcheck._study import rating_questions
+
+        return [StudyItem(prefix + q.id, q, catch=kind) for q in rating_questions(_resolve(src.ratings, base), src.max_confidence)]
     if src.questions is not None:
         path = _existing(_resolve(src.questions, base), f"items.{index}.questions")
         return [StudyItem(prefix + q.id, q, catch=kind) for q in read_questions_jsonl(path)]
@@ -187,6 +198,16 @@ def load_items(manifest: StudyManifest, base_dir: str | Path = ".") -> list[Stud
                 )
             if manifest.task == "expert_routing" and len(it.question.true_cases) != 1:
                 raise DataError(f"question {it.question.id!r} needs exactly one true option")
+            wants_critique = manifest.task in ("critique", "validation")
+            if wants_critique != ("critique" in it.question.metadata):
+                raise DataError(
+                    f"item {it.key!r}: task {manifest.task} needs items from "
+                    + ("'critiques' (a critiques.jsonl)" if wants_critique else "questions or results, not 'critiques'")
+                )
+            if manifest.task == "critique" and src.judgments is not None:
+                raise DataError(f"items.{n}: 'judgments' are items of task validation, not critique")
+            if manifest.task == "validation" and src.judgments is None:
+                raise DataError(f"items.{n}: task validation takes 'judgments' (a critique study's export) with 'critiques'")
             items.append(it)
     if not any(it.catch is None for it in items):
         raise ConfigError("the manifest's items hold no (non-catch) items to judge")
@@ -215,6 +236,9 @@ def eligible(item: StudyItem, cond: Condition, task: str) -> bool:
     (:attr:`seerbench.conditions.JudgingCondition.fits_mismatch_catch`: snippets or arguments)."""
     if task == "factuality":
         return item.transcript is None
+    if task in ("critique", "validation"):
+        kind = item.question.metadata.get("critique", {}).get("answer_kind")
+        return not cond.answer_kinds or kind in cond.answer_kinds
     wants_transcript = "transcript" in cond.show
     if wants_transcript != (item.transcript is not None):
         return False

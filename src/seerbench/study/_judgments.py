@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, Table, func, insert, select, update
 
 from seerbench.study._base import StoreBase
 from seerbench.study._items import StudyItem
+from seerbench.study._manifest import CRITIQUE_TASKS
 from seerbench.study._schema import (
     _A_BY_ID,
     _A_OWN,
@@ -17,8 +18,10 @@ from seerbench.study._schema import (
     Assignment,
     SubmitResult,
     assignment_t,
+    critique_t,
     rater_t,
     slot_t,
+    validation_t,
 )
 
 __all__ = ["JudgmentsMixin"]
@@ -143,9 +146,30 @@ class JudgmentsMixin(StoreBase):
             c.execute(
                 update(slot_t).where(slot_t.c.id == a.slot_id, slot_t.c.assignment_id == a.id).values(status="done")
             )
+        if not timed_out:
+            # critique tasks: the written critiques, and validation tasks: the marks, as rows
+            if fields.get("critiques"):
+                c.execute(insert(critique_t), [{"assignment_id": a.id, "n": n, **r} for n, r in enumerate(fields["critiques"])])
+            if fields.get("validations"):
+                c.execute(insert(validation_t), [{"assignment_id": a.id, **r} for r in fields["validations"]])
         if a.is_catch:
             self._stopped(c, a.rater_id)
         return True
+
+    def critiques(self) -> dict[str, list[dict[str, Any]]]:
+        """The critiques written in each submitted critique task, by assignment id, in order."""
+        return self._rows_by_assignment(critique_t, critique_t.c.n)
+
+    def validations(self) -> dict[str, list[dict[str, Any]]]:
+        """The marks given in each submitted validation task, by assignment id."""
+        return self._rows_by_assignment(validation_t, validation_t.c.id)
+
+    def _rows_by_assignment(self, table: Table, order: Any) -> dict[str, list[dict[str, Any]]]:
+        out: dict[str, list[dict[str, Any]]] = {}
+        with self.engine.connect() as c:
+            for row in c.execute(select(table).order_by(table.c.assignment_id, order)):
+                out.setdefault(row.assignment_id, []).append(dict(row._mapping))
+        return out
 
     def _stopped(self, c: Connection, rater_id: str) -> bool:
         """Stop a rater who is removed from every condition by the catch rule (see :meth:`_removed`)."""
@@ -197,6 +221,8 @@ class JudgmentsMixin(StoreBase):
 def _correctness(task: str, item: StudyItem, expert: str | None, answer: str | None, timed_out: bool) -> float | None:
     """1.0 / 0.0 for a right / wrong answer, None when the answer says nothing (skip, can't assess)."""
     truth = item.correct
+    if task in CRITIQUE_TASKS:
+        return None  # a critique or a validation has no right answer of its own
     if timed_out:
         return 0.0  # seed 004: an auto-submitted task with no selection counts as wrong
     if task == "two_option":

@@ -16,7 +16,9 @@ from seerbench.conditions import JUDGING_CONDITIONS, JudgingCondition, get_condi
 from seerbench.errors import ConfigError
 
 __all__ = [
+    "ANSWER_KINDS",
     "ASSISTANCE_PARTS",
+    "CRITIQUE_TASKS",
     "SHOW_PARTS",
     "Condition",
     "ItemSource",
@@ -26,9 +28,10 @@ __all__ = [
     "load_manifest",
 ]
 
-TaskType = Literal["two_option", "factuality", "expert_routing"]
+TaskType = Literal["two_option", "factuality", "expert_routing", "critique", "validation"]
 ShowPart = Literal["passage", "snippets", "arguments", "transcript"]
-AssistancePart = Literal["search_results", "evidence", "reasoning", "judgments", "confidence", "two_sided"]
+AssistancePart = Literal["search_results", "evidence", "reasoning", "judgments", "confidence", "two_sided", "critiques"]
+AnswerKind = Literal["model", "reference", "misleading"]
 
 SHOW_PARTS: tuple[str, ...] = ("passage", "snippets", "arguments", "transcript")
 ASSISTANCE_PARTS: tuple[str, ...] = (
@@ -38,7 +41,12 @@ ASSISTANCE_PARTS: tuple[str, ...] = (
     "judgments",
     "confidence",
     "two_sided",
+    "critiques",
 )
+ANSWER_KINDS: tuple[str, ...] = ("model", "reference", "misleading")
+#: Task types about critiques (seed 002): no options to choose, no catch trials, untimed.
+CRITIQUE_TASKS: tuple[str, ...] = ("critique", "validation")
+DEFAULT_CATEGORIES = ["accuracy", "coverage", "coherence", "other"]
 
 DEFAULT_WARNING = (
     "This AI fact-verification assistant is still learning and can make mistakes. Be critical of the "
@@ -78,6 +86,11 @@ class ItemSource(_Strict):
     - ``questions``: a seerbench questions JSONL file (one :class:`~seerbench.types.Question` per line)
     - ``results``: a protocol run's ``results.jsonl``; one item per (question, answer case transcript)
     - ``question``: one question written inline
+    - ``ratings``: the AI rater's run folder (``seerbench rate``; task ``factuality``): one item per
+      rated sentence, the rater's trace as assistance; ``max_confidence: T`` keeps confidence <= T
+    - ``critiques``: a ``critiques.jsonl`` of ``seerbench critique`` (task ``critique``: one item per answer)
+    - ``judgments``: a critique study's export (``.jsonl``; task ``validation``: one item per judgment
+      with critiques), with ``critiques`` naming the critiques.jsonl its answers came from
     ``catch: true`` marks the items as ready-made catch trials (e.g. QuALITY's quick questions),
     usable in every condition.
     """
@@ -85,11 +98,19 @@ class ItemSource(_Strict):
     questions: str | None = None
     results: str | None = None
     question: dict[str, Any] | None = None
+    ratings: str | None = None
+    max_confidence: float | None = Field(default=None, ge=0, le=1)
+    critiques: str | None = None
+    judgments: str | None = None
     catch: bool = False
 
     @model_validator(mode="after")
     def _exactly_one(self) -> ItemSource:
-        given = [k for k in ("questions", "results", "question") if getattr(self, k) is not None]
+        if self.max_confidence is not None and self.ratings is None:
+            raise ValueError("max_confidence filters the AI rater's 'ratings'; use it with ratings")
+        given = [k for k in ("questions", "results", "question", "ratings", "critiques") if getattr(self, k) is not None]
+        if self.judgments is not None and self.critiques is None:
+            raise ValueError("'judgments' (a critique study's export) needs 'critiques' (the critiques.jsonl of its answers)")
         if len(given) != 1:
             raise ValueError(
                 "each items entry needs exactly one of 'questions' (a JSONL file), 'results' "
@@ -105,13 +126,20 @@ class Condition(_Strict):
     ``transcript``); factuality rating uses ``assistance`` (any subset of :data:`ASSISTANCE_PARTS`).
     A bare string is shorthand: a seed-004 judging condition (``Q``, ``S``, ``SA``, ``P``, ``PS``,
     ``PSA`` or their long names, any case: the one table in :mod:`seerbench.conditions`),
-    ``transcript``, or ``baseline`` (no assistance). :attr:`judging` says what the seed's rules
+    ``transcript``, ``baseline`` (no assistance), seed 000's assistance conditions for factuality
+    (``none``, ``search``, ``search+evidence``, ``trace``, ``trace+ratings``,
+    ``trace+ratings+confidence``, ``ratings``, ``ratings+confidence``, ``debate``: the table in
+    :mod:`seerbench.factcheck._study`); for critique tasks (seed 002) ``assist`` /
+    ``no_assist`` (model critiques shown or not) or ``KIND.assist`` / ``KIND.no_assist`` with
+    ``KIND`` an answer kind (``model``, ``reference``, ``misleading``): only answers of that kind are
+    shown (``answer_kinds``; empty = all). :attr:`judging` says what the seed's rules
     (passage needed, catch trials noticeable) make of ``show``.
     """
 
     name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.+-]+$")
     show: list[ShowPart] = Field(default_factory=list)
     assistance: list[AssistancePart] = Field(default_factory=list)
+    answer_kinds: list[AnswerKind] = Field(default_factory=list)
     description: str = ""
 
     @model_validator(mode="before")
@@ -124,12 +152,25 @@ class Condition(_Strict):
             return {"name": s, "show": ["transcript"]}
         if s.lower() == "baseline":
             return {"name": s}
+        from seerbench.factcheck._study import assistance_condition
+
+        seed000 = assistance_condition(s)  # none, search, search+evidence, trace, ... (factuality)
+        if seed000 is not None:
+            return seed000
+        kind, _, assist = s.rpartition(".")
+        if assist in ("assist", "no_assist") and (kind in ANSWER_KINDS or not kind):
+            return {
+                "name": s,
+                "assistance": ["critiques"] if assist == "assist" else [],
+                "answer_kinds": [kind] if kind else [],
+            }
         try:
             return {"name": s, "show": list(get_condition(s).show)}
         except ConfigError:
             raise ValueError(
                 f"unknown condition shorthand {v!r}; use {', '.join(JUDGING_CONDITIONS)} (seed 004's letters), "
-                "transcript, baseline, or a mapping with name/show/assistance"
+                "transcript, baseline, assist, no_assist, KIND.assist, KIND.no_assist (critique tasks), or a "
+                "mapping with name/show/assistance"
             ) from None
 
     @property
@@ -176,6 +217,9 @@ class StudyManifest(_Strict):
     allow_missing_passage: bool = False
     allow_anonymous: bool = False
     admin_token: str | None = Field(default=None, min_length=16)
+    categories: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_CATEGORIES), min_length=1, description="Critique categories (task critique)."
+    )
     seed: int = 0
 
     @field_validator("conditions")
@@ -188,15 +232,16 @@ class StudyManifest(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> StudyManifest:
+        self._check_critique_task()
         if self.task == "factuality":
             bad = [c.name for c in self.conditions if c.show]
             if bad:
                 raise ValueError(f"factuality conditions use 'assistance', not 'show' (conditions {bad})")
-        else:
+        elif self.task not in CRITIQUE_TASKS:
             bad = [c.name for c in self.conditions if c.assistance]
             if bad:
                 raise ValueError(f"'assistance' is only for task: factuality (conditions {bad})")
-        if self.time_limit_s is not None:
+        if self.time_limit_s is not None and self.task not in CRITIQUE_TASKS:
             need = self.time_limit_s + self.finalise_s + self.submit_grace_s
             if self.assignment_timeout_s <= need:
                 raise ValueError(
@@ -210,6 +255,35 @@ class StudyManifest(_Strict):
             )
         return self
 
+    def _check_critique_task(self) -> None:
+        """Critique tasks (seed 002) show no judging material, only critiques as assistance, and
+        have no catch trials (there is no option to get wrong); answer kinds only for them."""
+        kinds = [c.name for c in self.conditions if c.answer_kinds]
+        critique_help = [c.name for c in self.conditions if "critiques" in c.assistance]
+        if self.task not in CRITIQUE_TASKS and (kinds or critique_help):
+            raise ValueError(
+                f"conditions {sorted(set(kinds + critique_help))} are critique conditions (answer kinds, "
+                "critiques as assistance): use them with task: critique"
+            )
+        if self.task != "critique" and self.categories != DEFAULT_CATEGORIES:
+            raise ValueError("categories are for task: critique")
+        if self.task not in CRITIQUE_TASKS:
+            return
+        bad = [c.name for c in self.conditions if c.show or any(p != "critiques" for p in c.assistance)]
+        if bad:
+            raise ValueError(
+                f"{self.task} conditions show no judging material: use assist / no_assist (conditions {bad})"
+            )
+        if self.task == "validation" and critique_help:
+            raise ValueError(f"validation conditions take no assistance (conditions {critique_help})")
+        for key in ("catch_rate", "catch_per_condition"):
+            if key in self.model_fields_set and getattr(self, key) > 0:
+                raise ValueError(f"task {self.task} has no catch trials (no option to get wrong): remove {key}")
+        self.catch_rate = 0.0
+        self.catch_per_condition = 0
+        if len(set(self.categories)) != len(self.categories) or not all(c.strip() for c in self.categories):
+            raise ValueError(f"categories must be distinct and not blank, got {self.categories}")
+
     @property
     def session_s(self) -> float:
         """How long a rater's session lasts: ``max_duration_s``, by default every task's timeout."""
@@ -217,7 +291,7 @@ class StudyManifest(_Strict):
 
     @property
     def timed(self) -> bool:
-        return self.time_limit_s is not None and self.task != "factuality"
+        return self.time_limit_s is not None and self.task not in ("factuality", *CRITIQUE_TASKS)
 
     def condition(self, name: str) -> Condition:
         for c in self.conditions:

@@ -14,22 +14,25 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 from seerbench.analysis import summarize
 from seerbench.errors import ConfigError, DataError
 from seerbench.metrics import question_scores, score
+from seerbench.study._schema import Assignment
 from seerbench.study._storage import StudyStore
 from seerbench.types import AnswerCase, Question, Verdict
 
 __all__ = [
     "EXPORT_FIELDS",
     "TimeoutPolicy",
+    "export_fields",
     "export_rows",
     "judgment_question",
     "judgment_verdict",
     "read_export",
     "study_stats",
+    "write_csv",
     "write_export",
 ]
 
@@ -78,9 +81,39 @@ def _iso(t: float | None) -> str | None:
     return None if t is None else datetime.fromtimestamp(t, tz=UTC).isoformat(timespec="milliseconds")
 
 
+def rater_columns(a: Assignment, r: dict[str, Any]) -> dict[str, Any]:
+    """Who judged and when: the export columns every task type shares."""
+    return {
+        "rater_id": a.rater_id,
+        "rater_external_id": r["external_id"],
+        "rater_source": r["source"],
+        "prolific_study_id": r["study_param"],
+        "prolific_session_id": r["session_param"],
+        "seq": a.seq,
+        "assigned_at": _iso(a.assigned_at),
+        "started_at": _iso(a.shown_at),
+        "submitted_at": _iso(a.submitted_at),
+        "seconds": None if a.seconds is None else round(a.seconds, 3),
+    }
+
+
+def export_fields(rows: Sequence[dict[str, Any]] | None = None, task: str | None = None) -> tuple[str, ...]:
+    """The export columns of a task (by default the task of the first row): :data:`EXPORT_FIELDS`,
+    or the critique and validation studies' own (one row per critique)."""
+    from seerbench.study._critique_results import CRITIQUE_FIELDS, VALIDATION_FIELDS
+
+    task = task or (rows[0].get("task") if rows else None)
+    return {"critique": CRITIQUE_FIELDS, "validation": VALIDATION_FIELDS}.get(str(task), EXPORT_FIELDS)
+
+
 def export_rows(store: StudyStore) -> list[dict[str, Any]]:
-    """One row per submitted judgment (catch trials included, flagged ``is_catch``)."""
+    """One row per submitted judgment (catch trials included, flagged ``is_catch``); for critique
+    and validation studies one row per critique (:mod:`seerbench.study._critique_results`)."""
     m = store.manifest
+    if m.task in ("critique", "validation"):
+        from seerbench.study._critique_results import critique_export_rows, validation_export_rows
+
+        return critique_export_rows(store) if m.task == "critique" else validation_export_rows(store)
     rows = []
     for a, r in store.assignments():
         it = store.item(a.item_id)
@@ -97,20 +130,11 @@ def export_rows(store: StudyStore) -> list[dict[str, Any]]:
                 "condition": a.condition,
                 "is_catch": a.is_catch,
                 "catch_kind": it.catch,
-                "rater_id": a.rater_id,
-                "rater_external_id": r["external_id"],
-                "rater_source": r["source"],
-                "prolific_study_id": r["study_param"],
-                "prolific_session_id": r["session_param"],
-                "seq": a.seq,
+                **rater_columns(a, r),
                 "options": q.shorts,
                 "true_answer": it.correct,
                 "expert_option": a.expert_option,
-                "assigned_at": _iso(a.assigned_at),
-                "started_at": _iso(a.shown_at),
                 "timer_started_at": _iso(a.timer_started_at),
-                "submitted_at": _iso(a.submitted_at),
-                "seconds": None if a.seconds is None else round(a.seconds, 3),
                 "timed_out": a.timed_out,
                 "auto_submitted": a.auto_submitted,
                 "answer": a.answer,
@@ -135,13 +159,19 @@ def write_export(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
                 f.write(json.dumps(row) + "\n")
     elif p.suffix == ".csv":
         with p.open("w", encoding="utf-8", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(EXPORT_FIELDS))
-            w.writeheader()
-            for row in rows:
-                w.writerow({k: _csv_cell(row.get(k)) for k in EXPORT_FIELDS})
+            write_csv(f, rows)
     else:
         raise ConfigError(f"export file {p} must end in .csv or .jsonl")
     return p
+
+
+def write_csv(f: TextIO, rows: Sequence[dict[str, Any]], task: str | None = None) -> None:
+    """Rows as CSV with the task's columns (:func:`export_fields`), lists joined with ``|``."""
+    fields = export_fields(rows, task)
+    w = csv.DictWriter(f, fieldnames=list(fields))
+    w.writeheader()
+    for row in rows:
+        w.writerow({k: _csv_cell(row.get(k)) for k in fields})
 
 
 #: A cell starting with one of these is read as a formula by spreadsheets (CSV injection); such
@@ -165,6 +195,10 @@ def _csv_unescape(v: str) -> str:
 
 
 _BOOL = {"true": True, "false": False, "1": True, "0": False}
+_BOOL_FIELDS = ("is_catch", "timed_out", "auto_submitted", "ai_correct", "answer_correct", "has_intended_flaw", "assist", "used", "edited", "novel")
+# valid / covers_intended are shares of validators in a merged critique export, 0/1 in a validation export
+_FLOAT_FIELDS = ("probability", "correct", "seconds", "valid", "covers_intended")
+_INT_FIELDS = ("confidence", "helpfulness", "seq", "likert", "model_critiques", "n_critiques", "critique_n")
 
 
 def read_export(path: str | Path) -> list[dict[str, Any]]:
@@ -181,14 +215,15 @@ def read_export(path: str | Path) -> list[dict[str, Any]]:
         for n, raw in enumerate(csv.DictReader(f), 2):
             row: dict[str, Any] = {k: (_csv_unescape(v) if v != "" else None) for k, v in raw.items()}
             try:
-                row["options"] = (row.get("options") or "").split("|")
-                for k in ("is_catch", "timed_out", "auto_submitted", "ai_correct"):
+                if "options" in row:
+                    row["options"] = (row.get("options") or "").split("|")
+                for k in _BOOL_FIELDS:
                     if row.get(k) is not None:
                         row[k] = _BOOL[str(row[k]).lower()]
-                for k in ("probability", "correct", "seconds"):
+                for k in _FLOAT_FIELDS:
                     if row.get(k) is not None:
                         row[k] = float(row[k])
-                for k in ("confidence", "helpfulness", "seq"):
+                for k in _INT_FIELDS:
                     if row.get(k) is not None:
                         row[k] = int(row[k])
             except (KeyError, ValueError) as e:
@@ -314,6 +349,15 @@ def study_stats(
     if timeout_policy not in ("wrong", "half", "exclude"):
         raise ConfigError(f"unknown timeout policy {timeout_policy!r}; use wrong, half or exclude")
     rows = list(rows)
+    if rows and rows[0].get("task") == "critique":
+        from seerbench.study._critique_results import critique_stats
+
+        return critique_stats(rows, seed=seed)
+    if rows and rows[0].get("task") == "validation":
+        raise ConfigError(
+            "a validation study has no statistics of its own: merge its export into the critique study's "
+            "(seerbench study stats --db CRITIQUE_DB --validation VALIDATION_DB)"
+        )
     real = [r for r in rows if not r.get("is_catch")]
     catch = [r for r in rows if r.get("is_catch")]
     by_cond: dict[str, list[dict[str, Any]]] = defaultdict(list)

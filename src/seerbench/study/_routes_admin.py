@@ -3,15 +3,15 @@ and the judgments as CSV or JSONL (:func:`export_router`)."""
 
 from __future__ import annotations
 
-import csv
 import hmac
 import io
 import json
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
-from seerbench.study._results import EXPORT_FIELDS, _csv_cell, export_rows, study_stats
+from seerbench.study._results import export_rows, study_stats, write_csv
 from seerbench.study._web import HTTPError, StudyWeb, json_safe
 
 __all__ = ["admin_router", "export_router"]
@@ -32,17 +32,22 @@ def admin_router(web: StudyWeb) -> APIRouter:
     st, m = web.st, web.m
     router = APIRouter()
 
+    def stats() -> dict[str, Any] | None:
+        # a validation study's marks are measured in the critique study they validate
+        return None if m.task == "validation" else study_stats(export_rows(st), seed=m.seed)
+
     @router.get("/admin", response_class=HTMLResponse)
     def admin(request: Request) -> Response:
         _admin_ok(web, request)
-        prog = st.progress()
-        stats = study_stats(export_rows(st), seed=m.seed)
-        return web.render("admin.html", prog=prog, stats=stats, token=st.admin_token)
+        s = stats()
+        critique = s if m.task == "critique" else None
+        judging = s if s is not None and critique is None else {"conditions": {}}
+        return web.render("admin.html", prog=st.progress(), stats=judging, critique=critique, token=st.admin_token)
 
     @router.get("/admin/stats.json")
     def admin_stats(request: Request) -> Response:
         _admin_ok(web, request)
-        return JSONResponse(json_safe({"progress": st.progress(), "stats": study_stats(export_rows(st), seed=m.seed)}))
+        return JSONResponse(json_safe({"progress": st.progress(), "stats": stats()}))
 
     return router
 
@@ -62,10 +67,7 @@ def export_router(web: StudyWeb) -> APIRouter:
     def admin_csv(request: Request) -> Response:
         _admin_ok(web, request)
         buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=list(EXPORT_FIELDS))
-        w.writeheader()
-        for row in export_rows(st):
-            w.writerow({k: _csv_cell(row.get(k)) for k in EXPORT_FIELDS})
+        write_csv(buf, export_rows(st), st.manifest.task)
         return PlainTextResponse(
             buf.getvalue(),
             media_type="text/csv",

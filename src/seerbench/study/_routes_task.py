@@ -9,8 +9,9 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from seerbench.study._critique_tasks import TASK_PAGES  # the critique pages register themselves there
+from seerbench.study._manifest import CRITIQUE_TASKS
 from seerbench.study._schema import Assignment
-from seerbench.study._tasks import TASK_PAGES
 from seerbench.study._web import HTTPError, StudyWeb, form_handler
 
 __all__ = ["task_router"]
@@ -22,7 +23,9 @@ def task_router(web: StudyWeb) -> APIRouter:
     page = TASK_PAGES[m.task](m)
     router = APIRouter()
 
-    def task_context(a: Assignment, error: str | None = None, *, csrf: str) -> dict[str, Any]:
+    def task_context(
+        a: Assignment, error: str | None = None, *, csrf: str, state: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         now = st.clock()
         if m.timed:
             if a.timer_started_at is None:
@@ -41,6 +44,7 @@ def task_router(web: StudyWeb) -> APIRouter:
         cond = m.condition(a.condition)
         return {
             **page.context(st.item(a.item_id), a, cond, phase),
+            **(state or {}),
             "a": a,
             "cond": cond,
             "phase": phase,
@@ -93,9 +97,14 @@ def task_router(web: StudyWeb) -> APIRouter:
         late = m.timed and a.final_deadline is not None and st.clock() > a.final_deadline + m.submit_grace_s
         fields: dict[str, Any] = {}
         if not (auto or late):
-            fields, err = page.parse(form, st.item(a.item_id), a)
+            it = st.item(a.item_id)
+            csrf = web.csrf_for(*web.session_of(request))
+            if page.redisplay(form):
+                return web.render(page.template, **task_context(a, csrf=csrf, state=page.form_state(form, it, a)))
+            fields, err = page.parse(form, it, a)
             if err:
-                return web.render(page.template, 400, **task_context(a, err, csrf=web.csrf_for(*web.session_of(request))))
+                state = page.form_state(form, it, a)
+                return web.render(page.template, 400, **task_context(a, err, csrf=csrf, state=state))
         res = st.submit(aid, rid, fields, auto=auto)
         if res is None:
             raise HTTPError(404, "Task not found.")
@@ -108,7 +117,7 @@ def task_router(web: StudyWeb) -> APIRouter:
     @router.get("/task/{aid}/feedback", response_class=HTMLResponse)
     def feedback(request: Request, aid: str) -> Response:
         _r, a = web.own(request, aid)
-        if a.status != "submitted" or not m.feedback:
+        if a.status != "submitted" or not m.feedback or m.task in CRITIQUE_TASKS:
             return RedirectResponse("/next", status_code=303)
         it = st.item(a.item_id)
         return web.render(

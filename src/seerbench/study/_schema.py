@@ -40,12 +40,14 @@ __all__ = [
     "Assignment",
     "SubmitResult",
     "assignment_t",
+    "critique_t",
     "database_url",
     "item_t",
     "meta_t",
     "metadata",
     "rater_t",
     "slot_t",
+    "validation_t",
 ]
 
 metadata = MetaData()
@@ -139,6 +141,36 @@ Index(
     unique=True,
     sqlite_where=assignment_t.c.status == "active",
     postgresql_where=assignment_t.c.status == "active",
+)
+
+# Critique tasks (seed 002): the critiques a rater wrote in one task, in order. ``model_critique_id``
+# is the model critique the rater "used" (pre-filled from), ``edited`` whether the text was changed.
+critique_t = Table(
+    "critique",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("assignment_id", String(32), ForeignKey("assignment.id"), nullable=False),
+    Column("n", Integer, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("severity", String(16), nullable=False),
+    Column("category", String(64), nullable=False),
+    Column("model_critique_id", String(255)),
+    Column("used", Boolean, nullable=False),
+    Column("edited", Boolean, nullable=False),
+    UniqueConstraint("assignment_id", "n"),
+)
+
+# Validation tasks: one mark per critique of the judged critique task (``critique_id`` is the
+# critique study's export id); ``covers_intended`` only for misleading answers.
+validation_t = Table(
+    "validation",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("assignment_id", String(32), ForeignKey("assignment.id"), nullable=False),
+    Column("critique_id", String(255), nullable=False),
+    Column("valid", Boolean, nullable=False),
+    Column("covers_intended", Boolean),
+    UniqueConstraint("assignment_id", "critique_id"),
 )
 
 

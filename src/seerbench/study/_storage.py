@@ -36,7 +36,7 @@ from sqlalchemy.exc import OperationalError
 
 from seerbench.errors import ConfigError
 from seerbench.study._items import StudyItem, build_catch_trials, dedupe_items, missing_passages
-from seerbench.study._manifest import StudyManifest
+from seerbench.study._manifest import CRITIQUE_TASKS, StudyManifest
 from seerbench.study._raters import RatersMixin
 from seerbench.study._schema import (
     Assignment,
@@ -105,7 +105,8 @@ class StudyStore(SlotsMixin, RatersMixin):
         refused on items without one (unless ``allow_missing_passage``), and what was merged or
         cannot work (e.g. a catch rule that can never fire) is kept as notes (:meth:`notes`).
         """
-        items, merged = dedupe_items(items)
+        # critique items are answers keyed by answer id: two answers may share a question and text
+        items, merged = (items, []) if manifest.task in CRITIQUE_TASKS else dedupe_items(items)
         notes = [f"merged duplicate question {gone} into {kept} (same text, options and passage)" for gone, kept in merged]
         missing = missing_passages(items, manifest)
         if missing:

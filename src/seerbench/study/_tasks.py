@@ -155,6 +155,16 @@ class TaskPage:
     def parse(self, form: dict[str, Any], it: StudyItem, a: Assignment) -> tuple[dict[str, Any], str | None]:
         raise NotImplementedError
 
+    def form_state(self, form: dict[str, Any], it: StudyItem, a: Assignment) -> dict[str, Any]:
+        """Template variables that put back what the rater entered when the page is shown again
+        (after an error, or for :meth:`redisplay`); none by default."""
+        return {}
+
+    def redisplay(self, form: dict[str, Any]) -> bool:
+        """Whether a posted form asks for the page again (e.g. "add another critique") rather
+        than submitting it."""
+        return False
+
 
 def _comment(form: dict[str, Any]) -> dict[str, Any]:
     comment = str(form.get("comment") or "").strip()

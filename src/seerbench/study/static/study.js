@@ -1,5 +1,5 @@
 // Progressive enhancement for the study pages: countdown timers, auto-submit when the finalise
-// window ends, and snippet highlighting. The server enforces every deadline on its own clock;
+// window ends, snippet highlighting, and filling a critique from a model critique ("use"). The server enforces every deadline on its own clock;
 // this script only keeps the page in step with it.
 (function () {
   "use strict";
@@ -78,7 +78,30 @@
     if (err) err.scrollIntoView({ block: "nearest" });
   }
 
+  function setupCritiqueUse() {
+    // "use" a model critique: fill the empty critique box in place (without this script, or when
+    // no box is empty, the button posts the form and the server adds a pre-filled box)
+    var buttons = document.querySelectorAll("button.use");
+    Array.prototype.forEach.call(buttons, function (btn) {
+      btn.addEventListener("click", function (ev) {
+        var rows = document.querySelectorAll(".critique-row");
+        for (var i = 0; i < rows.length; i++) {
+          var text = document.getElementById("c" + i + "-text");
+          var source = document.getElementById("c" + i + "-source");
+          if (text && source && !text.value.trim() && !source.value) {
+            ev.preventDefault();
+            text.value = btn.getAttribute("data-text");
+            source.value = btn.value;
+            text.focus();
+            return;
+          }
+        }
+      });
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    setupCritiqueUse();
     setupTimer();
     setupSnippets();
     setupError();
