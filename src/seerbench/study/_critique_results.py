@@ -111,7 +111,8 @@ def _norm(s: str) -> str:
 
 def is_novel(text: str, used: bool, model_texts: Sequence[str]) -> bool:
     """A critique is novel when it was not pre-filled from a model critique and does not repeat
-    one of the answer's model critiques (same text, case and white space aside)."""
+    one of the answer's model critiques, or a near-duplicate folded into one (same text, case and
+    white space aside)."""
     return not used and _norm(text) not in {_norm(t) for t in model_texts}
 
 
@@ -135,7 +136,7 @@ def critique_export_rows(store: StudyStore) -> list[dict[str, Any]]:
     for a, r in store.assignments():
         ans = answer_of(store.item(a.item_id))
         assist = "critiques" in m.condition(a.condition).assistance
-        model_texts = [str(c["text"]) for c in ans.get("critiques") or []]
+        model_texts = [str(t) for c in ans.get("critiques") or [] for t in (c["text"], *(c.get("merged") or []))]
         base = {
             **_base_row(store, a, r),
             "question_id": ans["question_id"],
@@ -145,7 +146,7 @@ def critique_export_rows(store: StudyStore) -> list[dict[str, Any]]:
             "has_intended_flaw": bool(ans.get("intended_flaw") or ans.get("intended_critique")),
             "assist": assist,
             "likert": int(a.rating) if a.rating else None,
-            "model_critiques": len(model_texts) if assist else 0,
+            "model_critiques": len(ans.get("critiques") or []) if assist else 0,
         }
         cs = written.get(a.id, [])
         base["n_critiques"] = len(cs)
