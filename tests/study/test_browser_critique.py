@@ -12,22 +12,14 @@ import pytest
 from seerbench.study import create_study, export_rows, load_manifest
 
 from .conftest import XSS
-from .test_browser import ARGS, CHROMIUM, _shot
+from .test_browser import CHROMIUM, _shot
+from .test_browser import browser as browser  # the headless Chromium fixture
 from .test_critique_study import critique_manifest, critiqued_answers, write_critiques
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed (apt-get install chromium)"),
 ]
-
-
-@pytest.fixture
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield b
-        b.close()
 
 
 def test_critique_task_in_chromium(browser, live_server, tmp_path: Path) -> None:
