@@ -205,6 +205,7 @@ def test_cluster_option(bon_run: Path) -> None:
     one = optimization_pressure(bon_run, cluster="metadata:dataset").groups[0]
     assert one.n_clusters == 1
     assert one.points[0].asd.ci_low == one.points[0].asd.ci_high == one.points[0].asd.mean
+    assert any("only 1 independent question cluster" in n for n in one.notes)
 
 
 
@@ -310,3 +311,36 @@ def test_all_correct_accuracy_keeps_a_width() -> None:
     a = per_n[0]["accuracy"]
     assert a.mean == 1.0 and a.ci_high == 1.0 and a.ci_low == pytest.approx(0.8389, abs=1e-3)
     assert steps[0]["accuracy"].ci_low < 0 < steps[0]["accuracy"].ci_high
+
+
+# ---- the embedded model --------------------------------------------------------------------------
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_embedded_model_tiny_grid(tmp_path: Path) -> None:
+    """examples/best_of_n.yaml on the embedded model (`local`), Consultancy, N = 1 and 2, two
+    questions: the best-of-2 consultant really sampled 2 arguments and kept the one the judge
+    rated highest for its side, and the pressure numbers equal the exported rows."""
+    cfg = ExperimentConfig.from_yaml(EXAMPLE).with_updates(
+        out=str(tmp_path / "local"), limit=2, judge_models=["local"], agent_models=["local"], protocols=["Consultancy"],
+        best_of_n=[1, 2], agent_generation={"temperature": 0.8, "max_tokens": 40, "max_words": 30},
+    )
+    for res in Experiment(cfg).run():
+        assert res.n_errors == 0
+    run = Path(cfg.out)
+    lines = [json.loads(x) for f in run.glob("Consultancy_t1/*_bo2_*/results.jsonl") for x in f.read_text().splitlines()]
+    assert len(lines) == 2
+    for ln in lines:
+        for case in ln["answer_cases"]:
+            turn = next(t for t in case["case_probs"]["transcript"] if t["role"] == "agent")
+            meta = turn["metadata"]
+            assert meta["best_of_n"] == 2 and len(meta["preference_scores"]) == 2
+    res = optimization_pressure(run)
+    (g,) = res.groups
+    want = _independent(run, "Consultancy_t1")
+    assert [p.best_of_n for p in g.points] == [1, 2]
+    for p in g.points:
+        assert p.asd.mean == pytest.approx(want[p.best_of_n]["asd"])
+        assert p.ase.mean == pytest.approx(want[p.best_of_n]["ase"])
+    assert g.n_questions == 0 or any("independent question cluster" in n for n in g.notes)  # 2 questions: too few

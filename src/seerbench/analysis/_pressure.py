@@ -62,6 +62,8 @@ __all__ = [
 
 #: The per-question metrics compared across N, in table order.
 PRESSURE_METRICS = ("asd", "ase", "accuracy")
+#: Fewer independent clusters (questions, or passages) than this get a note: the bootstrap needs more.
+MIN_CLUSTERS = 10
 #: An ASE spread across N (max - min of the means) below this leaves the slope undefined.
 FLAT_ASE = 1e-12
 
@@ -385,6 +387,9 @@ def optimization_pressure(
         per_n, steps, slope = pressure_from_values(ns, arrays, clusters=clusters, confidence=confidence,
                                                    n_boot=n_boot_v, seed=seed_v)
         notes = []
+        n_clusters = len(set(clusters))
+        if 0 < n_clusters < MIN_CLUSTERS:
+            notes.append(f"only {n_clusters} independent question cluster(s): bootstrap CIs this small are not to be trusted")
         if not common:
             notes.append("no question was scored at every N: nothing to compare")
         elif slope is None:
@@ -395,7 +400,6 @@ def optimization_pressure(
         points = [PressurePoint(nv, by_n[nv].key, p["asd"], p["ase"], p["accuracy"], len(v) - len(common))
                   for nv, p, v in zip(ns, per_n, per_cell, strict=True)]
         stp = [PressureStep(ns[j], ns[j + 1], s["asd"], s["ase"], s["accuracy"]) for j, s in enumerate(steps)]
-        n_clusters = len(set(clusters))
         out.append(PressureGroup(axes_of[gkey], len(common), n_clusters, points, stp, slope, notes))
     return PressureResult(score, beta, cluster, confidence, n_boot_v, seed_v, out)
 
