@@ -170,10 +170,10 @@ def stats(
 ) -> None:
     """Accuracy (bootstrap CI), vote accuracy, ASD and reliance per condition, via seerbench.metrics;
     critique studies: seed 002's measures per condition and assist-minus-no-assist differences."""
-    from seerbench.study import StudyStore, study_stats
+    from seerbench.study import StudyStore, store_stats
 
     store = StudyStore(db)
-    result = study_stats(_rows(store, validation), timeout_policy=timeout_policy, seed=store.manifest.seed)  # type: ignore[arg-type]
+    result = store_stats(store, _rows(store, validation), timeout_policy=timeout_policy)  # type: ignore[arg-type]
     result["progress"] = store.progress()
     if as_json:
         print_json(json.loads(json.dumps(result, default=str)))

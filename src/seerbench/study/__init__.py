@@ -26,6 +26,7 @@ from seerbench.study._results import (
     judgment_question,
     judgment_verdict,
     read_export,
+    store_stats,
     study_stats,
     write_export,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "load_manifest",
     "merge_validations",
     "read_export",
+    "store_stats",
     "study_stats",
     "write_export",
 ]

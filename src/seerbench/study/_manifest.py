@@ -81,7 +81,8 @@ class Tutorial(_Strict):
 
 
 class ItemSource(_Strict):
-    """Where items come from; exactly one of ``questions``, ``results`` or ``question``.
+    """Where items come from; exactly one of ``questions``, ``results``, ``question``, ``ratings``
+    or ``critiques``.
 
     - ``questions``: a seerbench questions JSONL file (one :class:`~seerbench.types.Question` per line)
     - ``results``: a protocol run's ``results.jsonl``; one item per (question, answer case transcript)
@@ -114,7 +115,8 @@ class ItemSource(_Strict):
         if len(given) != 1:
             raise ValueError(
                 "each items entry needs exactly one of 'questions' (a JSONL file), 'results' "
-                f"(a results.jsonl) or 'question' (inline); got {given or 'none'}"
+                "(a results.jsonl), 'question' (inline), 'ratings' (an AI rater's run) or 'critiques' "
+                f"(a critiques.jsonl); got {given or 'none'}"
             )
         return self
 

@@ -31,6 +31,7 @@ __all__ = [
     "judgment_question",
     "judgment_verdict",
     "read_export",
+    "store_stats",
     "study_stats",
     "write_csv",
     "write_export",
@@ -354,10 +355,7 @@ def study_stats(
 
         return critique_stats(rows, seed=seed)
     if rows and rows[0].get("task") == "validation":
-        raise ConfigError(
-            "a validation study has no statistics of its own: merge its export into the critique study's "
-            "(seerbench study stats --db CRITIQUE_DB --validation VALIDATION_DB)"
-        )
+        raise ConfigError(_VALIDATION_STATS)
     real = [r for r in rows if not r.get("is_catch")]
     catch = [r for r in rows if r.get("is_catch")]
     by_cond: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -386,6 +384,29 @@ def study_stats(
     cacc = [(a, r) for r in catch if (a := _accuracy(r, judgment_verdict(r), "wrong")) is not None]
     out["catch"] = {"judgments": len(catch), "accuracy": _judgment_summary(cacc, seed)}
     return out
+
+
+_VALIDATION_STATS = (
+    "a validation study has no statistics of its own: merge its export into the critique study's "
+    "(seerbench study stats --db CRITIQUE_DB --validation VALIDATION_DB)"
+)
+
+
+def store_stats(
+    store: StudyStore, rows: Sequence[dict[str, Any]] | None = None, *, timeout_policy: TimeoutPolicy = "wrong"
+) -> dict[str, Any]:
+    """The statistics of a study's task over ``rows`` (by default its export rows): judging
+    measures (:func:`study_stats`), or for a critique study seed 002's measures with the
+    manifest's categories; a validation study's marks are measured in its critique study."""
+    m = store.manifest
+    if m.task == "validation":
+        raise ConfigError(_VALIDATION_STATS)
+    rows = export_rows(store) if rows is None else rows
+    if m.task == "critique":
+        from seerbench.study._critique_results import critique_stats
+
+        return critique_stats(rows, categories=m.categories, seed=m.seed)
+    return study_stats(rows, timeout_policy=timeout_policy, seed=m.seed)
 
 
 def _vote_accuracy(rows: list[dict[str, Any]], verdicts: list[Verdict], policy: TimeoutPolicy) -> dict[str, Any]:

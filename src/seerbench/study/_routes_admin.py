@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
-from seerbench.study._results import export_rows, study_stats, write_csv
+from seerbench.study._results import export_rows, store_stats, write_csv
 from seerbench.study._web import HTTPError, StudyWeb, json_safe
 
 __all__ = ["admin_router", "export_router"]
@@ -34,7 +34,7 @@ def admin_router(web: StudyWeb) -> APIRouter:
 
     def stats() -> dict[str, Any] | None:
         # a validation study's marks are measured in the critique study they validate
-        return None if m.task == "validation" else study_stats(export_rows(st), seed=m.seed)
+        return None if m.task == "validation" else store_stats(st)
 
     @router.get("/admin", response_class=HTMLResponse)
     def admin(request: Request) -> Response:
