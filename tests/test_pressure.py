@@ -322,13 +322,13 @@ def test_embedded_model_tiny_grid(tmp_path: Path) -> None:
     """examples/best_of_n.yaml on the embedded model (`local`), Consultancy, N = 1 and 2, two
     questions: the best-of-2 consultant really sampled 2 arguments and kept the one the judge
     rated highest for its side, and the pressure numbers equal the exported rows."""
+    run = tmp_path / "local"
     cfg = ExperimentConfig.from_yaml(EXAMPLE).with_updates(
-        out=str(tmp_path / "local"), limit=2, judge_models=["local"], agent_models=["local"], protocols=["Consultancy"],
+        out=str(run), limit=2, judge_models=["local"], agent_models=["local"], protocols=["Consultancy"],
         best_of_n=[1, 2], agent_generation={"temperature": 0.8, "max_tokens": 40, "max_words": 30},
     )
-    for res in Experiment(cfg).run():
-        assert res.n_errors == 0
-    run = Path(cfg.out)
+    for cell in Experiment(cfg).run():
+        assert cell.n_errors == 0
     lines = [json.loads(x) for f in run.glob("Consultancy_t1/*_bo2_*/results.jsonl") for x in f.read_text().splitlines()]
     assert len(lines) == 2
     for ln in lines:
@@ -336,8 +336,7 @@ def test_embedded_model_tiny_grid(tmp_path: Path) -> None:
             turn = next(t for t in case["case_probs"]["transcript"] if t["role"] == "agent")
             meta = turn["metadata"]
             assert meta["best_of_n"] == 2 and len(meta["preference_scores"]) == 2
-    res = optimization_pressure(run)
-    (g,) = res.groups
+    (g,) = optimization_pressure(run).groups
     want = _independent(run, "Consultancy_t1")
     assert [p.best_of_n for p in g.points] == [1, 2]
     for p in g.points:
