@@ -252,10 +252,11 @@ class JudgeDiagnostics:
             cp = c["case_probs"]
             if cp.get("method") == "trust" or not cp.get("probabilities"):
                 continue
-            key = json.dumps(cp["probabilities"], sort_keys=True) + json.dumps(cp.get("transcript"), sort_keys=True)
-            if ln.get("symmetric") and key in seen:
-                continue
-            seen.add(key)
+            if ln.get("symmetric"):  # one run served every case: count its verdict once
+                key = json.dumps(cp["probabilities"], sort_keys=True) + json.dumps(cp.get("transcript"), sort_keys=True)
+                if key in seen:
+                    continue
+                seen.add(key)
             meta = cp.get("metadata") or {}
             views = [cp["probabilities"]]
             if meta.get("both_orders") and meta.get("original") and meta.get("swapped"):
