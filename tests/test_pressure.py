@@ -343,3 +343,17 @@ def test_embedded_model_tiny_grid(tmp_path: Path) -> None:
         assert p.asd.mean == pytest.approx(want[p.best_of_n]["asd"])
         assert p.ase.mean == pytest.approx(want[p.best_of_n]["ase"])
     assert g.n_questions == 0 or any("independent question cluster" in n for n in g.notes)  # 2 questions: too few
+
+
+def test_run_json_and_stats_json_share_the_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """`run --json` carries the same `pressure` as `stats --json` on the folder it wrote."""
+    out = tmp_path / "bon"
+    code, text, _ = run_main(["run", str(EXAMPLE), "--out", str(out), "--limit", "6", "--json"], capsys, monkeypatch)
+    assert code == 0
+    ran = json.loads(text)
+    code, text, _ = run_main(["stats", str(out), "--json"], capsys, monkeypatch)
+    assert code == 0
+    stats = json.loads(text)
+    assert set(ran) - {"failed_question_runs"} == set(stats) and "pressure" in ran
+    assert ran["pressure"] == stats["pressure"]
