@@ -24,7 +24,7 @@ from seerbench.errors import ConfigError
 from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RayExecutor, RunSpec
 from seerbench.metrics import beta_key
 from seerbench.models import default_tracker
-from seerbench.runs import CELL_AXES, RunFolder, check_beta, check_eps, json_safe, summarize_run
+from seerbench.runs import CELL_AXES, ResultsFile, RunFolder, check_beta, check_eps, json_safe, summarize_run
 
 
 def _usage_line() -> str:
@@ -314,8 +314,7 @@ def show(
     cells = [folder.cell(cell)] if cell else folder.cells()
     found = []
     for c in cells:
-        lines, _ = c.read()
-        for ln in lines:
+        for ln in ResultsFile(c.results_path):  # one line at a time: results files can be large
             if ln["question_id"] == question_id:
                 found.append((c, ln))
     if not found:
