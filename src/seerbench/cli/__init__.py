@@ -81,6 +81,7 @@ from seerbench.cli import (  # noqa: E402
     _export,  # noqa: F401
     _models,  # noqa: F401
     _rate,  # noqa: F401
+    _report,  # noqa: F401
     _run,  # noqa: F401
     _study,  # noqa: F401
 )

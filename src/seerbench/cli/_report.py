@@ -1,0 +1,36 @@
+"""`seerbench report RUN_DIR [RUN_DIR...] [--out FILE]` and `seerbench report --study DB`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from seerbench.cli import app
+from seerbench.cli._common import console, quiet
+from seerbench.errors import ConfigError
+
+
+@app.command()
+def report(
+    run_dirs: Annotated[list[Path] | None, typer.Argument(help="Experiment output folders (several: side by side).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="The HTML file to write (default: RUN_DIR/report.html, or DB.report.html).")] = None,
+    study: Annotated[str | None, typer.Option("--study", help="A human study's database (the --db of `seerbench study`) instead of runs.")] = None,
+    baseline: Annotated[str | None, typer.Option(help="Protocol folder for the paired differences (default: the run's NaiveJudge folder).")] = None,
+) -> None:
+    """One self-contained HTML file (no network needed) with figures and a transcript browser."""
+    from seerbench.report import build_report, build_study_report
+
+    if study is not None and run_dirs:
+        raise ConfigError("give run folders or --study, not both (make one report for each)")
+    if study is not None:
+        if baseline is not None:
+            raise ConfigError("--baseline applies to run folders, not to --study")
+        path = build_study_report(study, out)
+    elif run_dirs:
+        path = build_report(run_dirs, out, baseline=baseline)
+    else:
+        raise ConfigError("give one or more run folders (seerbench report runs/quickstart) or --study DB")
+    if not quiet():
+        console.print(f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")

@@ -1,0 +1,220 @@
+"""The report's figures, drawn with matplotlib and written as inline SVG (no pyplot, no global
+backend: each figure is a :class:`matplotlib.figure.Figure` saved with the SVG writer).
+
+Every function takes numbers already computed by the statistics code (``stats --json`` records,
+calibration buckets, study stats) and draws them; none computes a statistic.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from seerbench.errors import ConfigError
+
+INSTALL_HINT = "the report draws its figures with matplotlib: pip install 'seerbench[report]'"
+
+BETAS = (("b0", "β=0"), ("b1", "β=1"), ("binf", "β=∞"))
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+
+
+def _figure(width: float, height: float) -> Any:
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise ConfigError(INSTALL_HINT) from None
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def to_svg(fig: Any, name: str) -> str:
+    """The figure as an ``<svg>`` element for inline use: text kept as text (small files), no
+    date, ids salted with ``name`` so several figures on one page never share an id."""
+    from matplotlib import rc_context
+
+    buf = io.StringIO()
+    with rc_context({"svg.fonttype": "none", "svg.hashsalt": name, "font.size": 9}):
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    svg = buf.getvalue()
+    start = svg.index("<svg")
+    return re.sub(r"^<svg ", f'<svg role="img" aria-label="{name}" ', svg[start:], count=1)
+
+
+def _ok(s: dict[str, Any] | None) -> bool:
+    m = None if s is None else s.get("mean")
+    return isinstance(m, int | float) and math.isfinite(m)
+
+
+def _err(s: dict[str, Any]) -> tuple[float, float]:
+    lo, hi, m = s.get("ci_low"), s.get("ci_high"), s["mean"]
+    lo = m if lo is None or not math.isfinite(lo) else lo
+    hi = m if hi is None or not math.isfinite(hi) else hi
+    return max(m - lo, 0.0), max(hi - m, 0.0)
+
+
+def interval_plot(rows: Sequence[tuple[str, dict[str, Any] | None]], *, title: str, xlabel: str, name: str,
+                  ref: float | None = 0.0, xlim: tuple[float, float] | None = None) -> str:
+    """One horizontal bar per row: the mean with its 95% CI; rows without a value are listed as n/a."""
+    fig = _figure(6.4, 0.8 + 0.32 * max(len(rows), 1))
+    ax = fig.add_subplot()
+    ys = list(range(len(rows)))[::-1]
+    for y, (_label, s) in zip(ys, rows, strict=True):
+        if s is not None and _ok(s):
+            lo, hi = _err(s)
+            ax.errorbar([s["mean"]], [y], xerr=[[lo], [hi]], fmt="o", color=COLORS[0], capsize=3, ms=4)
+        else:
+            ax.text(0.01, y, "n/a", transform=ax.get_yaxis_transform(), va="center", color="#888")
+    ax.set_yticks(ys, [label for label, _ in rows])
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    if ref is not None:
+        ax.axvline(ref, color="#999", lw=0.8, ls="--")
+    if xlim is not None:
+        ax.set_xlim(*xlim)
+    ax.set_xlabel(xlabel)
+    ax.set_title(title, loc="left")
+    ax.grid(axis="x", alpha=0.3)
+    return to_svg(fig, name)
+
+
+def heatmap(matrix: Sequence[Sequence[dict[str, Any] | None]], rows: Sequence[str], cols: Sequence[str], *, title: str,
+            name: str) -> str:
+    """Means in colour, each cell annotated ``mean [low, high]``; empty cells grey."""
+    import numpy as np
+
+    fig = _figure(1.6 + 1.5 * len(cols), 1.0 + 0.55 * len(rows))
+    ax = fig.add_subplot()
+    values = np.array([[s["mean"] if s is not None and _ok(s) else np.nan for s in r] for r in matrix], dtype=float)
+    lim = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
+    im = ax.imshow(np.ma.masked_invalid(values), cmap="RdBu", vmin=-lim or -1, vmax=lim or 1, aspect="auto")
+    for i, r in enumerate(matrix):
+        for j, s in enumerate(r):
+            text = "n/a" if s is None or not _ok(s) else f"{s['mean']:.2f}\n[{s['ci_low']:.2f}, {s['ci_high']:.2f}]"
+            ax.text(j, i, text, ha="center", va="center", fontsize=7)
+    ax.set_xticks(range(len(cols)), cols, rotation=20, ha="right")
+    ax.set_yticks(range(len(rows)), rows)
+    ax.set_title(title, loc="left")
+    fig.colorbar(im, ax=ax, shrink=0.8)
+    return to_svg(fig, name)
+
+
+def beta_plot(labels: Sequence[str], jse: Sequence[dict[str, dict[str, Any] | None]], ase: Sequence[dict[str, dict[str, Any] | None]],
+              *, score: str, name: str) -> str:
+    """Two panels (JSE, ASE): per cell, the mean and 95% CI at beta = 0, 1 and inf."""
+    fig = _figure(7.2, 1.0 + 0.36 * max(len(labels), 1))
+    axes = fig.subplots(1, 2, sharey=True)
+    ys = list(range(len(labels)))[::-1]
+    for ax, data, what in ((axes[0], jse, "JSE"), (axes[1], ase, "ASE")):
+        for k, (key, text) in enumerate(BETAS):
+            off = (k - 1) * 0.22
+            for y, d in zip(ys, data, strict=True):
+                s = d.get(key)
+                if s is not None and _ok(s):
+                    lo, hi = _err(s)
+                    ax.errorbar([s["mean"]], [y + off], xerr=[[lo], [hi]], fmt="os^"[k], color=COLORS[k], capsize=2, ms=3.5,
+                                label=text if y == ys[0] else None)
+        ax.set_title(f"{what}({score})", loc="left")
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(ys, list(labels))
+    axes[0].set_ylim(-0.7, len(labels) - 0.3)
+    handles, names = axes[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, names, loc="outside lower center", ncols=3, frameon=False)
+    return to_svg(fig, name)
+
+
+def reliability(cals: Sequence[tuple[str, Any]], *, name: str) -> str:
+    """Reliability diagrams, one panel per judge cell: accuracy against mean confidence per bucket
+    (marker area ~ bucket size) and the diagonal of perfect calibration; ECE in the panel title."""
+    ncol = min(3, len(cals))
+    nrow = math.ceil(len(cals) / ncol)
+    fig = _figure(2.5 * ncol + 0.4, 2.5 * nrow + 0.3)
+    axes = fig.subplots(nrow, ncol, squeeze=False, sharex=True, sharey=True)
+    for k, ax in enumerate(axes.flat):
+        if k >= len(cals):
+            ax.set_visible(False)
+            continue
+        label, cal = cals[k]
+        ax.plot([0, 1], [0, 1], color="#999", lw=0.8, ls="--")
+        xs = [b.mean_confidence for b in cal.buckets]
+        ys = [b.accuracy for b in cal.buckets]
+        ax.plot(xs, ys, color=COLORS[0], lw=1)
+        ax.scatter(xs, ys, s=[12 + 80 * b.n / cal.n for b in cal.buckets], color=COLORS[0], zorder=3)
+        ax.set_title(f"{label}\nECE {cal.ece:.3f}, n {cal.n}", fontsize=7, loc="left")
+        ax.set_xlim(0, 1.02)
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    fig.supxlabel("judge's confidence (largest probability)", fontsize=8)
+    fig.supylabel("accuracy", fontsize=8)
+    return to_svg(fig, name)
+
+
+def pressure_plot(group: dict[str, Any], *, score: str, beta: str, name: str) -> str:
+    """ASD against ASE across best-of-N: one point per N with both CIs, and the fitted line with
+    the slope's CI in the title."""
+    fig = _figure(5.2, 4.0)
+    ax = fig.add_subplot()
+    pts = [p for p in group["points"] if _ok(p["asd"]) and _ok(p["ase"])]
+    for p in pts:
+        (xl, xh), (yl, yh) = _err(p["ase"]), _err(p["asd"])
+        ax.errorbar([p["ase"]["mean"]], [p["asd"]["mean"]], xerr=[[xl], [xh]], yerr=[[yl], [yh]], fmt="o", color=COLORS[0],
+                    capsize=3, ms=4)
+        ax.annotate(f"N={p['best_of_n']}", (p["ase"]["mean"], p["asd"]["mean"]), textcoords="offset points", xytext=(5, 5),
+                    fontsize=8)
+    sl = group.get("slope")
+    title = "slope n/a"
+    if sl is not None and pts and sl.get("estimate") is not None and math.isfinite(sl["estimate"]):
+        xs = [p["ase"]["mean"] for p in pts]
+        ys = [p["asd"]["mean"] for p in pts]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        a = my - sl["estimate"] * mx
+        ax.plot([min(xs), max(xs)], [a + sl["estimate"] * min(xs), a + sl["estimate"] * max(xs)], color=COLORS[1], lw=1,
+                label="least-squares line")
+
+        def bound(v: Any, unbounded: str) -> str:
+            return unbounded if v is None or not math.isfinite(v) else f"{v:.2f}"
+
+        title = f"slope {sl['estimate']:.2f} [{bound(sl.get('ci_low'), '-∞')}, {bound(sl.get('ci_high'), '∞')}]"
+        ax.legend(fontsize=7)
+    who = " ".join(str(group.get(k)) for k in ("protocol", "judge") if group.get(k))
+    ax.set_title(f"{who}\n{title}", loc="left", fontsize=9)
+    ax.set_xlabel(f"ASE_{beta}({score})")
+    ax.set_ylabel(f"ASD({score})")
+    ax.grid(alpha=0.3)
+    return to_svg(fig, name)
+
+
+def grouped_intervals(groups: Sequence[str], series: Sequence[tuple[str, Sequence[dict[str, Any] | None]]], *, title: str,
+                      ylabel: str, name: str, ylim: tuple[float, float] | None = (0.0, 1.0)) -> str:
+    """Vertical intervals: per group (a condition), one point with its CI per series."""
+    fig = _figure(1.8 + 1.1 * max(len(groups), 1), 3.4)
+    ax = fig.add_subplot()
+    width = 0.6 / max(len(series), 1)
+    for k, (sname, values) in enumerate(series):
+        for i, s in enumerate(values):
+            if s is not None and _ok(s):
+                lo, hi = _err(s)
+                ax.errorbar([i + (k - (len(series) - 1) / 2) * width], [s["mean"]], yerr=[[lo], [hi]], fmt="o",
+                            color=COLORS[k % len(COLORS)], capsize=3, ms=4, label=sname if sname and i == 0 else None)
+    ax.set_xticks(range(len(groups)), list(groups))
+    ax.set_xlim(-0.6, len(groups) - 0.4)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, loc="left")
+    ax.grid(axis="y", alpha=0.3)
+    if any(s for s, _ in series):
+        ax.legend(fontsize=7)
+    return to_svg(fig, name)
+
+
+def box_plot(groups: Sequence[str], values: Sequence[Sequence[float]], *, title: str, ylabel: str, name: str) -> str:
+    """Distribution per group (box: quartiles, line: median, whiskers: 1.5 IQR, points beyond)."""
+    fig = _figure(1.8 + 1.1 * max(len(groups), 1), 3.4)
+    ax = fig.add_subplot()
+    ax.boxplot([list(v) for v in values], tick_labels=list(groups))
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, loc="left")
+    ax.grid(axis="y", alpha=0.3)
+    return to_svg(fig, name)

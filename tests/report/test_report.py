@@ -1,0 +1,258 @@
+"""`seerbench report`: the numbers in the page are those of `seerbench stats --json` for the same
+run, the calibration table is worked out by hand, run text stays text, several runs sit side by
+side, a study database gets its own report, and user errors are one line with exit 2."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from seerbench.report import script_json
+from seerbench.runs import RunFolder, read_results
+from tests.test_cli_global import one_line_error, run_main
+
+from ._html import read_report
+from .conftest import XSS, quickstart_config
+
+CONS = "Consultancy_t1/A_scripted-report-agent_J_scripted-report-judge"
+
+
+def _stats(run: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *extra: str) -> dict[str, Any]:
+    code, out, err = run_main(["stats", str(run), "--json", *extra], capsys, monkeypatch)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _report(args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    code, _out, err = run_main(["report", *args], capsys, monkeypatch)
+    assert code == 0, err
+
+
+def _same(shown: dict[str, Any], s: dict[str, Any] | None) -> None:
+    s = s or {}
+    for k in ("n", "mean", "ci_low", "ci_high"):
+        assert shown[k] == s.get(k), (k, shown, s)
+
+
+@pytest.fixture(scope="module")
+def evidence_report(evidence_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("html") / "evidence.html"
+    from seerbench.report import build_report
+
+    build_report([evidence_run], out)
+    return out
+
+
+def test_numbers_equal_stats_json(evidence_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "r.html"
+    _report([str(evidence_run), "--out", str(out)], capsys, monkeypatch)
+    stats = _stats(evidence_run, capsys, monkeypatch, "--baseline", "NaiveJudge")
+    cells = {s["cell"]: s for s in stats["cells"]}
+    t = read_report(out)
+    for key in ("asd", "judge_accuracy"):
+        rows = t.tables[f"stats-{key}"]
+        assert {a["data-cell"] for _, a, _ in rows} == set(cells)
+        for _, a, shown in rows:
+            m = cells[a["data-cell"]]["metrics"].get(key)
+            _same(shown, None if m is None else m if key == "judge_accuracy" else m["log"])
+    betas = t.tables["stats-betas"]
+    assert len(betas) == 6 * sum(1 for s in cells.values() if "jse_b1" in s["metrics"] and s["metrics"]["jse_b1"]["log"]["n"])
+    for _, a, shown in betas:
+        _same(shown, cells[a["data-cell"]]["metrics"][a["data-metric"]]["log"])
+    paired = t.tables["stats-paired"]
+    assert len(paired) == 2 * len(stats["paired"]) > 0
+    by_cell = {p["cell"]: p for p in stats["paired"]}
+    for _, a, shown in paired:
+        _same(shown, by_cell[a["data-cell"]][a["data-metric"]])
+    for _, a, shown in t.tables["cells"]:
+        s = cells[a["data-cell"]]
+        assert (shown["n_questions"], shown["n_scored"], shown["parse_failures"], shown["n_excluded"]) == (
+            s["n_questions"], s["n_scored"], s["parse_failures"], s["n_excluded"])
+    # the scripted judge fails on question e2: every cell with a judge model shows a parse failure
+    assert all(shown["parse_failures"] >= 1 for _, a, shown in t.tables["cells"] if "J_trust" not in a["data-cell"])
+    # the page shows three decimals of the same numbers
+    html = out.read_text()
+    asd = cells[CONS]["metrics"]["asd"]["log"]
+    assert f'data-v="{asd["mean"]!r}">{asd["mean"]:.3f}</td>' in html
+
+
+def test_calibration_by_hand(evidence_run: Path, evidence_report: Path) -> None:
+    """Consultancy: per question the judge holds 0.8 on A after A was argued and 0.7 on B after B
+    (q = (0.3, 0.7)); e2 fails to parse. The 0.8 verdicts are right where A is true, the 0.7 ones
+    where B is: buckets [0.7, 0.8) and [0.8, 0.9), ECE = (|fA - 0.8| + |(1 - fA) - 0.7|) / 2."""
+    lines, _ = read_results(RunFolder(evidence_run).cell(CONS).results_path)
+    scored = [ln for ln in lines if not ln["excluded"]]
+    assert len(scored) == 4
+    f_a = sum(1 for ln in scored if ln["question"]["answer_cases"][0]["value"] == 1.0) / len(scored)
+    ece = (abs(f_a - 0.8) + abs((1 - f_a) - 0.7)) / 2
+    right = [1.0 if ln["question"]["answer_cases"][0]["value"] == 1.0 else 0.0 for ln in scored]
+    brier = sum((0.8 - y) ** 2 + (0.7 - (1 - y)) ** 2 for y in right) / (2 * len(right))
+    rows = {a["data-cell"]: shown for _, a, shown in read_report(evidence_report).tables["stats-calibration"]}
+    assert "BlindTrust/J_trust" not in rows  # no judge to calibrate
+    assert rows[CONS]["n"] == 8
+    assert rows[CONS]["ece"] == pytest.approx(ece) and rows[CONS]["brier"] == pytest.approx(brier)
+
+
+def test_run_text_is_escaped_and_json_is_safe(evidence_report: Path) -> None:
+    html = evidence_report.read_text()
+    assert XSS not in html and "<img src=x" not in html and "<script>window" not in html
+    assert html.count("</script>") == html.count("<script")  # no payload closes a script element
+    t = read_report(evidence_report)
+    data = json.loads(t.json["browser-data"])
+    texts = [turn[2] for row in data["rows"] for case in row[7] for turn in case[6]]
+    assert any(XSS in x for x in texts)  # the payload is there, as data
+    tricky = {"a": "</script><!-- & -->", "b": "\u2028"}
+    s = script_json(tricky)
+    assert "</" not in s and "<!--" not in s and json.loads(s) == tricky
+
+
+def test_figures_present_and_browser_rows_complete(evidence_run: Path, evidence_report: Path) -> None:
+    t = read_report(evidence_report)
+    assert {"asd", "judge_accuracy", "betas", "calibration", "paired-asd", "paired-accuracy"} <= set(t.figures)
+    data = json.loads(t.json["browser-data"])
+    n_lines = sum(len(read_results(c.results_path)[0]) for c in RunFolder(evidence_run).cells())
+    assert len(data["rows"]) == n_lines == 8 * 5
+    assert len(data["questions"]) == 5 and not data["multi"]
+
+
+def test_several_runs_side_by_side(quickstart_run: Path, evidence_run: Path, tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "both.html"
+    _report([str(quickstart_run), str(evidence_run), "--out", str(out)], capsys, monkeypatch)
+    t = read_report(out)
+    asd_rows = t.tables["stats-asd"]
+    for run in (quickstart_run, evidence_run):
+        cells = {s["cell"]: s for s in _stats(run, capsys, monkeypatch)["cells"]}
+        mine = [(a, shown) for r, a, shown in asd_rows if r == run.name]
+        assert {a["data-cell"] for a, _ in mine} == set(cells)
+        for a, shown in mine:
+            _same(shown, cells[a["data-cell"]]["metrics"].get("asd", {}).get("log"))  # OpenConsultancy: no ASD
+    data = json.loads(t.json["browser-data"])
+    assert data["multi"] and {c["run"] for c in data["cells"]} == {"quickstart", "evidence"}
+    assert len(data["questions"]) == 4 + 5  # arithmetic and hand-written questions, once each
+
+
+def test_default_out_is_in_the_run_folder(quickstart_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    run = tmp_path / "qs"
+    shutil.copytree(quickstart_run, run)
+    _report([str(run)], capsys, monkeypatch)
+    assert (run / "report.html").stat().st_size > 0
+    assert _stats(run, capsys, monkeypatch)["cells"] == _stats(quickstart_run, capsys, monkeypatch)["cells"]  # still a run
+
+
+def test_pressure_section_when_stats_have_it(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from seerbench.experiment import Experiment, ExperimentConfig
+
+    cfg = ExperimentConfig.from_yaml(Path(__file__).resolve().parents[2] / "examples" / "best_of_n.yaml")
+    run = tmp_path / "bon"
+    Experiment(cfg.with_updates(limit=6, n_boot=200), out=run).run()
+    out = tmp_path / "bon.html"
+    _report([str(run), "--out", str(out)], capsys, monkeypatch)
+    stats = _stats(run, capsys, monkeypatch)
+    t = read_report(out)
+    groups = stats["pressure"]["groups"]
+    assert t.figures.count("pressure") == len(groups) == 2
+    rows = t.tables["stats-pressure"]
+    for shown_rows, g in zip([rows[i * 13:(i + 1) * 13] for i in range(len(groups))], groups, strict=True):
+        for _, a, shown in shown_rows[:-1]:
+            p = next(p for p in g["points"] if str(p["best_of_n"]) == a["data-n"])
+            _same(shown, p[a["data-metric"]])
+        slope = shown_rows[-1][2]
+        assert (slope["mean"], slope["ci_low"], slope["ci_high"]) == (g["slope"]["estimate"], g["slope"]["ci_low"], g["slope"]["ci_high"])
+
+
+def test_no_pressure_section_without_best_of_n(evidence_report: Path) -> None:
+    html = evidence_report.read_text()
+    assert 'id="pressure"' not in html and "stats-pressure" not in html
+
+
+# ---- the study report ---------------------------------------------------------------------------
+
+
+def test_study_report_equals_study_stats(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from seerbench.study import create_study, load_manifest
+    from tests.study.conftest import FakeClock, base_manifest, question
+
+    qs = [question(f"q{i}", "AB"[i % 2]) for i in range(6)]
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
+    db = tmp_path / "study.sqlite"
+    store = create_study(load_manifest(base_manifest(catch_rate=0.3, catch_min=1, tasks_per_rater=3)), db, base_dir=tmp_path)
+    clock = FakeClock()
+    store.clock = clock
+    for n in range(12):  # raters answer A with 70% until the plan is done (about half right)
+        rid = str(store.rater_for(f"prolific:r{n}", "prolific")["id"])
+        task, _ = store.next_assignment(rid)
+        while task is not None:
+            store.start_timer(task.id, rid)
+            clock.advance(10 + n)
+            store.submit(task.id, rid, {"answer": "A", "probability": 0.7})
+            task, _ = store.next_assignment(rid)
+    store.close()
+    out = tmp_path / "study.html"
+    _report(["--study", str(db), "--out", str(out)], capsys, monkeypatch)
+    code, sout, err = run_main(["study", "stats", "--db", str(db), "--json"], capsys, monkeypatch)
+    assert code == 0, err
+    stats = json.loads(sout)
+    t = read_report(out)
+    acc = t.tables["stats-study-accuracy"]
+    assert {a["data-condition"] for _, a, _ in acc} == set(stats["conditions"]) == {"P", "PSA"}
+    for _, a, shown in acc:
+        _same(shown, stats["conditions"][a["data-condition"]]["accuracy"])
+    for _, a, shown in t.tables["stats-study-time"]:
+        c = stats["conditions"][a["data-condition"]]
+        assert (shown["judgments"], shown["median_seconds"], shown["timed_out"]) == (c["judgments"], c["median_seconds"], c["timed_out"])
+    assert {"study-accuracy", "study-time"} <= set(t.figures)
+    assert stats["catch"]["judgments"] > 0
+    [(_, _, shown)] = t.tables["stats-study-catch"]
+    _same(shown, stats["catch"]["accuracy"])
+    assert "study-catch" in t.figures
+    # default output: beside the database
+    _report(["--study", str(db)], capsys, monkeypatch)
+    assert (tmp_path / "study.report.html").is_file()
+
+
+# ---- user errors ----------------------------------------------------------------------------------
+
+
+def _error(args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> str:
+    code, _out, err = run_main(["report", *args], capsys, monkeypatch)
+    assert code == 2, err
+    return one_line_error(err)
+
+
+def test_user_errors(tmp_path: Path, quickstart_run: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "is not a folder" in _error([str(tmp_path / "nope")], capsys, monkeypatch)
+    assert "no experiment.json" in _error([str(tmp_path)], capsys, monkeypatch)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    shutil.copy(quickstart_run / "experiment.json", empty / "experiment.json")
+    assert "no results.jsonl" in _error([str(empty)], capsys, monkeypatch)
+    assert "not both" in _error([str(quickstart_run), "--study", "x.sqlite"], capsys, monkeypatch)
+    assert "give one or more run folders" in _error([], capsys, monkeypatch)
+    assert "no such study database" in _error(["--study", str(tmp_path / "none.sqlite")], capsys, monkeypatch)
+    assert "no protocol folder" in _error([str(quickstart_run), "--baseline", "Nope", "--out", str(tmp_path / "x.html")],
+                                          capsys, monkeypatch)
+    assert "is a file, not a folder" in _error([str(quickstart_run), "--out", str(quickstart_run / "experiment.json" / "r.html")],
+                                               capsys, monkeypatch)
+
+
+def test_missing_matplotlib_is_one_line(quickstart_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    line = _error([str(quickstart_run), "--out", str(tmp_path / "r.html")], capsys, monkeypatch)
+    assert "pip install 'seerbench[report]'" in line
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_quickstart_config_is_the_example() -> None:
+    cfg = quickstart_config()
+    assert cfg.name == "quickstart" and math.isfinite(cfg.eps)
