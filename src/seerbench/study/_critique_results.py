@@ -252,6 +252,10 @@ def _normal(estimate: float, variance: float, confidence: float = 0.95) -> Inter
     return Interval(estimate, estimate - half, estimate + half, None)
 
 
+# the range a mean's interval is clipped to: seconds are positive, the Likert scale is 1-7
+_RANGE = {"seconds": (0.0, math.inf), "likert": (1.0, 7.0)}
+
+
 def _measure(
     units: list[tuple[float, str, str, str]],
     conds: list[str],
@@ -264,7 +268,7 @@ def _measure(
     ``proportion`` (values in [0, 1]: Wilson / MOVER), ``count`` (critiques per answer: normal
     intervals, the variance at least the Poisson variance ``mean / n`` with ``n`` the smaller of the
     numbers of items and raters, so that a sample of equal counts keeps a width, and the lower
-    bound at least 0) or ``mean`` (normal intervals)."""
+    bound at least 0), or ``likert`` / ``seconds`` (normal intervals clipped to 1-7 / at least 0)."""
     if not units:
         return {}, {}
     values = np.array([u[0] for u in units], dtype=float)
@@ -287,7 +291,9 @@ def _measure(
             iv = _normal(float(means[g]), float(cov[g, g]))
             ivs[c] = Interval(iv.estimate, max(iv.ci_low, 0.0), iv.ci_high, None)
         else:
-            ivs[c] = _normal(float(means[g]), float(cov[g, g]))
+            iv = _normal(float(means[g]), float(cov[g, g]))
+            lo, hi = _RANGE.get(kind, (-math.inf, math.inf))
+            ivs[c] = Interval(iv.estimate, max(iv.ci_low, lo), min(iv.ci_high, hi), None)
         out[c] = _interval_dict(ivs[c], int(sel.sum()), kind)
     diffs: dict[str, dict[str, Any]] = {}
     for label, (ca, cn) in pairs.items():
@@ -365,8 +371,8 @@ def critique_stats(
     per_task: dict[str, tuple[str, list[tuple[float, str, str, str]]]] = {
         "critiques_per_answer": ("count", [(float(len(t["critiques"])), *key(t)) for t in tasks]),
         "any_critique": ("proportion", [(float(bool(t["critiques"])), *key(t)) for t in tasks]),
-        "likert": ("mean", [(float(t["likert"]), *key(t)) for t in tasks if t.get("likert") is not None]),
-        "seconds": ("mean", [(float(t["seconds"]), *key(t)) for t in tasks if t.get("seconds") is not None]),
+        "likert": ("likert", [(float(t["likert"]), *key(t)) for t in tasks if t.get("likert") is not None]),
+        "seconds": ("seconds", [(float(t["seconds"]), *key(t)) for t in tasks if t.get("seconds") is not None]),
         "used_edited": (
             "proportion",
             [(float(bool(c["edited"])), *key(t)) for t in tasks for c in t["critiques"] if c.get("used")],
