@@ -76,6 +76,7 @@ def _root(
 # Command modules register themselves on `app` when imported.
 from seerbench.cli import (  # noqa: E402
     _complementarity,  # noqa: F401
+    _critique,  # noqa: F401
     _datasets,  # noqa: F401
     _estimate,  # noqa: F401
     _export,  # noqa: F401

@@ -1,0 +1,380 @@
+"""``seerbench critique CONFIG``: answers -> critiques at several temperatures, de-duplicated,
+scored for helpfulness and sorted (seed 002, section 3.2).
+
+Every model call goes through the model layer (disk cache, retries, concurrency, usage), so a
+rerun of the same config costs no calls, and a run resumes: answers already in ``critiques.jsonl``
+are kept, a folder written by another config is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from seerbench.critique._answers import (
+    FLAW_KINDS,
+    answer_correct,
+    answer_temperature,
+    plant_flaw,
+    read_user_answers,
+    reference_answer,
+)
+from seerbench.critique._dedup import DEFAULT_THRESHOLD, dedup
+from seerbench.critique._format import Critique, CritiquedAnswer, dump_answer, read_critiques
+from seerbench.errors import ConfigError, DataError
+from seerbench.experiment._config import ElicitationSpec
+from seerbench.models import Model, elicit, get_model
+from seerbench.quotes import verify_quote
+from seerbench.types import Question
+
+__all__ = [
+    "DEFAULT_TEMPERATURES",
+    "CritiqueConfig",
+    "CritiqueRun",
+    "critique_answer",
+    "generate_critiques",
+    "helpfulness",
+    "parse_critique",
+    "sort_by_helpfulness",
+]
+
+DEFAULT_TEMPERATURES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 1.0)
+Kind = Literal["model", "reference", "misleading"]
+Flaw = Literal["number", "entity", "omission"]
+_KINDS: tuple[Kind, ...] = ("model", "reference", "misleading")
+_FLAWS: tuple[Flaw, ...] = ("number", "entity", "omission")
+assert _FLAWS == FLAW_KINDS
+
+
+class CritiqueConfig(BaseModel):
+    """What ``seerbench critique`` reads (see examples/critique.yaml and docs/critique.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(default="critique", min_length=1)
+    out: str = Field(default="runs/critique", min_length=1, description="Run folder (relative to the config).")
+    model: str = Field(default="local", min_length=1, description="The critic (and answerer) model spec.")
+    answer_model: str | None = Field(default=None, description="Model that writes `model` answers (default: model).")
+    helpfulness_model: str | None = Field(default=None, description="Model that scores helpfulness (default: model).")
+    dataset: dict[str, Any] | None = Field(default=None, description="name + options: questions to answer.")
+    answers: str | None = Field(default=None, description="JSONL of user-supplied answers (relative to the config).")
+    kinds: list[Kind] = Field(default_factory=lambda: list(_KINDS))
+    flaws: list[Flaw] = Field(default_factory=lambda: list(_FLAWS))
+    temperatures: list[float] = Field(default_factory=lambda: list(DEFAULT_TEMPERATURES))
+    dedup_threshold: float = Field(default=DEFAULT_THRESHOLD, gt=0, le=100)
+    max_tokens: int = Field(default=160, ge=8)
+    elicitation: ElicitationSpec = ElicitationSpec()
+    seed: int = 0
+    limit: int | None = Field(default=None, ge=1, description="Only the first N questions (or answers).")
+    concurrency: int = Field(default=8, ge=1, description="Answers in flight at once.")
+
+    @field_validator("temperatures")
+    @classmethod
+    def _temps(cls, v: list[float]) -> list[float]:
+        if not v:
+            raise ValueError("give at least one temperature")
+        if any(not 0 <= t <= 2 for t in v):
+            raise ValueError("temperatures must lie in [0, 2]")
+        if len(set(v)) != len(v):
+            raise ValueError("temperatures repeat")
+        return v
+
+    @model_validator(mode="after")
+    def _source(self) -> CritiqueConfig:
+        if (self.dataset is None) == (self.answers is None):
+            raise ValueError("give exactly one of `dataset` (questions to answer) and `answers` (a JSONL of answers)")
+        if self.dataset is not None and not isinstance(self.dataset.get("name"), str):
+            raise ValueError("dataset needs a name (e.g. {name: reading, n: 20})")
+        if not self.kinds or len(set(self.kinds)) != len(self.kinds):
+            raise ValueError("kinds must be a non-empty list of model, reference, misleading without repeats")
+        if not self.flaws:
+            raise ValueError("flaws must name at least one of number, entity, omission")
+        return self
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> CritiqueConfig:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"critique config {p} does not exist")
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        except yaml.YAMLError as e:
+            raise ConfigError(f"critique config {p} is not valid YAML ({str(e).splitlines()[0]})") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"critique config {p} must be a mapping of keys to values")
+        cfg = cls.parse(data, str(p))
+        updates: dict[str, Any] = {}
+        if not Path(cfg.out).is_absolute():
+            updates["out"] = str(p.parent / cfg.out)
+        if cfg.answers is not None and not Path(cfg.answers).is_absolute():
+            updates["answers"] = str(p.parent / cfg.answers)
+        return cfg.model_copy(update=updates)
+
+    @classmethod
+    def parse(cls, data: dict[str, Any], where: str = "(dict)") -> CritiqueConfig:
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            err = e.errors()[0]
+            loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+            msg = "unknown key (see docs/critique.md)" if err["type"] == "extra_forbidden" else err["msg"]
+            raise ConfigError(f"critique config {where}: {loc}: {msg.removeprefix('Value error, ')}") from None
+
+    def fingerprint(self) -> str:
+        """What decides the critiques (not where they go, how many, or how many at once)."""
+        keep = self.model_dump(exclude={"out", "concurrency", "limit", "name"})
+        return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# ---- prompts and parsing ------------------------------------------------------------------------
+
+_QUOTE = re.compile(r'(?im)^\s*QUOTE\s*:\s*"?(.*?)"?\s*$')
+
+
+def _material(ans: CritiquedAnswer) -> str:
+    passage = f"Passage:\n{ans.passage.strip()}\n\n" if ans.passage else ""
+    return f"{passage}Question: {ans.question.strip()}\n\nAnswer: {ans.answer.strip()}"
+
+
+def critique_prompt(ans: CritiquedAnswer) -> str:
+    return (
+        f"{_material(ans)}\n\nWrite one critique of the answer: name one specific flaw (a wrong fact or "
+        "number, a wrong name, a missing key point, or unclear reasoning) in one or two sentences. "
+        'Then, on its own line, quote the words of the answer or passage it is about, as QUOTE: "<words>".'
+    )
+
+
+def parse_critique(text: str) -> tuple[str, str | None]:
+    """The critique text and its quote (None when it gives none) from a model's reply."""
+    m = _QUOTE.search(text)
+    quote = m.group(1).strip() if m and m.group(1).strip() else None
+    body = _QUOTE.sub("", text).strip()
+    body = " ".join(body.split())
+    return body, quote
+
+
+def quote_verified(quote: str | None, ans: CritiquedAnswer) -> bool | None:
+    """Whether the quote occurs verbatim in the answer or the passage (None with no quote)."""
+    if quote is None:
+        return None
+    return bool(verify_quote(quote, ans.answer) or verify_quote(quote, ans.passage))
+
+
+def helpfulness_prompt(ans: CritiquedAnswer, critique: str) -> str:
+    return (
+        f"{_material(ans)}\n\nCritique: {critique}\n\nIs this critique helpful: does it point out a real "
+        "flaw in the answer that a careful reader should fix?\nA) Yes, it is helpful\nB) No, it is not helpful"
+    )
+
+
+async def helpfulness(model: Model, ans: CritiquedAnswer, critique: str, cfg: CritiqueConfig) -> float:
+    """P(helpful) elicited from ``model`` (the elicitation chain's first method that works);
+    raises :class:`DataError` when no method yields a probability (never a made-up number)."""
+    v = await elicit(model, helpfulness_prompt(ans, critique), ["A", "B"], cfg.elicitation.build(cfg.seed))
+    if not v.ok or v.probabilities is None:
+        raise DataError(f"answer {ans.answer_id!r}: no helpfulness probability ({v.error})")
+    return float(v.prob("A"))
+
+
+def sort_by_helpfulness(critiques: list[Critique]) -> list[Critique]:
+    """Highest helpfulness first; ties keep their order (stable)."""
+    return sorted(critiques, key=lambda c: -c.helpfulness)
+
+
+async def critique_answer(
+    critic: Model, judge: Model, ans: CritiquedAnswer, cfg: CritiqueConfig
+) -> CritiquedAnswer:
+    """``ans`` with one critique per temperature, near duplicates merged, helpfulness scored and
+    sorted. A temperature whose reply holds no critique text gives none."""
+    prompt = critique_prompt(ans)
+    outs = await asyncio.gather(*(
+        critic.generate(prompt, temperature=t, max_tokens=cfg.max_tokens, seed=cfg.seed) for t in cfg.temperatures
+    ))
+    raw = [(t, *parse_critique(o.text)) for t, o in zip(cfg.temperatures, outs, strict=True)]
+    raw = [r for r in raw if r[1]]
+    groups = dedup([r[1] for r in raw], cfg.dedup_threshold)
+    kept = [raw[g[0]] for g in groups]
+    scores = await asyncio.gather(*(helpfulness(judge, ans, text, cfg) for _, text, _ in kept))
+    crits = [
+        Critique(
+            id=f"c{i}", text=text, temperature=t, helpfulness=h, quote=quote, quote_verified=quote_verified(quote, ans),
+            merged=[raw[j][1] for j in g[1:]],
+        )
+        for i, ((t, text, quote), h, g) in enumerate(zip(kept, scores, groups, strict=True))
+    ]
+    return ans.model_copy(update={"critiques": sort_by_helpfulness(crits)})
+
+
+# ---- answers ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Todo:
+    """An answer to critique; a model answer's text is written first (``question`` set)."""
+
+    answer: CritiquedAnswer
+    question: Question | None = None
+
+
+def _question_answers(q: Question, cfg: CritiqueConfig) -> list[_Todo]:
+    base = {"question_id": q.id, "question": q.text, "passage": q.source_text}
+    out: list[_Todo] = []
+    for kind in cfg.kinds:
+        aid = f"{q.id}:{kind}"
+        if kind == "reference":
+            out.append(_Todo(CritiquedAnswer(**base, answer_id=aid, answer_kind="reference",
+                                             answer=reference_answer(q), correct=True)))
+        elif kind == "misleading":
+            flaw = plant_flaw(q, tuple(cfg.flaws), seed=cfg.seed)
+            if flaw is None:
+                raise DataError(
+                    f"question {q.id!r}: none of the flaws {cfg.flaws} can be planted in its reference answer "
+                    f"({reference_answer(q)!r}); add a flaw kind or drop `misleading` from kinds"
+                )
+            out.append(_Todo(CritiquedAnswer(
+                **base, answer_id=aid, answer_kind="misleading", answer=flaw.answer, correct=False,
+                intended_flaw=flaw.flaw, intended_critique=flaw.critique,
+                metadata={"flaw_kind": flaw.kind, "original": flaw.original, "replacement": flaw.replacement},
+            )))
+        else:
+            out.append(_Todo(CritiquedAnswer(**base, answer_id=aid, answer_kind="model", answer="",
+                                             answer_temperature=answer_temperature(q.id, cfg.seed)), q))
+    return out
+
+
+def answer_prompt(question: str, passage: str | None) -> str:
+    src = f"Passage:\n{passage.strip()}\n\n" if passage else ""
+    return f"{src}Question: {question.strip()}\n\nAnswer the question. Explain briefly, then end with 'The answer is <answer>.'"
+
+
+async def _write_model_answer(model: Model, todo: _Todo, cfg: CritiqueConfig) -> CritiquedAnswer:
+    ans, q = todo.answer, todo.question
+    assert q is not None and ans.answer_temperature is not None
+    out = await model.generate(answer_prompt(ans.question, ans.passage), temperature=ans.answer_temperature,
+                               max_tokens=cfg.max_tokens, seed=cfg.seed)
+    text = out.text.strip()
+    if not text:
+        raise DataError(f"answer {ans.answer_id!r}: the model wrote an empty answer")
+    return ans.model_copy(update={"answer": text, "correct": answer_correct(q, text)})
+
+
+def _todos(cfg: CritiqueConfig) -> list[_Todo]:
+    if cfg.answers is not None:
+        answers = read_user_answers(cfg.answers)
+        return [_Todo(a) for a in answers[: cfg.limit]]
+    from seerbench.datasets import load_dataset
+
+    assert cfg.dataset is not None
+    qs = list(load_dataset(str(cfg.dataset["name"]), **{k: v for k, v in cfg.dataset.items() if k != "name"}))
+    if not qs:
+        raise DataError(f"dataset {cfg.dataset['name']!r} gave no questions")
+    qs = qs[: cfg.limit] if cfg.limit else qs
+    for q in qs:
+        if not q.true_cases:
+            raise DataError(f"question {q.id!r} has no true option, so it has no reference answer to critique")
+    return [t for q in qs for t in _question_answers(q, cfg)]
+
+
+# ---- the run ------------------------------------------------------------------------------------
+
+
+@dataclass
+class CritiqueRun:
+    out: Path
+    answers: list[CritiquedAnswer]
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    resumed: int = 0
+
+    @property
+    def path(self) -> Path:
+        return self.out / "critiques.jsonl"
+
+
+def _done_lines(path: Path) -> dict[str, str]:
+    """Complete lines already written (a torn last line from a crash is dropped), by answer id."""
+    done: dict[str, str] = {}
+    if not path.is_file():
+        return done
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        try:
+            done[str(json.loads(raw)["answer_id"])] = raw
+        except (json.JSONDecodeError, KeyError, TypeError):
+            continue
+    return done
+
+
+def _check_folder(out: Path, cfg: CritiqueConfig) -> None:
+    meta = out / "critique.json"
+    if meta.is_file():
+        try:
+            old = json.loads(meta.read_text(encoding="utf-8")).get("fingerprint")
+        except json.JSONDecodeError:
+            old = None
+        if old != cfg.fingerprint():
+            raise ConfigError(
+                f"{out} holds critiques made with another critique config (models, answers, temperatures, "
+                "dedup or elicitation differ); give a new `out` or delete the folder"
+            )
+    elif (out / "critiques.jsonl").exists():
+        raise ConfigError(f"{out} has critiques.jsonl but no critique.json; give a new `out`")
+
+
+async def generate_critiques(
+    cfg: CritiqueConfig,
+    *,
+    critic: Model | None = None,
+    answerer: Model | None = None,
+    judge: Model | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
+) -> CritiqueRun:
+    """Write ``cfg.out``/``critiques.jsonl`` (one :class:`CritiquedAnswer` per answer, in the
+    answers' order) and ``critique.json`` (the config and its fingerprint). Resumes; an answer whose
+    model calls fail is listed in ``failed`` and left out (run again to retry it)."""
+    todos = _todos(cfg)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    _check_folder(out, cfg)
+    (out / "critique.json").write_text(json.dumps({"config": cfg.model_dump(), "fingerprint": cfg.fingerprint()}, indent=2))
+    path = out / "critiques.jsonl"
+    wanted = [t.answer.answer_id for t in todos]
+    want = set(wanted)
+    done = {k: v for k, v in _done_lines(path).items() if k in want}
+    path.write_text("".join(v + "\n" for v in done.values()), encoding="utf-8")
+    critic = critic or get_model(cfg.model)
+    answerer = answerer or (critic if cfg.answer_model in (None, cfg.model) else get_model(cfg.answer_model))
+    judge = judge or (critic if cfg.helpfulness_model in (None, cfg.model) else get_model(cfg.helpfulness_model))
+    todo = [t for t in todos if t.answer.answer_id not in done]
+    failed: list[tuple[str, str]] = []
+    n_done = len(todos) - len(todo)
+    sem = asyncio.Semaphore(cfg.concurrency)
+    if progress:
+        progress(n_done, len(todos), 0)
+
+    async def one(t: _Todo) -> None:
+        nonlocal n_done
+        async with sem:
+            try:
+                ans = await _write_model_answer(answerer, t, cfg) if t.question is not None else t.answer
+                ans = await critique_answer(critic, judge, ans, cfg)
+            except Exception as e:  # a model failure (after retries): this answer failed, not the run
+                failed.append((t.answer.answer_id, f"{type(e).__name__}: {e}"))
+            else:
+                with path.open("a", encoding="utf-8") as f:
+                    f.write(dump_answer(ans) + "\n")
+            n_done += 1
+            if progress:
+                progress(n_done, len(todos), len(failed))
+
+    await asyncio.gather(*(one(t) for t in todo))
+    lines = _done_lines(path)
+    path.write_text("".join(lines[a] + "\n" for a in wanted if a in lines), encoding="utf-8")
+    return CritiqueRun(out, read_critiques(path), failed, resumed=len(todos) - len(todo))
