@@ -7,6 +7,7 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,7 +101,7 @@ def test_answer_correct() -> None:
 
 def test_user_answers(tmp_path: Path) -> None:
     p = tmp_path / "a.jsonl"
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"question_id": "q1", "question": "2+2?", "answer_kind": "reference", "answer": "4", "correct": True},
         {"question_id": "q1", "question": "2+2?", "answer_kind": "misleading", "answer": "5",
          "intended_flaw": "5 not 4", "intended_critique": "2+2 is 4, not 5."},
