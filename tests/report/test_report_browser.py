@@ -1,0 +1,163 @@
+"""The report in real headless Chromium (Debian's ``chromium`` driven by Playwright) with the network
+blocked: it asks for nothing, logs no error, draws every figure, and its transcript browser filters,
+pages and shows run text as text."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from seerbench.report import build_report
+
+from ._html import read_report
+from .conftest import XSS
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed (apt-get install chromium)"),
+]
+
+
+@pytest.fixture(scope="module")
+def browser(quickstart_run: Path, evidence_run: Path) -> Iterator[Any]:
+    # the runs are made first: Playwright's sync API holds an event loop that the runner cannot share
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield b
+        b.close()
+
+
+class Opened:
+    """A report opened offline: every request other than the file itself is aborted and kept."""
+
+    def __init__(self, browser: Any, path: Path) -> None:
+        self.ctx = browser.new_context(viewport={"width": 1300, "height": 900}, offline=True)
+        self.page = self.ctx.new_page()
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        url = path.resolve().as_uri()
+
+        def route(r: Any) -> None:
+            if r.request.url == url:
+                r.continue_()
+            else:
+                self.requests.append(r.request.url)
+                r.abort()
+
+        self.ctx.route("**/*", route)
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type in ("error", "warning") else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("requestfailed", lambda r: self.errors.append(f"failed: {r.url}"))
+        self.page.goto(url)
+        self.page.wait_for_load_state("load")
+
+    def rows(self) -> list[str]:
+        return list(self.page.locator(".tb-row").evaluate_all("els => els.map(e => e.getAttribute('data-cell'))"))
+
+    def status(self) -> str:
+        return str(self.page.locator("#tb-status").text_content())
+
+
+@pytest.fixture(scope="module")
+def quickstart_html(quickstart_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_report([quickstart_run], tmp_path_factory.mktemp("b") / "quickstart.html")
+
+
+@pytest.fixture(scope="module")
+def evidence_html(evidence_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_report([evidence_run], tmp_path_factory.mktemp("b") / "evidence.html")
+
+
+def _check_offline_and_figures(o: Opened, path: Path) -> None:
+    assert o.requests == [] and o.errors == []
+    figs = o.page.locator(".fig")
+    assert figs.count() == len(read_report(path).figures) > 0
+    for i in range(figs.count()):
+        svg = figs.nth(i).locator("svg")
+        box = svg.bounding_box()
+        assert box is not None and box["width"] > 100 and box["height"] > 100
+        assert svg.locator("path").count() > 5  # axes, ticks and the data, drawn
+
+
+def test_quickstart_report_opens_offline(browser: Any, quickstart_html: Path) -> None:
+    o = Opened(browser, quickstart_html)
+    _check_offline_and_figures(o, quickstart_html)
+    assert o.page.locator("#asd .fig svg").count() == 1 and o.page.locator("#calibration .fig svg").count() == 1
+    assert len(o.rows()) == 20  # the first page of 7 cells x 4 questions
+    assert o.status() == "rows 1–20 of 28 (of 28)"
+    o.ctx.close()
+
+
+def test_filters_change_the_rows(browser: Any, evidence_html: Path, evidence_run: Path) -> None:
+    o = Opened(browser, evidence_html)
+    _check_offline_and_figures(o, evidence_html)
+    page = o.page
+    data = json.loads(read_report(evidence_html).json["browser-data"])
+    total = len(data["rows"])
+    assert o.status() == f"rows 1–20 of {total} (of {total})"
+    page.click("#tb-next")
+    assert o.status() == f"rows 21–40 of {total} (of {total})" and len(o.rows()) == 20
+    page.click("#tb-prev")
+
+    page.select_option("#tb-protocol", "Consultancy_t1")
+    assert set(o.rows()) == {"Consultancy_t1/A_scripted-report-agent_J_scripted-report-judge"} and len(o.rows()) == 5
+    page.check("#tb-wrong")  # consultancy: the judge follows the consultant, so each question has a wrong verdict
+    assert len(o.rows()) == 4  # e2 failed to parse: no verdict to be wrong
+    page.uncheck("#tb-wrong")
+    page.check("#tb-failures")
+    assert len(o.rows()) == 1
+    assert page.locator(".tb-row").get_attribute("data-question") == "e2"
+    page.uncheck("#tb-failures")
+    page.select_option("#tb-protocol", "")
+
+    page.select_option("#tb-judge", "trust")
+    assert set(o.rows()) == {"BlindTrust/J_trust"}
+    page.select_option("#tb-judge", "")
+
+    page.fill("#tb-search", "island 3")  # words of question e3's passage are not searched; its text is
+    page.wait_for_timeout(400)
+    assert o.rows() == []
+    page.fill("#tb-search", "question e3")
+    page.wait_for_timeout(400)
+    assert {page.locator(".tb-row").nth(i).get_attribute("data-question") for i in range(len(o.rows()))} == {"e3"}
+    assert len(o.rows()) == 8
+    page.fill("#tb-search", "ninety ships")  # a quote's text is not searched, the agent's argument is
+    page.wait_for_timeout(400)
+    assert o.status().startswith("no rows match")
+    assert o.errors == [] and o.requests == []
+    o.ctx.close()
+
+
+def test_transcripts_render_as_text(browser: Any, evidence_html: Path) -> None:
+    o = Opened(browser, evidence_html)
+    page = o.page
+    page.select_option("#tb-protocol", "EvidenceDebate_SA")
+    texts = page.locator(".tb-text").all_text_contents()
+    assert texts and all(XSS in t for t in texts)
+    assert page.evaluate("() => window.__pwned === undefined")
+    assert page.locator("#tb-rows script, #tb-rows img").count() == 0
+    ok = page.locator(".tb-quote.q-ok").all_text_contents()
+    bad = page.locator(".tb-quote.q-bad").all_text_contents()
+    assert ok and all(t.endswith(" verified") and "three ships" in t for t in ok)
+    assert bad and all(t.endswith(" unverified") and "ninety ships" in t for t in bad)
+    assert o.errors == [] and o.requests == []
+    o.ctx.close()
+
+
+def test_side_by_side_in_the_browser(browser: Any, quickstart_run: Path, evidence_run: Path, tmp_path: Path) -> None:
+    path = build_report([quickstart_run, evidence_run], tmp_path / "both.html")
+    o = Opened(browser, path)
+    _check_offline_and_figures(o, path)
+    assert o.page.locator("#asd .run").count() == 2
+    o.page.select_option("#tb-run", "quickstart")
+    assert len(o.rows()) == 20 and o.status().endswith("of 28 (of 68)")
+    o.ctx.close()
