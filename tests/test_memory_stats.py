@@ -148,6 +148,7 @@ def _peak(fn: Callable[[], object]) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.slow
 def test_summarize_run_memory_is_far_below_the_file(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Reading a cell's lines whole holds every parsed line (several times the file's size);
     streaming holds a few floats per line. With small bootstrap blocks (whose size does not
