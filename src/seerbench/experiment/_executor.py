@@ -172,9 +172,8 @@ class LocalExecutor:
             w = CellWriter(exp, out, spec, questions, progress)
             if on_start:
                 on_start(spec, w.n_done, w.total)
-            protocol = exp._protocol(spec)
             try:
-                await run_questions(protocol, w.todo, concurrency=exp.config.concurrency, fmt=w.fmt, cell=spec.key,
+                await run_questions(exp._protocol(spec), w.todo, concurrency=exp.config.concurrency, fmt=w.fmt, cell=spec.key,
                                     on_line=w.write, on_error=w.error)
             finally:
                 w.close()
