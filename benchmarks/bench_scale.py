@@ -95,7 +95,8 @@ def main() -> None:
     (tmp / "responders.py").write_text(RESPONDERS)
     rows = []
     for n in args.sizes:
-        row: dict[str, Any] = {"questions": n, "protocols": len(PROTOCOLS), "executor": args.executor}
+        row: dict[str, Any] = {"questions": n, "protocols": len(PROTOCOLS), "executor": args.executor,
+                               "load_average_before": [round(x, 2) for x in os.getloadavg()]}
         for what in ("run", "stats"):
             out = subprocess.run([sys.executable, __file__, "--child", what, str(tmp), str(n), args.executor],
                                  check=True, capture_output=True, text=True).stdout
