@@ -98,15 +98,17 @@ n_boot: 200
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A local Ray instance for the module, its workers (of every driver that joins it) with a
     disk cache of their own: the environment at ray.init is theirs. Yields its address."""
-    old = os.environ.get("SEERBENCH_CACHE_DIR")
-    os.environ["SEERBENCH_CACHE_DIR"] = str(tmp_path_factory.mktemp("ray-cache"))
+    env = {"SEERBENCH_CACHE_DIR": str(tmp_path_factory.mktemp("ray-cache")), "RAY_USAGE_STATS_ENABLED": "0"}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     try:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     finally:
-        if old is None:
-            del os.environ["SEERBENCH_CACHE_DIR"]
-        else:
-            os.environ["SEERBENCH_CACHE_DIR"] = old
+        for k, v in old.items():
+            if v is None:
+                del os.environ[k]
+            else:
+                os.environ[k] = v
     try:
         yield ray.get_runtime_context().gcs_address
     finally:

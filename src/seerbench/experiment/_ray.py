@@ -17,6 +17,7 @@ task's working directory (a runtime env ``working_dir``).
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import uuid
 from collections.abc import Iterator, Sequence
@@ -150,6 +151,8 @@ class RayExecutor:
         started = False
         if not ray.is_initialized():
             _check_reachable(self.address)
+            # a Ray instance started for a run does not report usage statistics unless asked to
+            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
             try:
                 ray.init(address=self.address, runtime_env=self.runtime_env, include_dashboard=False,
                          log_to_driver=False, configure_logging=False)
