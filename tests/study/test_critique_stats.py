@@ -191,22 +191,43 @@ def test_refusals() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mean_count", [0.3, 2.0])
-def test_count_interval_covers_under_clustering(mean_count: float) -> None:
+@pytest.mark.parametrize(("mean_count", "n_raters"), [(0.1, 8), (0.3, 8), (2.0, 8), (2.0, 30)])
+def test_count_interval_covers_under_clustering(mean_count: float, n_raters: int) -> None:
     # Critiques per answer with answer and rater effects (log-normal multipliers on a Poisson
-    # rate); 40 answers x 8 raters, each answer critiqued by 3 raters. The 95% interval should
-    # cover the true mean in about 95% of studies; near zero (0.3) included.
+    # rate); 40 answers, each critiqued by 3 of n_raters raters. The 95% interval should cover the
+    # true mean in about 95% of studies; near zero included (measured: 0.965, 0.955, 0.915, 0.925
+    # over 200 studies; with the normal quantile instead of t, 0.875 at 8 raters).
     rng = np.random.default_rng(7)
     sims, hits = 150, 0
     for s in range(sims):
         ia = rng.normal(0, 0.5, 40)
-        rb = rng.normal(0, 0.3, 8)
+        rb = rng.normal(0, 0.3, n_raters)
         units = []
         for i in range(40):
-            for r in rng.choice(8, 3, replace=False):
+            for r in rng.choice(n_raters, 3, replace=False):
                 lam = mean_count * math.exp(ia[i] + rb[r] - 0.5**2 / 2 - 0.3**2 / 2)
                 units.append((float(rng.poisson(lam)), "c", f"i{i}", f"r{r}"))
         per, _ = _measure(units, ["c"], {}, "count", seed=s)
         # the true mean over this study's answers and raters is mean_count in expectation
         hits += per["c"]["ci_low"] <= mean_count <= per["c"]["ci_high"]
+    assert hits / sims >= 0.9, hits / sims
+
+
+@pytest.mark.slow
+def test_paired_count_difference_covers_under_clustering() -> None:
+    # assist - no assist in critiques per answer: every answer critiqued in both conditions by
+    # different raters (answer effect shared by the pair, rater effects), true difference 0.8
+    rng = np.random.default_rng(11)
+    sims, hits = 150, 0
+    for s in range(sims):
+        ia = rng.normal(0, 0.5, 40)
+        rb = rng.normal(0, 0.3, 10)
+        units = []
+        for i in range(40):
+            ra, rn = rng.choice(10, 2, replace=False)
+            for cond, base, r in (("a", 1.8, ra), ("n", 1.0, rn)):
+                lam = base * math.exp(ia[i] + rb[r] - 0.5**2 / 2 - 0.3**2 / 2)
+                units.append((float(rng.poisson(lam)), cond, f"i{i}", f"r{r}"))
+        _, diff = _measure(units, ["a", "n"], {"x": ("a", "n")}, "count", seed=s)
+        hits += diff["x"]["ci_low"] <= 0.8 <= diff["x"]["ci_high"]
     assert hits / sims >= 0.9, hits / sims

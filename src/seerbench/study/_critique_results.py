@@ -18,11 +18,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
+from scipy.stats import t as student_t
 
 from seerbench.complementarity._bootstrap import (
     DEFAULT_N_BOOT,
     Interval,
-    _z,
     cluster_group_means,
     codes,
     correlation,
@@ -238,17 +238,21 @@ def _interval_dict(iv: Interval, n: int, kind: str) -> dict[str, Any]:
     method = (
         "cluster bootstrap (items and raters), Wilson interval at the effective n"
         if kind == "proportion"
-        else "cluster bootstrap (items and raters), normal interval with a Poisson variance floor"
+        else "cluster bootstrap (items and raters), t interval (clusters - 1 df) with a Poisson variance floor"
         if kind == "count"
-        else "cluster bootstrap (items and raters), normal interval"
+        else "cluster bootstrap (items and raters), t interval (clusters - 1 df)"
     )
     return {"n": n, "mean": iv.estimate, "ci_low": iv.ci_low, "ci_high": iv.ci_high, "method": method}
 
 
-def _normal(estimate: float, variance: float, confidence: float = 0.95) -> Interval:
+def _t_interval(estimate: float, variance: float, df: float, confidence: float = 0.95) -> Interval:
+    """``estimate`` +- t * sqrt(``variance``) with Student's t at ``df`` degrees of freedom (the
+    number of clusters behind the variance, less one: with few raters the bootstrap variance is
+    itself uncertain, and the normal quantile undercovers)."""
     if math.isnan(estimate) or math.isnan(variance):
         return Interval(estimate, math.nan, math.nan, None)
-    half = _z(confidence) * math.sqrt(max(variance, 0.0))
+    q = float(student_t.ppf(0.5 + confidence / 2, max(df, 1.0)))
+    half = q * math.sqrt(max(variance, 0.0))
     return Interval(estimate, estimate - half, estimate + half, None)
 
 
@@ -265,10 +269,9 @@ def _measure(
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """Per-condition means of ``units`` ((value, condition, item, rater)) with cluster-bootstrap
     intervals, and the paired differences ``pairs`` (label -> (assist, no_assist)). ``kind`` is
-    ``proportion`` (values in [0, 1]: Wilson / MOVER), ``count`` (critiques per answer: normal
-    intervals, the variance at least the Poisson variance ``mean / n`` with ``n`` the smaller of the
-    numbers of items and raters, so that a sample of equal counts keeps a width, and the lower
-    bound at least 0), or ``likert`` / ``seconds`` (normal intervals clipped to 1-7 / at least 0)."""
+    ``proportion`` (values in [0, 1]: Wilson / MOVER), ``count`` (critiques per answer: t
+    intervals at the fewer of items and raters less one degrees of freedom, the variance at least the Poisson variance ``mean / n`` of ``n`` independent counts,
+    so that a sample of equal counts keeps a width, and the lower bound at least 0), or ``likert`` / ``seconds`` (t intervals clipped to 1-7 / at least 0)."""
     if not units:
         return {}, {}
     values = np.array([u[0] for u in units], dtype=float)
@@ -279,6 +282,10 @@ def _measure(
     means, cov = cluster_group_means(values, items, raters, groups, len(conds), n_boot=DEFAULT_N_BOOT, seed=seed)
     ivs: dict[str, Interval] = {}
     out: dict[str, dict[str, Any]] = {}
+
+    def df(sel: np.ndarray) -> float:
+        return float(min(np.unique(items[sel]).size, np.unique(raters[sel]).size) - 1)
+
     for c, g in group_of.items():
         sel = groups == g
         if not sel.any():
@@ -286,12 +293,11 @@ def _measure(
         if kind == "proportion":
             ivs[c] = group_interval(means, cov, g, sel, items, raters)
         elif kind == "count":
-            n_b = float(min(np.unique(items[sel]).size, np.unique(raters[sel]).size))
-            cov[g, g] = max(float(cov[g, g]), float(means[g]) / n_b)
-            iv = _normal(float(means[g]), float(cov[g, g]))
+            cov[g, g] = max(float(cov[g, g]), float(means[g]) / float(sel.sum()))
+            iv = _t_interval(float(means[g]), float(cov[g, g]), df(sel))
             ivs[c] = Interval(iv.estimate, max(iv.ci_low, 0.0), iv.ci_high, None)
         else:
-            iv = _normal(float(means[g]), float(cov[g, g]))
+            iv = _t_interval(float(means[g]), float(cov[g, g]), df(sel))
             lo, hi = _RANGE.get(kind, (-math.inf, math.inf))
             ivs[c] = Interval(iv.estimate, max(iv.ci_low, lo), min(iv.ci_high, hi), None)
         out[c] = _interval_dict(ivs[c], int(sel.sum()), kind)
@@ -303,7 +309,8 @@ def _measure(
         if kind == "proportion":
             d = difference_interval(ivs[ca], ivs[cn], correlation(cov, a, b))
         else:
-            d = _normal(ivs[ca].estimate - ivs[cn].estimate, float(cov[a, a] + cov[b, b] - 2 * cov[a, b]))
+            both = (groups == a) | (groups == b)
+            d = _t_interval(ivs[ca].estimate - ivs[cn].estimate, float(cov[a, a] + cov[b, b] - 2 * cov[a, b]), df(both))
         diffs[label] = {"mean": d.estimate, "ci_low": d.ci_low, "ci_high": d.ci_high}
     return out, diffs
 
