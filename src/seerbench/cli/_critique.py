@@ -37,6 +37,7 @@ def critique_cmd(
     config: Annotated[Path, typer.Argument(help="Critique YAML (see examples/critique.yaml).")],
     out: Annotated[Path | None, typer.Option("--out", help="Run folder (overrides the config's `out`).")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N questions (or answers).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model spec for every role (overrides the config).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
     """Write critiques of answers (model, reference, misleading with a planted flaw): one per
@@ -50,6 +51,8 @@ def critique_cmd(
         updates["out"] = str(out)
     if limit is not None:
         updates["limit"] = limit
+    if model is not None:
+        updates.update(model=model, answer_model=None, helpfulness_model=None)
     if updates:
         cfg = CritiqueConfig.parse({**cfg.model_dump(), **updates}, str(config))
     started = time.time()

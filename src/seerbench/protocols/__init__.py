@@ -77,3 +77,10 @@ __all__ = [
     "stable_coin",
     "swap_options",
 ]
+
+# CritiqueJudge (seed 002) comes last: its module registers the `critiques` dataset, whose package
+# reads configs that name protocols.
+from seerbench.protocols._critique import CritiqueJudge  # noqa: E402
+
+register_protocol()(CritiqueJudge)
+__all__ += ["CritiqueJudge"]

@@ -1,0 +1,52 @@
+"""The ``critiques`` dataset: the answers of a ``critiques.jsonl`` as two-option questions for
+model judges ("is this answer correct or flawed?"), with their critiques, sorted by helpfulness,
+in ``metadata["critiques"]`` for the ``CritiqueJudge`` protocol.
+
+Option A is "correct", B "flawed"; the true one is the answer's ``correct`` field. An answer whose
+correctness is not known (``correct: null``) cannot be scored: it is refused, naming it, unless
+``unknown: skip`` says to leave such answers out.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from seerbench.critique._format import read_critiques
+from seerbench.datasets import register_dataset
+from seerbench.errors import ConfigError, DataError
+from seerbench.types import AnswerCase, Question
+
+__all__ = ["critique_questions"]
+
+
+def judge_text(question: str, answer: str) -> str:
+    return f"{question.strip()}\n\nAnswer under review: {answer.strip()}\n\nIs the answer under review correct, or is it flawed?"
+
+
+@register_dataset("critiques", kind="generated", description="answers of a critiques.jsonl: is each correct or flawed?")
+def critique_questions(path: str, unknown: Literal["refuse", "skip"] = "refuse") -> list[Question]:
+    if unknown not in ("refuse", "skip"):
+        raise ConfigError(f"dataset critiques: unknown must be refuse or skip, not {unknown!r}")
+    out: list[Question] = []
+    for a in read_critiques(path):
+        if a.correct is None:
+            if unknown == "skip":
+                continue
+            raise DataError(
+                f"{path}: answer {a.answer_id!r} has correct: null, so a judge's verdict on it cannot be scored; "
+                "give `unknown: skip` in the dataset options to leave such answers out"
+            )
+        out.append(Question(
+            id=a.answer_id,
+            text=judge_text(a.question, a.answer),
+            source_text=a.passage,
+            answer_cases=[
+                AnswerCase(short="A", long="The answer is correct.", value=float(a.correct)),
+                AnswerCase(short="B", long="The answer is flawed.", value=float(not a.correct)),
+            ],
+            metadata={"question_id": a.question_id, "answer_kind": a.answer_kind,
+                      "critiques": [c.model_dump(mode="json") for c in a.critiques]},
+        ))
+    if not out:
+        raise DataError(f"{path}: no answer with a known correctness to judge")
+    return out
