@@ -357,3 +357,40 @@ def test_run_json_and_stats_json_share_the_shape(tmp_path: Path, capsys: pytest.
     stats = json.loads(text)
     assert set(ran) - {"failed_question_runs"} == set(stats) and "pressure" in ran
     assert ran["pressure"] == stats["pressure"]
+
+
+def test_verdicts_cap_the_accuracy_interval() -> None:
+    """A question's accuracy averaging 2 verdicts (values 0, 0.5, 1) has less variance than one
+    0/1 verdict: with verdicts = 2n the Wilson interval may use the smaller variance, so it is no
+    wider than with the default cap of one verdict per question. Fewer verdicts than questions
+    is refused."""
+    rng = np.random.default_rng(4)
+    acc = (rng.random((2, 2, 60)) < 0.6).mean(axis=0)  # 2 verdicts per question, independent
+    other = rng.normal(size=(2, 60))
+    vals = {"asd": other, "ase": other + np.array([[0.0], [1.0]]), "accuracy": acc}
+    one, _, _ = pressure_from_values([1, 2], vals, n_boot=400)
+    two, _, _ = pressure_from_values([1, 2], vals, n_boot=400, verdicts=[120, 120])
+    w1 = one[0]["accuracy"].ci_high - one[0]["accuracy"].ci_low
+    w2 = two[0]["accuracy"].ci_high - two[0]["accuracy"].ci_low
+    assert w2 < w1
+    with pytest.raises(ValueError, match="at least one verdict per question"):
+        pressure_from_values([1, 2], vals, verdicts=[30, 120])
+
+
+@pytest.mark.slow
+def test_accuracy_coverage_two_verdicts_per_question() -> None:
+    """Consultancy-like accuracies (the mean of 2 correlated verdicts per question) near 1, with
+    verdicts = 2n: the intervals still cover about 95%."""
+    rng = np.random.default_rng(3)
+    n, p, reps, hit_acc, hit_diff = 50, (0.97, 0.99), 300, 0, 0
+    for r in range(reps):
+        q = rng.random(n)  # shared by the question's 2 verdicts and by both N, half the time
+        latent = np.where(rng.random((2, 2, n)) < 0.5, q, rng.random((2, 2, n)))
+        acc = (latent < np.array(p)[:, None, None]).mean(axis=1)
+        other = rng.normal(size=(2, n))
+        per_n, steps, _ = pressure_from_values([1, 2], {"asd": other, "ase": other + np.array([[0.0], [1.0]]), "accuracy": acc},
+                                               n_boot=300, seed=r, verdicts=[2 * n, 2 * n])
+        hit_acc += per_n[0]["accuracy"].ci_low <= p[0] <= per_n[0]["accuracy"].ci_high
+        hit_diff += steps[0]["accuracy"].ci_low <= p[1] - p[0] <= steps[0]["accuracy"].ci_high
+    assert 0.92 <= hit_acc / reps <= 1.0, hit_acc / reps
+    assert 0.92 <= hit_diff / reps <= 1.0, hit_diff / reps

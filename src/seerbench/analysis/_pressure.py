@@ -24,7 +24,8 @@ replicates' slopes.
 
 Judge accuracy is a mean of values in [0, 1], often near 1, where a percentile interval collapses
 onto an all-correct sample. Its per-N interval is Wilson's at the effective sample size the
-bootstrap variance implies (the number of clusters when that variance is 0), and a successive-N
+bootstrap variance implies (the number of clusters when that variance is 0; at most the number of
+verdicts the accuracies average), and a successive-N
 difference takes the wider of the percentile interval and the MOVER combination of the two Wilson
 intervals with the replicates' correlation (each alone undercovers somewhere; tests/test_pressure.py
 measures both).
@@ -178,12 +179,12 @@ def _ols(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _accuracy_intervals(
-    means: np.ndarray, boot: np.ndarray | None, k: int, n: int, g: int, confidence: float
+    means: np.ndarray, boot: np.ndarray | None, k: int, n: int, g: int, confidence: float, n_max: Sequence[float]
 ) -> dict[tuple[str, int], tuple[float, float]]:
     """Intervals of judge accuracy (a mean of values in [0, 1]) that keep their coverage near 0 and
     1, where a percentile interval collapses onto the estimate: Wilson's at the effective sample
     size the bootstrap variance implies (the number of clusters when that variance says nothing,
-    at 0 or 1), and for a difference between successive N the MOVER combination of the two with
+    at 0 or 1; at most ``n_max[j]``, the verdicts behind the accuracies at step j), and for a difference between successive N the MOVER combination of the two with
     the replicates' correlation (:mod:`seerbench.complementarity._bootstrap`)."""
     from seerbench.complementarity._bootstrap import Interval, difference_interval, proportion_interval
 
@@ -193,7 +194,7 @@ def _accuracy_intervals(
     reps = boot[2 * k:3 * k] if boot is not None else None
     cov = np.cov(reps) if reps is not None else np.zeros((k, k))
     ivs: list[Interval] = [
-        proportion_interval(float(means[j]), float(cov[j, j]), n_max=float(n), n_boundary=float(g), confidence=confidence)
+        proportion_interval(float(means[j]), float(cov[j, j]), n_max=float(n_max[j]), n_boundary=float(g), confidence=confidence)
         for j in range(k)
     ]
     out = {("accuracy", j): (iv.ci_low, iv.ci_high) for j, iv in enumerate(ivs)}
@@ -213,12 +214,16 @@ def pressure_from_values(
     confidence: float = 0.95,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
+    verdicts: Sequence[float] | None = None,
 ) -> tuple[list[dict[str, Summary]], list[dict[str, Summary]], Slope | None]:
     """The statistics of one group from its per-question values.
 
     ``values[m]`` for m in :data:`PRESSURE_METRICS` is a ``len(ns) x n`` array: row j holds the
     values at N = ``ns[j]``, column i question i (the same question in every row). ``clusters``
-    labels each question's cluster (None: every question its own). Returns per-N summaries, the
+    labels each question's cluster (None: every question its own). ``verdicts[j]`` is the number
+of judge verdicts the accuracies at N = ``ns[j]`` average (a consultancy question's accuracy is the
+mean of 2 verdicts; default: one per question): it caps the effective sample size of the accuracy
+interval. Returns per-N summaries, the
     summaries of successive differences (row j+1 - row j), and the slope of mean ASD on mean ASE
     (None when ASE is the same at every N)."""
     if not 0 < confidence < 1:
@@ -249,7 +254,10 @@ def pressure_from_values(
     else:
         boot = None
     summaries: dict[tuple[str, int], Summary] = {}
-    acc_iv = _accuracy_intervals(arrays["accuracy"].mean(axis=1), boot, k, n, g, confidence)
+    n_max = [float(n)] * k if verdicts is None else [float(v) for v in verdicts]
+    if len(n_max) != k or any(v < n for v in n_max):
+        raise ValueError(f"verdicts must give, per N, at least one verdict per question ({n}); got {verdicts}")
+    acc_iv = _accuracy_intervals(arrays["accuracy"].mean(axis=1), boot, k, n, g, confidence, n_max)
     for r, (m, j, x) in enumerate(rows):
         mean = float(x.mean()) if n else math.nan
         std = float(x.std(ddof=1)) if n > 1 else 0.0
@@ -356,7 +364,12 @@ def optimization_pressure(
         axes = {a: first.get(a) for a in group_axes}
         gkey = repr(sorted(axes.items()))
         axes_of[gkey] = axes
-        groups.setdefault(gkey, {})[int(first.get("best_of_n") or 1)] = cell
+        nv = int(first.get("best_of_n") or 1)
+        group = groups.setdefault(gkey, {})
+        if nv in group:  # two cells at one point of the grid: which to compare would be a guess
+            raise ConfigError(f"cells {group[nv].key} and {cell.key} have the same protocol, agent, judge, tools and "
+                              f"best_of_n ({nv}); move one of them out of {folder.path}")
+        group[nv] = cell
 
     out: list[PressureGroup] = []
     for gkey, by_n in groups.items():
@@ -365,6 +378,7 @@ def optimization_pressure(
         ns = sorted(by_n)
         per_cell: list[dict[str, tuple[float, float, float]]] = []
         labels: dict[str, str] = {}
+        n_verdicts: dict[int, dict[str, int]] = {nv: {} for nv in ns}
         for nv in ns:
             vals: dict[str, tuple[float, float, float]] = {}
             for ln in ResultsFile(by_n[nv].results_path):
@@ -375,6 +389,9 @@ def optimization_pressure(
                 if not (math.isfinite(asd) and math.isfinite(ase)):
                     continue
                 vals[s["question_id"]] = (float(asd), float(ase), float(acc))
+                # distinct verdicts behind the accuracy: one run serves every case of a symmetric line
+                n_verdicts[nv][s["question_id"]] = 1 if s.get("symmetric") else sum(
+                    1 for c in s["answer_cases"] if c.get("agent_score") is not None)
                 labels.setdefault(s["question_id"], _cluster_label(s, cluster))
             per_cell.append(vals)
         # in the first N's file order (dataset order), so that without clusters or dropped
@@ -384,8 +401,9 @@ def optimization_pressure(
         arrays = {m: np.array([[v[q][i] for q in common] for v in per_cell]).reshape(len(ns), len(common))
                   for i, m in enumerate(PRESSURE_METRICS)}
         clusters = [labels[q] for q in common]
+        verdicts = [sum(max(n_verdicts[nv][q], 1) for q in common) for nv in ns]
         per_n, steps, slope = pressure_from_values(ns, arrays, clusters=clusters, confidence=confidence,
-                                                   n_boot=n_boot_v, seed=seed_v)
+                                                   n_boot=n_boot_v, seed=seed_v, verdicts=verdicts)
         notes = []
         n_clusters = len(set(clusters))
         if 0 < n_clusters < MIN_CLUSTERS:
