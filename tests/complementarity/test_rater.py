@@ -202,3 +202,17 @@ def test_embedded_model_end_to_end(tmp_path: Path) -> None:
     ai_items(read_ai_ratings(tmp_path / "run"))  # the analysis reads it
     again = asyncio.run(rate(cfg.model_copy(update={"out": str(tmp_path / "run2")})))  # all from the cache
     assert [r.trace for r in again.ratings] == [r.trace for r in res.ratings]
+
+
+def test_scripted_stand_in_plays_the_protocol(tmp_path: Path) -> None:
+    # scripted:factcheck (docs/complementarity.md's quick flow): it must pass the verifier except
+    # where it drops OVERALL on purpose, judge most generated sentences right, and vary its confidence
+    cfg = RaterConfig.parse({"model": "scripted:factcheck", "out": str(tmp_path / "run"), "samples": 10, "limit": 60,
+                             "results_per_query": 5, "dataset": {"name": "factcheck", "entities": 40, "seed": 4}})
+    res = asyncio.run(rate(cfg))
+    assert len(res.ratings) == 60
+    for r in res.ratings:
+        assert set(r.trace["verifier"]["rejected"]) <= {"no_overall"}
+        assert r.n_verified == 10 - r.trace["verifier"]["rejected"].get("no_overall", 0)
+    assert sum(r.rating == r.label for r in res.ratings) >= 45
+    assert len({r.confidence for r in res.ratings}) > 3

@@ -55,6 +55,7 @@ def rate_cmd(
     out: Annotated[Path | None, typer.Option("--out", help="Run folder (overrides the config's `out`).")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Rate at most N sentences.")] = None,
     samples: Annotated[int | None, typer.Option("--samples", min=1, help="Samples per sentence (overrides the config).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model spec (overrides the config), e.g. local or scripted:factcheck.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
     """Rate sentences with the AI fact-verification rater (seed 000): N samples per sentence, a
@@ -70,6 +71,8 @@ def rate_cmd(
         updates["limit"] = limit
     if samples is not None:
         updates["samples"] = samples
+    if model is not None:
+        updates["model"] = model
     if updates:
         cfg = RaterConfig.parse({**cfg.model_dump(), **updates}, str(config))
     started = time.time()

@@ -10,6 +10,7 @@ majority rating and confidence).
 3
 """
 
+from seerbench.factcheck import _scripted  # noqa: F401  (registers the model spec scripted:factcheck)
 from seerbench.factcheck._files import load_factcheck_files, read_corpus, read_sentences
 from seerbench.factcheck._generate import (
     LABELS,

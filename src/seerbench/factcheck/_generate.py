@@ -331,13 +331,14 @@ def _claim_with(entity: Entity, want: str, rng: random.Random, names: _Names, av
 
 
 def make_sentences(entity: Entity, per_entity: int, rng: random.Random) -> Iterator[FactItem]:
-    """``per_entity`` sentences about ``entity``, cycling through the four labels (one or two
+    """Up to ``per_entity`` distinct sentences about ``entity``, cycling through the four labels (one or two
     claims each; in a two-claim sentence the second claim is accurate, so the label comes from the
     first one and from :func:`sentence_label`)."""
     names = _Names(rng)
     targets = list(LABELS)
     rng.shuffle(targets)
     made = 0
+    seen: set[str] = set()
     for k in range(per_entity * 3):
         if made == per_entity:
             break
@@ -351,6 +352,9 @@ def make_sentences(entity: Entity, per_entity: int, rng: random.Random) -> Itera
             if second is not None:
                 claims.append(second)
         text = " and ".join(c.text for c in claims)
+        if text in seen:  # the same sentence twice would be one item under two ids
+            continue
+        seen.add(text)
         label = sentence_label([c.label for c in claims])
         yield FactItem(f"{entity.id}-s{made}", _cap(text) + ".", label, claims, entity.id)
         made += 1
