@@ -394,3 +394,31 @@ def test_accuracy_coverage_two_verdicts_per_question() -> None:
         hit_diff += steps[0]["accuracy"].ci_low <= p[1] - p[0] <= steps[0]["accuracy"].ci_high
     assert 0.92 <= hit_acc / reps <= 1.0, hit_acc / reps
     assert 0.92 <= hit_diff / reps <= 1.0, hit_diff / reps
+
+
+def test_one_grid_point_twice_is_refused(bon_run: Path, tmp_path: Path) -> None:
+    run = tmp_path / "dup"
+    shutil.copytree(bon_run, run)
+    shutil.copytree(run / "Consultancy_t1", run / "Consultancy_t1_copy")
+    with pytest.raises(ConfigError, match="same protocol, agent, judge, tools and best_of_n"):
+        optimization_pressure(run)
+
+
+def test_questions_sharing_a_passage_are_one_cluster(tmp_path: Path) -> None:
+    """12 questions on 4 passages (3 each): cluster="source" resamples 4 clusters, "none" 12."""
+    from seerbench.types import AnswerCase, Question
+
+    qs = [Question(id=f"p{i // 3}-q{i}", text=f"Question {i} about passage {i // 3}?", source_text=f"Passage number {i // 3}.",
+                   answer_cases=[AnswerCase(short="A", long=f"yes {i}", value=1.0), AnswerCase(short="B", long=f"no {i}", value=0.0)])
+          for i in range(12)]
+    cfg = ExperimentConfig.parse({"name": "passages", "dataset": "arithmetic", "judge_models": ["scripted:coin"],
+                                  "agent_models": ["scripted:coin"], "protocols": ["Consultancy"], "best_of_n": [1, 2],
+                                  "agent_generation": {"temperature": 0.8}, "n_boot": 200})
+    out = tmp_path / "passages"
+    Experiment(cfg, questions=qs, out=out).run()
+    (g,) = optimization_pressure(out).groups
+    assert (g.n_questions, g.n_clusters) == (12, 4)
+    assert any("only 4 independent question cluster" in n for n in g.notes)
+    (flat,) = optimization_pressure(out, cluster="none").groups
+    assert flat.n_clusters == 12
+    assert flat.points[0].asd.mean == g.points[0].asd.mean
