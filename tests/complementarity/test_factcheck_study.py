@@ -109,3 +109,8 @@ def test_rater_to_study_to_complementarity(tmp_path: Path, capsys: pytest.Captur
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(manifest(items=[{"ratings": "nowhere"}])))
     code, _out, err = run_main(["study", "create", str(tmp_path / "study.yaml"), "--db", str(tmp_path / "x.sqlite")], capsys, monkeypatch)
     assert code == 2 and "nowhere" in one_line_error(err)
+
+
+def test_ratings_items_are_for_factuality() -> None:
+    with pytest.raises(ConfigError, match=r"items \[0\]: 'ratings' .* task factuality"):
+        load_manifest(manifest(task="two_option", conditions=["P"]))

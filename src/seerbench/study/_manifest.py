@@ -235,6 +235,9 @@ class StudyManifest(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> StudyManifest:
         self._check_critique_task()
+        rated = [n for n, src in enumerate(self.items) if src.ratings is not None]
+        if rated and self.task != "factuality":
+            raise ValueError(f"items {rated}: 'ratings' (the AI rater's run folder) are items of task factuality")
         if self.task == "factuality":
             bad = [c.name for c in self.conditions if c.show]
             if bad:
