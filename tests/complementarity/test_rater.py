@@ -216,3 +216,15 @@ def test_scripted_stand_in_plays_the_protocol(tmp_path: Path) -> None:
         assert r.n_verified == 10 - r.trace["verifier"]["rejected"].get("no_overall", 0)
     assert sum(r.rating == r.label for r in res.ratings) >= 45
     assert len({r.confidence for r in res.ratings}) > 3
+
+
+def test_unknown_model_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    s, c = _files(tmp_path)
+    cfg = tmp_path / "fc.yaml"
+    cfg.write_text(f"model: scripted:nope\nout: run\nsamples: 2\ndataset: {{name: factcheck_files, path: {s}, corpus: {c}}}\n")
+    code, _out, err = run_main(["rate", str(cfg)], capsys, monkeypatch)
+    assert code == 2 and "no scripted responder named 'nope'" in one_line_error(err)
+    assert not (tmp_path / "run").exists()
+    # the corrected config then runs in that folder
+    code, _out, err = run_main(["rate", str(cfg), "--model", "scripted:fc-hand"], capsys, monkeypatch)
+    assert code == 0, err

@@ -354,7 +354,10 @@ def _done_lines(path: Path) -> dict[str, str]:
 
 
 def _check_folder(out: Path, cfg: RaterConfig) -> None:
+    """Refuse a folder holding ratings of another config (one with no rating yet is taken over)."""
     meta = out / "rater.json"
+    if not _done_lines(out / "ratings.jsonl"):
+        return
     if meta.is_file():
         try:
             old = json.loads(meta.read_text(encoding="utf-8")).get("fingerprint")
@@ -383,6 +386,7 @@ async def rate(
     items = fc.items[: cfg.limit] if cfg.limit else fc.items
     if not items:
         raise DataError(f"dataset {cfg.dataset['name']!r} gave no sentences")
+    m = model or get_model(cfg.model)  # an unknown model is an error before anything is written
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     _check_folder(out, cfg)
@@ -395,7 +399,6 @@ async def rate(
     kept = _done_lines(samples_path)  # samples of the sentences kept, one line each
     samples_path.write_text("".join(v + "\n" for k, v in kept.items() if k in done and k in wanted), encoding="utf-8")
     todo = [it for it in items if it.id not in done]
-    m = model or get_model(cfg.model)
     index = CorpusIndex(fc.pages)
     sem = asyncio.Semaphore(cfg.concurrency)
     failed: list[tuple[str, str]] = []
