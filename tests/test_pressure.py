@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 from seerbench.analysis import (
     PressureResult,
@@ -23,6 +24,7 @@ from seerbench.analysis import (
     pressure_from_values,
     summarize,
 )
+from seerbench.cli._pressure import pressure_tables
 from seerbench.errors import ConfigError
 from seerbench.experiment import Experiment, ExperimentConfig
 from seerbench.export import export_rows
@@ -201,10 +203,18 @@ def test_cluster_option(bon_run: Path) -> None:
         optimization_pressure(bon_run, cluster="passage")
     with pytest.raises(ConfigError, match="no metadata key 'nope'"):
         optimization_pressure(bon_run, cluster="metadata:nope")
-    # every arithmetic question has metadata dataset=arithmetic: all in one cluster -> no spread
+    # every arithmetic question has metadata dataset=arithmetic: all in one cluster -> nothing
+    # measures the spread: NaN, not a collapsed interval
     one = optimization_pressure(bon_run, cluster="metadata:dataset").groups[0]
     assert one.n_clusters == 1
-    assert one.points[0].asd.ci_low == one.points[0].asd.ci_high == one.points[0].asd.mean
+    asd = one.points[0].asd
+    assert math.isnan(asd.ci_low) and math.isnan(asd.ci_high) and math.isnan(asd.se) and not math.isnan(asd.mean)
+    assert one.slope is not None and math.isnan(one.slope.ci_low)
+    console = Console(width=80, record=True)
+    for table in pressure_tables(one_run := optimization_pressure(bon_run, cluster="metadata:dataset").to_dict()):
+        console.print(table)
+    text = console.export_text()
+    assert "[n/a,n/a]" in text and "only 1 independent" in text and one_run["groups"][0]["n_clusters"] == 1
     assert any("only 1 independent question cluster" in n for n in one.notes)
 
 

@@ -223,9 +223,9 @@ def pressure_from_values(
     labels each question's cluster (None: every question its own). ``verdicts[j]`` is the number
 of judge verdicts the accuracies at N = ``ns[j]`` average (a consultancy question's accuracy is the
 mean of 2 verdicts; default: one per question): it caps the effective sample size of the accuracy
-interval. Returns per-N summaries, the
-    summaries of successive differences (row j+1 - row j), and the slope of mean ASD on mean ASE
-    (None when ASE is the same at every N)."""
+    interval. Returns per-N summaries, the summaries of successive differences (row j+1 - row j),
+    and the slope of mean ASD on mean ASE (None when ASE is the same at every N). With all questions
+    in one cluster nothing measures the spread: SEs and the CIs of ASD and ASE are NaN."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     k = len(ns)
@@ -264,10 +264,10 @@ interval. Returns per-N summaries, the
         if g > 1:  # cluster-robust (sandwich) SE; equals std / sqrt(n) with one question per cluster
             t = csum(x - mean)
             se = math.sqrt(g / (g - 1) * float((t * t).sum())) / n
-        else:
-            se = 0.0
+        else:  # one question: as summarize; one cluster of several: not estimable
+            se = 0.0 if n <= 1 else math.nan
         if boot is None:
-            lo = hi = mean
+            lo = hi = mean if n <= 1 else math.nan
         else:
             lo, hi = (float(v) for v in np.quantile(boot[r], [alpha, 1 - alpha]))
         if m == "accuracy":
@@ -283,7 +283,9 @@ interval. Returns per-N summaries, the
     if n == 0 or k < 2 or math.isnan(float(slope_v)):
         return per_n, steps, None
     if boot is None:
-        return per_n, steps, Slope(float(slope_v), 0.0, float(slope_v), float(slope_v), float(icpt), 0)
+        one = n <= 1
+        return per_n, steps, Slope(float(slope_v), 0.0 if one else math.nan, float(slope_v) if one else math.nan,
+                                   float(slope_v) if one else math.nan, float(icpt), 0)
     ase_b = boot[[r for r, (m, _, _) in enumerate(rows) if m == "ase"]].T  # (n_boot x k)
     asd_b = boot[[r for r, (m, _, _) in enumerate(rows) if m == "asd"]].T
     slopes, _ = _ols(ase_b, asd_b)
@@ -311,7 +313,7 @@ def _cluster_label(line: dict[str, Any], cluster: str) -> str:
     meta = q.get("metadata") or {}
     if key not in meta:
         raise ConfigError(f"question {line['question_id']!r} has no metadata key {key!r} to cluster on; "
-                          f"use --cluster source (questions sharing a passage) or none")
+                          f"cluster on 'source' (questions sharing a passage) or 'none' instead")
     return "m:" + str(meta[key])
 
 
