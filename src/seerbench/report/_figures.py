@@ -91,7 +91,8 @@ def heatmap(matrix: Sequence[Sequence[dict[str, Any] | None]], rows: Sequence[st
     for i, r in enumerate(matrix):
         for j, s in enumerate(r):
             text = "n/a" if s is None or not _ok(s) else f"{s['mean']:.2f}\n[{s['ci_low']:.2f}, {s['ci_high']:.2f}]"
-            ax.text(j, i, text, ha="center", va="center", fontsize=7)
+            dark = s is not None and _ok(s) and abs(s["mean"]) > 0.6 * lim
+            ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
     ax.set_xticks(range(len(cols)), cols, rotation=20, ha="right")
     ax.set_yticks(range(len(rows)), rows)
     ax.set_title(title, loc="left")
@@ -177,7 +178,7 @@ def pressure_plot(group: dict[str, Any], *, score: str, beta: str, name: str) ->
 
         title = f"slope {sl['estimate']:.2f} [{bound(sl.get('ci_low'), '-∞')}, {bound(sl.get('ci_high'), '∞')}]"
         ax.legend(fontsize=7)
-    who = " ".join(str(group.get(k)) for k in ("protocol", "judge") if group.get(k))
+    who = " ".join(f"{k} {group[k]}" if k != "protocol" else str(group[k]) for k in ("protocol", "agent", "judge") if group.get(k))
     ax.set_title(f"{who}\n{title}", loc="left", fontsize=9)
     ax.set_xlabel(f"ASE_{beta}({score})")
     ax.set_ylabel(f"ASD({score})")

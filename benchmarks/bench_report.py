@@ -1,0 +1,121 @@
+"""`seerbench report` at scale: a 10,000-question x 6-protocol run (scripted model).
+
+    python benchmarks/bench_report.py [--questions 10000] [--run DIR] [--json out.json]
+
+Makes the run (arithmetic questions, the six protocols of bench_scale.py, an instant scripted
+model; skipped when ``--run`` names a finished one), then in a fresh child process builds its
+report (seconds, peak RSS), and opens it in headless Chromium with the network blocked: seconds to
+the load event, seconds until the transcript browser shows its first page, how many rows are in the
+DOM (one page, not all of them), the JS heap, and seconds for a full-text search over every row.
+No assertions: the figures go in the issue notes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+PROTOCOLS = ["NaiveJudge", "BlindTrust", "Consultancy", "OpenConsultancy", "SimultaneousDebate", "SequentialDebate"]
+CHROMIUM = "/usr/bin/chromium"
+
+RESPONDERS = '''
+from seerbench.models import register_scripted
+
+
+def instant(messages, config, seed):
+    last = messages[-1].content
+    return "0.7" if "How likely" in last else "The answer is clearly right; the numbers add up."
+
+
+register_scripted("instant", instant, replace=True)
+'''
+
+
+def make_run(folder: Path, n: int) -> Path:
+    from seerbench.experiment import Experiment, ExperimentConfig
+
+    (folder / "responders.py").write_text(RESPONDERS)
+    cfg = ExperimentConfig.parse({
+        "name": f"report{n}", "plugins": [str(folder / "responders.py")],
+        "dataset": {"name": "arithmetic", "n": n, "seed": 0},
+        "judge_models": ["scripted:instant"], "agent_models": ["scripted:instant"], "protocols": PROTOCOLS,
+        "elicitation": {"order": ["verbalized"]}, "concurrency": 64, "n_boot": 1000, "out": str(folder / f"run{n}"),
+    }, base_dir=folder)
+    t0 = time.perf_counter()
+    Experiment(cfg).run()
+    print(f"run: {n} questions x {len(PROTOCOLS)} protocols in {time.perf_counter() - t0:.1f} s", flush=True)
+    return folder / f"run{n}"
+
+
+def _child_report(run: Path, out: Path) -> dict[str, Any]:
+    from seerbench.report import build_report
+
+    t0 = time.perf_counter()
+    build_report([run], out)
+    return {"report_s": time.perf_counter() - t0, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def open_in_chromium(path: Path) -> dict[str, Any]:
+    from playwright.sync_api import sync_playwright
+
+    url = path.resolve().as_uri()
+    out: dict[str, Any] = {}
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"], headless=True)
+        ctx = b.new_context(offline=True)
+        blocked: list[str] = []
+        ctx.route("**/*", lambda r: r.continue_() if r.request.url == url else (blocked.append(r.request.url), r.abort()))
+        page = ctx.new_page()
+        t0 = time.perf_counter()
+        page.goto(url, wait_until="load", timeout=300_000)
+        out["load_s"] = time.perf_counter() - t0
+        page.wait_for_selector(".tb-row", timeout=300_000)
+        out["first_rows_s"] = time.perf_counter() - t0
+        out["rows_in_dom"] = page.locator(".tb-row").count()
+        out["dom_nodes"] = page.evaluate("() => document.getElementsByTagName('*').length")
+        heap = page.evaluate("() => performance.memory ? performance.memory.usedJSHeapSize : null")
+        out["js_heap_mb"] = None if heap is None else heap / 1e6
+        t1 = time.perf_counter()
+        page.fill("#tb-search", "tank")
+        page.wait_for_function("() => document.getElementById('tb-status').textContent.indexOf('of') >= 0 && "
+                               "document.getElementById('tb-search').value === 'tank'")
+        page.wait_for_timeout(200)  # the search runs 150 ms after the last keystroke
+        page.wait_for_function("() => /rows 1–|no rows/.test(document.getElementById('tb-status').textContent)")
+        out["search_s_incl_200ms_debounce"] = time.perf_counter() - t1
+        out["status_after_search"] = page.locator("#tb-status").text_content()
+        out["blocked_requests"] = len(blocked)
+        b.close()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--questions", type=int, default=10_000)
+    ap.add_argument("--run", type=Path, help="a finished run folder to report on (default: make one)")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        run = args.run or make_run(Path(tmp), args.questions)
+        out = Path(tmp) / "report.html"
+        code = f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import bench_report as b; from pathlib import Path; " \
+               f"print(json.dumps(b._child_report(Path({str(run)!r}), Path({str(out)!r}))))"
+        child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        res: dict[str, Any] = {"run": str(run), **json.loads(child.stdout.strip().splitlines()[-1])}
+        res["file_mb"] = out.stat().st_size / 1e6
+        if Path(CHROMIUM).exists():
+            res.update(open_in_chromium(out))
+        for k, v in res.items():
+            print(f"{k:32} {v:.2f}" if isinstance(v, float) else f"{k:32} {v}")
+        if args.json:
+            args.json.write_text(json.dumps(res, indent=2))
+
+
+if __name__ == "__main__":
+    main()
