@@ -256,3 +256,21 @@ def test_missing_matplotlib_is_one_line(quickstart_run: Path, tmp_path: Path, ca
 def test_quickstart_config_is_the_example() -> None:
     cfg = quickstart_config()
     assert cfg.name == "quickstart" and math.isfinite(cfg.eps)
+
+
+def test_one_id_two_questions_side_by_side(tmp_path: Path) -> None:
+    """Two runs whose question 'x' differs: each run's rows show its own question."""
+    from seerbench.experiment import Experiment
+    from seerbench.report import build_report
+    from seerbench.types import AnswerCase, Question
+
+    runs = []
+    for name in ("first", "second"):
+        q = Question(id="x", text=f"The {name} question?", answer_cases=[AnswerCase(short="A", long="yes", value=1.0),
+                                                                         AnswerCase(short="B", long="no", value=0.0)])
+        cfg = quickstart_config(protocols=["NaiveJudge"], both_orders=False, elicitation={"order": ["vote"], "vote_samples": 3})
+        Experiment(cfg, questions=[q], out=tmp_path / name).run()
+        runs.append(tmp_path / name)
+    data = json.loads(read_report(build_report(runs, tmp_path / "r.html")).json["browser-data"])
+    shown = {data["cells"][row[0]]["run"]: data["questions"][row[1]][1] for row in data["rows"]}
+    assert shown == {"first": "The first question?", "second": "The second question?"}

@@ -10,6 +10,7 @@ elicitation methods gave the verdicts.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,7 @@ class RunData:
     calibrations: list[Calibration]  # model judges only (BlindTrust's "trust" is no judge)
     cells: list[dict[str, Any]] = field(default_factory=list)  # browser: one entry per cell
     rows: list[list[Any]] = field(default_factory=list)  # browser: one row per (cell, question)
-    questions: dict[str, int] = field(default_factory=dict)  # browser: question id -> index
+    questions: dict[str, int] = field(default_factory=dict)  # browser: question (as JSON) -> index
 
 
 def _axis_text(s: dict[str, Any], axis: str) -> str:
@@ -119,7 +120,7 @@ def load_run(path: str | Path, *, baseline: str | None = None, label: str | None
              questions: list[list[Any]] | None = None, question_index: dict[str, int] | None = None,
              cell_offset: int = 0) -> RunData:
     """Read a run folder for the report. ``questions``/``question_index`` collect the browser's
-    question table across runs (one entry per question id); ``cell_offset`` numbers this run's
+    question table across runs (one entry per distinct question); ``cell_offset`` numbers this run's
     cells after those of earlier runs."""
     folder = RunFolder(path)
     base = pick_baseline(folder, baseline)
@@ -140,12 +141,12 @@ def load_run(path: str | Path, *, baseline: str | None = None, label: str | None
         judge = str(s.get("judge"))
         model_judge = judge != "trust"
         for ln in ResultsFile(cell.results_path):
-            q = ln.get("question") or {}
-            qid = str(q.get("id", ln.get("question_id")))
-            if qid not in question_index:
-                question_index[qid] = len(questions)
-                questions.append(question_entry(q))
-            data.rows.append(browser_row(cell_offset + i, question_index[qid], ln))
+            entry = question_entry({"id": ln.get("question_id"), **(ln.get("question") or {})})
+            key = json.dumps(entry)  # one id may name different questions in two runs: keyed by content
+            if key not in question_index:
+                question_index[key] = len(questions)
+                questions.append(entry)
+            data.rows.append(browser_row(cell_offset + i, question_index[key], ln))
             for c in ln.get("answer_cases") or []:
                 methods[str((c.get("case_probs") or {}).get("method"))] += 1
             if model_judge:
