@@ -97,6 +97,9 @@ def test_answer_correct() -> None:
     assert answer_correct(q, "The answer is 26") is False
     assert answer_correct(q, "Either 19 or 26.") is None
     assert answer_correct(q, "The answer is 119.") is None
+    # the conclusion counts, not a wrong option's value among the steps
+    assert answer_correct(q, "First 45 - 26 = 19. The answer is 19.") is True
+    assert answer_correct(q, "45 - 19 = 26.\nThe answer is: 26") is False
 
 
 def test_user_answers(tmp_path: Path) -> None:

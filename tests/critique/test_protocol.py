@@ -90,6 +90,7 @@ def test_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatc
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_embedded_model_critiques_and_judges(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -65,6 +65,7 @@ def critique_cmd(
         "failed": len(res.failed), "critiques": n_crit, "merged_duplicates": merged,
         "quotes": sum(1 for a in res.answers for c in a.critiques if c.quote is not None),
         "quotes_verified": sum(1 for a in res.answers for c in a.critiques if c.quote_verified),
+        "measures": res.summary,
     }
     if json_out:
         print_json(summary)
@@ -72,6 +73,11 @@ def critique_cmd(
         console.print(f"[bold]{escape(cfg.name)}[/]: {len(res.answers)} answers critiqued ({res.resumed} from before), "
                       f"{n_crit} critiques kept, {merged} near duplicates merged; "
                       f"{summary['quotes_verified']} of {summary['quotes']} quotes verified")
+        for key, label in (("intended_flaw_found", "intended flaw found (misleading answers)"),
+                           ("refinement_win_rate", "refinement win rate (critique-conditional vs direct)")):
+            m = res.summary.get(key) or {}
+            if m.get("estimate") is not None:
+                console.print(f"{label}: {m['estimate']:.3f} [{m['ci_low']:.3f}, {m['ci_high']:.3f}] over {m['n']} answers")
         console.print(f"[dim]{_usage_line()}  wall {time.time() - started:.1f}s[/]")
         console.print(f"critiques: {escape(str(res.path))}")
     if res.failed:

@@ -170,11 +170,16 @@ def _folded(text: str) -> str:
     return " ".join(text.lower().split())
 
 
+_FINAL = re.compile(r"(?i)\banswer is:?\s*(.+?)\s*(?:\.\s*)?$", re.M)
+
+
 def answer_correct(question: Question, answer: str) -> bool | None:
-    """Whether a free-text answer picks the true option: True when it names the true option's
-    text and no wrong one, False when it names a wrong one and not the true one, None otherwise
-    (not known)."""
-    text = _folded(answer)
+    """Whether a free-text answer picks the true option. Its conclusion is what counts: the text
+    after its last "the answer is" when it has one, else the whole text. True when that names the
+    true option's text and no wrong one, False when it names a wrong one and not the true one,
+    None otherwise (not known)."""
+    finals = _FINAL.findall(answer)
+    text = _folded(finals[-1] if finals else answer)
 
     def named(a: str) -> bool:
         return re.search(rf"(?<!\w){re.escape(_folded(a))}(?!\w)", text) is not None

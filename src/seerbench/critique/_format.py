@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from seerbench.errors import DataError
 
-__all__ = ["AnswerKind", "Critique", "CritiquedAnswer", "read_critiques", "write_critiques"]
+__all__ = ["AnswerKind", "Critique", "CritiquedAnswer", "Refinement", "read_critiques", "write_critiques"]
 
 AnswerKind = Literal["model", "reference", "misleading"]
 
@@ -41,6 +41,21 @@ class Critique(_Record):
     merged: list[str] = Field(
         default_factory=list, description="Near-duplicate critiques folded into this one (their texts)."
     )
+    covers_intended: float | None = Field(
+        default=None, ge=0.0, le=1.0,
+        description="Misleading answers: P(this critique points out the intended flaw), from a model; else null.",
+    )
+
+
+class Refinement(_Record):
+    """Critique-conditional and direct rewrites of one answer, scored against the ground truth."""
+
+    critique_id: str = Field(description="The critique the conditional rewrite was given (the most helpful).")
+    conditional: str
+    direct: str
+    conditional_correct: bool
+    direct_correct: bool
+    win: float = Field(description="1 conditional right and direct not, 0 the reverse, 1/2 a tie.")
 
 
 class CritiquedAnswer(_Record):
@@ -57,6 +72,9 @@ class CritiquedAnswer(_Record):
     intended_critique: str | None = Field(default=None, description="The critique that names the planted flaw.")
     critiques: list[Critique] = Field(default_factory=list)
     answer_temperature: float | None = Field(default=None, description="Temperature a model answer was sampled at.")
+    refinement: Refinement | None = Field(
+        default=None, description="Critique-conditional vs direct rewrites, scored on ground truth (when known)."
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")

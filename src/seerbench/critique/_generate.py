@@ -28,6 +28,7 @@ from seerbench.critique._answers import (
     read_user_answers,
     reference_answer,
 )
+from seerbench.critique._assess import critique_summary, refine, validate_intended
 from seerbench.critique._dedup import DEFAULT_THRESHOLD, dedup
 from seerbench.critique._format import Critique, CritiquedAnswer, dump_answer, read_critiques
 from seerbench.errors import ConfigError, DataError
@@ -65,6 +66,10 @@ class CritiqueConfig(BaseModel):
     model: str = Field(default="local", min_length=1, description="The critic (and answerer) model spec.")
     answer_model: str | None = Field(default=None, description="Model that writes `model` answers (default: model).")
     helpfulness_model: str | None = Field(default=None, description="Model that scores helpfulness (default: model).")
+    validate_intended: bool = Field(default=True, description="Misleading answers: P(each critique covers the intended flaw).")
+    validation_model: str | None = Field(default=None, description="Model that checks intended flaws (default: model).")
+    refine: bool = Field(default=True, description="Critique-conditional vs direct refinement (answers with ground truth).")
+    refine_model: str | None = Field(default=None, description="Model that rewrites answers (default: model).")
     dataset: dict[str, Any] | None = Field(default=None, description="name + options: questions to answer.")
     answers: str | None = Field(default=None, description="JSONL of user-supplied answers (relative to the config).")
     kinds: list[Kind] = Field(default_factory=lambda: list(_KINDS))
@@ -191,10 +196,11 @@ def sort_by_helpfulness(critiques: list[Critique]) -> list[Critique]:
 
 
 async def critique_answer(
-    critic: Model, judge: Model, ans: CritiquedAnswer, cfg: CritiqueConfig
+    critic: Model, judge: Model, ans: CritiquedAnswer, cfg: CritiqueConfig, validator: Model | None = None
 ) -> CritiquedAnswer:
     """``ans`` with one critique per temperature, near duplicates merged, helpfulness scored and
-    sorted. A temperature whose reply holds no critique text gives none."""
+    sorted; for a misleading answer (with ``validator``), P(each critique covers the intended flaw).
+    A temperature whose reply holds no critique text gives none."""
     prompt = critique_prompt(ans)
     outs = await asyncio.gather(*(
         critic.generate(prompt, temperature=t, max_tokens=cfg.max_tokens, seed=cfg.seed) for t in cfg.temperatures
@@ -211,7 +217,11 @@ async def critique_answer(
         )
         for i, ((t, text, quote), h, g) in enumerate(zip(kept, scores, groups, strict=True))
     ]
-    return ans.model_copy(update={"critiques": sort_by_helpfulness(crits)})
+    crits = sort_by_helpfulness(crits)
+    if validator is not None and ans.answer_kind == "misleading":
+        covers = await validate_intended(validator, ans, crits, cfg.elicitation.build(cfg.seed))
+        crits = [c.model_copy(update={"covers_intended": p}) for c, p in zip(crits, covers, strict=True)]
+    return ans.model_copy(update={"critiques": crits})
 
 
 # ---- answers ------------------------------------------------------------------------------------
@@ -219,10 +229,12 @@ async def critique_answer(
 
 @dataclass
 class _Todo:
-    """An answer to critique; a model answer's text is written first (``question`` set)."""
+    """An answer to critique; ``question`` (the ground truth) when it comes from a dataset; a model
+    answer's text is written first (``write``)."""
 
     answer: CritiquedAnswer
     question: Question | None = None
+    write: bool = False
 
 
 def _question_answers(q: Question, cfg: CritiqueConfig) -> list[_Todo]:
@@ -232,7 +244,7 @@ def _question_answers(q: Question, cfg: CritiqueConfig) -> list[_Todo]:
         aid = f"{q.id}:{kind}"
         if kind == "reference":
             out.append(_Todo(CritiquedAnswer(**base, answer_id=aid, answer_kind="reference",
-                                             answer=reference_answer(q), correct=True)))
+                                             answer=reference_answer(q), correct=True), q))
         elif kind == "misleading":
             flaw = plant_flaw(q, tuple(cfg.flaws), seed=cfg.seed)
             if flaw is None:
@@ -244,10 +256,10 @@ def _question_answers(q: Question, cfg: CritiqueConfig) -> list[_Todo]:
                 **base, answer_id=aid, answer_kind="misleading", answer=flaw.answer, correct=False,
                 intended_flaw=flaw.flaw, intended_critique=flaw.critique,
                 metadata={"flaw_kind": flaw.kind, "original": flaw.original, "replacement": flaw.replacement},
-            )))
+            ), q))
         else:
             out.append(_Todo(CritiquedAnswer(**base, answer_id=aid, answer_kind="model", answer="",
-                                             answer_temperature=answer_temperature(q.id, cfg.seed)), q))
+                                             answer_temperature=answer_temperature(q.id, cfg.seed)), q, write=True))
     return out
 
 
@@ -293,6 +305,7 @@ class CritiqueRun:
     answers: list[CritiquedAnswer]
     failed: list[tuple[str, str]] = field(default_factory=list)
     resumed: int = 0
+    summary: dict[str, Any] = field(default_factory=dict)
 
     @property
     def path(self) -> Path:
@@ -350,8 +363,14 @@ async def generate_critiques(
     done = {k: v for k, v in _done_lines(path).items() if k in want}
     path.write_text("".join(v + "\n" for v in done.values()), encoding="utf-8")
     critic = critic or get_model(cfg.model)
-    answerer = answerer or (critic if cfg.answer_model in (None, cfg.model) else get_model(cfg.answer_model))
-    judge = judge or (critic if cfg.helpfulness_model in (None, cfg.model) else get_model(cfg.helpfulness_model))
+
+    def role(spec: str | None) -> Model:
+        return critic if spec in (None, cfg.model) else get_model(str(spec))
+
+    answerer = answerer or role(cfg.answer_model)
+    judge = judge or role(cfg.helpfulness_model)
+    validator = role(cfg.validation_model) if cfg.validate_intended else None
+    refiner = role(cfg.refine_model) if cfg.refine else None
     todo = [t for t in todos if t.answer.answer_id not in done]
     failed: list[tuple[str, str]] = []
     n_done = len(todos) - len(todo)
@@ -363,8 +382,10 @@ async def generate_critiques(
         nonlocal n_done
         async with sem:
             try:
-                ans = await _write_model_answer(answerer, t, cfg) if t.question is not None else t.answer
-                ans = await critique_answer(critic, judge, ans, cfg)
+                ans = await _write_model_answer(answerer, t, cfg) if t.write else t.answer
+                ans = await critique_answer(critic, judge, ans, cfg, validator)
+                if refiner is not None and t.question is not None:
+                    ans = ans.model_copy(update={"refinement": await refine(refiner, ans, t.question, cfg)})
             except Exception as e:  # a model failure (after retries): this answer failed, not the run
                 failed.append((t.answer.answer_id, f"{type(e).__name__}: {e}"))
             else:
@@ -377,4 +398,7 @@ async def generate_critiques(
     await asyncio.gather(*(one(t) for t in todo))
     lines = _done_lines(path)
     path.write_text("".join(lines[a] + "\n" for a in wanted if a in lines), encoding="utf-8")
-    return CritiqueRun(out, read_critiques(path), failed, resumed=len(todos) - len(todo))
+    answers = read_critiques(path)
+    summary = critique_summary(answers, seed=cfg.seed)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    return CritiqueRun(out, answers, failed, resumed=len(todos) - len(todo), summary=summary)

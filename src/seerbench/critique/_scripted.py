@@ -3,7 +3,9 @@ default, and its critiques mean little). It checks the worked steps ``a op b = c
 names a false one; otherwise it points at one sentence of the answer picked from the temperature.
 Asked whether a critique is helpful, it gives 0.9 to a critique that names a false step, 0.4 to
 others; asked for a model answer it answers with the question's last number, or says it cannot
-tell; asked to revise an answer after a critique that names a false step it corrects it."""
+tell; asked to revise an answer after a critique that names a false step it corrects it (and
+otherwise repeats it); asked whether a critique covers an intended changed number, 0.95 when the
+critique names a false step with both numbers, else 0.05."""
 
 from __future__ import annotations
 
@@ -43,6 +45,11 @@ def _field(text: str, name: str) -> str:
 def _critic(messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> str:
     text = messages[-1].content if messages else ""
     answer = _field(text, "Answer")
+    if "Does this critique point out the intended flaw" in text:
+        flaw = re.search(r"The answer has this flaw: changed number: (\S+) -> (\S+)", text)
+        crit = _field(text, "Critique")
+        hit = flaw is not None and "is wrong" in crit and all(re.search(rf"\b{re.escape(x)}\b", crit) for x in flaw.groups())
+        return "0.95" if hit else "0.05"
     if "Is this critique helpful" in text:
         return "0.9" if "is wrong" in _field(text, "Critique") else "0.4"
     if "Write one critique" in text:
