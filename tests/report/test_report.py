@@ -274,3 +274,22 @@ def test_one_id_two_questions_side_by_side(tmp_path: Path) -> None:
     data = json.loads(read_report(build_report(runs, tmp_path / "r.html")).json["browser-data"])
     shown = {data["cells"][row[0]]["run"]: data["questions"][row[1]][1] for row in data["rows"]}
     assert shown == {"first": "The first question?", "second": "The second question?"}
+
+
+def test_judge_by_agent_heat_map(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two agent models: one heat map per protocol, each square annotated with stats' mean and CI."""
+    from seerbench.experiment import Experiment
+
+    cfg = quickstart_config(agent_models=["scripted:coin", "scripted:echo"], protocols=["NaiveJudge", "Consultancy"], limit=4)
+    run = tmp_path / "agents"
+    Experiment(cfg, out=run).run()
+    out = tmp_path / "r.html"
+    _report([str(run), "--out", str(out)], capsys, monkeypatch)
+    assert read_report(out).figures.count("asd-judge-agent") == 1  # NaiveJudge has no agent
+    html = out.read_text()
+    svg = html[html.index('data-figure="asd-judge-agent"'):]
+    svg = svg[:svg.index("</svg>")]
+    for s in _stats(run, capsys, monkeypatch)["cells"]:
+        if s["agent"]:
+            asd = s["metrics"]["asd"]["log"]
+            assert f"{asd['mean']:.2f}" in svg and f"[{asd['ci_low']:.2f}, {asd['ci_high']:.2f}]" in svg
