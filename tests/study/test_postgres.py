@@ -79,3 +79,47 @@ def test_postgres_live_server(pg_store: StudyStore, live_server) -> None:
     assert [e for log in logs for e in log.errors] == []
     rows = export_rows(pg_store)
     assert len(rows) == sum(len(log.submitted) for log in logs)
+
+
+def test_postgres_critique_and_validation_rows(tmp_path: Path) -> None:
+    # the critique and validation tables on PostgreSQL: written critiques with their flags, one
+    # submission only, and a validation's marks
+    pytest.importorskip("psycopg")
+    from fastapi.testclient import TestClient
+    from sqlalchemy import create_engine
+
+    from seerbench.study import create_app
+    from seerbench.study._storage import database_url, metadata
+
+    from .test_critique_study import critique_manifest, critiqued_answers, write_critiques
+
+    assert URL
+    eng = create_engine(database_url(URL))
+    metadata.drop_all(eng)
+    eng.dispose()
+    write_critiques(tmp_path / "critiques.jsonl", [a for a in critiqued_answers() if a["answer_id"] == "q1-misleading"])
+    store = create_study(load_manifest(critique_manifest(conditions=["misleading.assist"], tasks_per_rater=1)), URL, base_dir=tmp_path)
+    try:
+        c = TestClient(create_app(store))
+        page = c.get("/start?PROLIFIC_PID=pg1")
+        aid = str(page.url).rsplit("/", 1)[-1]
+        csrf = page.text.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+        form = {
+            "csrf": csrf, "n_rows": "2", "likert": "2",
+            "c0_text": "Mine.", "c0_severity": "minor", "c0_category": "other",
+            "c1_text": "The answer states the wrong number!", "c1_source": "q1-misleading-c0",
+            "c1_severity": "critical", "c1_category": "accuracy",
+        }
+        for _ in range(2):
+            assert c.post(f"/task/{aid}/submit", data=form, follow_redirects=False).status_code == 303
+        rows = export_rows(store)
+        assert [(r["critique_text"], r["used"], r["edited"], r["likert"]) for r in rows] == [
+            ("Mine.", False, False, 2),
+            ("The answer states the wrong number!", True, True, 2),
+        ]
+        marks = [{"critique_id": rows[0]["critique_id"], "valid": False, "covers_intended": None}]
+        res = store.submit(aid, rows[0]["rater_id"], {"validations": marks})
+        assert res is not None and res.outcome == "duplicate"  # a submitted task takes nothing more
+        assert store.validations() == {}
+    finally:
+        store.close()
