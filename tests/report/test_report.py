@@ -293,3 +293,41 @@ def test_judge_by_agent_heat_map(tmp_path: Path, capsys: pytest.CaptureFixture[s
         if s["agent"]:
             asd = s["metrics"]["asd"]["log"]
             assert f"{asd['mean']:.2f}" in svg and f"[{asd['ci_low']:.2f}, {asd['ci_high']:.2f}]" in svg
+
+
+def test_study_report_reliance(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A factuality study whose items record whether the AI was right: the reliance figure and
+    table show study stats' split."""
+    from seerbench.study import create_study, load_manifest
+    from tests.study.conftest import FakeClock, base_manifest
+
+    def fq(i: int) -> dict[str, Any]:
+        true = "accurate" if i % 2 else "inaccurate"
+        return {"id": f"f{i}", "text": f"Claim {i}.", "metadata": {"ai_correct": i % 3 != 0},
+                "answer_cases": [{"short": "accurate", "long": "Accurate", "value": float(true == "accurate")},
+                                 {"short": "inaccurate", "long": "Not accurate", "value": float(true == "inaccurate")}]}
+
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(fq(i)) + "\n" for i in range(8)))
+    db = tmp_path / "f.sqlite"
+    store = create_study(load_manifest(base_manifest(task="factuality", time_limit_s=None, conditions=["none"], ratings_per_item=1,
+                                                     tasks_per_rater=4)), db, base_dir=tmp_path)
+    store.clock = FakeClock()
+    for n in range(2):
+        rid = str(store.rater_for(f"prolific:r{n}", "prolific")["id"])
+        task, _ = store.next_assignment(rid)
+        while task is not None:
+            store.start_timer(task.id, rid)
+            store.submit(task.id, rid, {"answer": "accurate"})
+            task, _ = store.next_assignment(rid)
+    store.close()
+    out = tmp_path / "f.html"
+    _report(["--study", str(db), "--out", str(out)], capsys, monkeypatch)
+    code, sout, err = run_main(["study", "stats", "--db", str(db), "--json"], capsys, monkeypatch)
+    assert code == 0, err
+    rel = json.loads(sout)["conditions"]["none"]["reliance"]
+    t = read_report(out)
+    assert "study-reliance" in t.figures
+    shown = {a["data-metric"]: v for _, a, v in t.tables["stats-study-reliance"]}
+    for k in ("ai_right", "ai_wrong"):
+        _same(shown[k], rel[k])
+    assert rel["ai_right"]["n"] + rel["ai_wrong"]["n"] == 8
