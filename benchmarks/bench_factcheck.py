@@ -47,7 +47,7 @@ def bench_search(entities: int, queries: int) -> dict[str, Any]:
     }
 
 
-def bench_rater(model: str, items: int, samples: list[int]) -> list[dict[str, Any]]:
+def bench_rater(model: str, items: int, samples: list[int], max_tokens: int, rounds: int) -> list[dict[str, Any]]:
     from seerbench.factcheck import RaterConfig, rate
 
     out = []
@@ -56,6 +56,7 @@ def bench_rater(model: str, items: int, samples: list[int]) -> list[dict[str, An
         for n in samples:
             cfg = RaterConfig.model_validate({
                 "name": f"bench-{n}", "model": model, "samples": n, "out": str(Path(tmp) / f"run{n}"),
+                "max_tokens": max_tokens, "max_search_rounds": rounds,
                 "dataset": {"name": "factcheck", "entities": 30, "seed": 0, "n": items},
             })
             for label in ("fresh", "cache hit"):
@@ -67,7 +68,7 @@ def bench_rater(model: str, items: int, samples: list[int]) -> list[dict[str, An
                 dt = time.perf_counter() - t
                 out.append({"samples": n, "run": label, "items": items, "s_per_item": round(dt / items, 2),
                             "verified_share": round(sum(r.n_verified for r in res.ratings) / max(1, n * items), 3)})
-                print(f"rater N={n:<3} {label:<9} {dt / items:8.2f} s/item", flush=True)
+                print(f"rater N={n:<3} {label:<9} {dt / items:8.2f} s/item  (verified share {out[-1]['verified_share']})", flush=True)
     return out
 
 
@@ -79,6 +80,8 @@ def main() -> None:
     ap.add_argument("--model", default="local")
     ap.add_argument("--items", type=int, default=3)
     ap.add_argument("--samples", default="5,50")
+    ap.add_argument("--max-tokens", type=int, default=400, help="rater max_tokens per reply")
+    ap.add_argument("--rounds", type=int, default=2, help="rater max_search_rounds")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
     res: dict[str, Any] = {"python": platform.python_version(), "cpus": os.cpu_count()}
@@ -87,7 +90,7 @@ def main() -> None:
     print(f"corpus: {s['pages']} pages  generate {s['generate_s']} s  index {s['index_s']} s")
     print(f"search: {s['queries']} queries in {s['search_s']} s = {s['queries_per_s']} queries/s (top 5)")
     if a.rater:
-        res["rater"] = bench_rater(a.model, a.items, [int(x) for x in a.samples.split(",")])
+        res["rater"] = bench_rater(a.model, a.items, [int(x) for x in a.samples.split(",")], a.max_tokens, a.rounds)
     if a.json:
         a.json.write_text(json.dumps(res, indent=2))
 
