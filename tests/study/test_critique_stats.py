@@ -231,3 +231,14 @@ def test_paired_count_difference_covers_under_clustering() -> None:
         _, diff = _measure(units, ["a", "n"], {"x": ("a", "n")}, "count", seed=s)
         hits += diff["x"]["ci_low"] <= 0.8 <= diff["x"]["ci_high"]
     assert hits / sims >= 0.9, hits / sims
+
+
+def test_means_without_intervals_equal_the_bootstrapped_ones() -> None:
+    from seerbench.study._critique_results import critique_stats
+
+    full, quick = critique_stats(_rows(), seed=1), critique_stats(_rows(), seed=1, intervals=False)
+    for cond, c in full["conditions"].items():
+        for k in ("critiques_per_answer", "any_critique", "likert", "valid_share", "valid_novel_per_answer"):
+            assert quick["conditions"][cond][k]["mean"] == pytest.approx(c[k]["mean"], nan_ok=True)
+            assert "ci_low" not in quick["conditions"][cond][k]
+    assert quick["differences"]["misleading"]["likert"] == {"mean": -2.0}

@@ -393,11 +393,16 @@ _VALIDATION_STATS = (
 
 
 def store_stats(
-    store: StudyStore, rows: Sequence[dict[str, Any]] | None = None, *, timeout_policy: TimeoutPolicy = "wrong"
+    store: StudyStore,
+    rows: Sequence[dict[str, Any]] | None = None,
+    *,
+    timeout_policy: TimeoutPolicy = "wrong",
+    intervals: bool = True,
 ) -> dict[str, Any]:
     """The statistics of a study's task over ``rows`` (by default its export rows): judging
     measures (:func:`study_stats`), or for a critique study seed 002's measures with the
-    manifest's categories; a validation study's marks are measured in its critique study."""
+    manifest's categories (``intervals=False``: means only, for a quick look); a validation study's
+    marks are measured in its critique study."""
     m = store.manifest
     if m.task == "validation":
         raise ConfigError(_VALIDATION_STATS)
@@ -405,7 +410,7 @@ def store_stats(
     if m.task == "critique":
         from seerbench.study._critique_results import critique_stats
 
-        return critique_stats(rows, categories=m.categories, seed=m.seed)
+        return critique_stats(rows, categories=m.categories, seed=m.seed, intervals=intervals)
     return study_stats(rows, timeout_policy=timeout_policy, seed=m.seed)
 
 

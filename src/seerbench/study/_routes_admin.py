@@ -32,14 +32,14 @@ def admin_router(web: StudyWeb) -> APIRouter:
     st, m = web.st, web.m
     router = APIRouter()
 
-    def stats() -> dict[str, Any] | None:
+    def stats(intervals: bool = True) -> dict[str, Any] | None:
         # a validation study's marks are measured in the critique study they validate
-        return None if m.task == "validation" else store_stats(st)
+        return None if m.task == "validation" else store_stats(st, intervals=intervals)
 
     @router.get("/admin", response_class=HTMLResponse)
     def admin(request: Request) -> Response:
         _admin_ok(web, request)
-        s = stats()
+        s = stats(intervals=m.task != "critique")  # the page shows critique means only
         critique = s if m.task == "critique" else None
         judging = s if s is not None and critique is None else {"conditions": {}}
         return web.render("admin.html", prog=st.progress(), stats=judging, critique=critique, token=st.admin_token)
