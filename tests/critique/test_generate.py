@@ -148,3 +148,31 @@ def test_failed_answers_exit_1_and_write_no_made_up_score(
     err = " ".join(err.split())
     assert code == 1 and "4 answers failed" in err and "no helpfulness probability" in err
     assert read_critiques(tmp_path / "runs/c/critiques.jsonl") == []
+
+
+def test_user_answers_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [
+        {"question_id": "q1", "question": "A box holds 4 rows of 6 eggs. How many eggs?", "answer_kind": "reference",
+         "answer": "4 x 6 = 24. The answer is 24.", "correct": True},
+        {"question_id": "q1", "question": "A box holds 4 rows of 6 eggs. How many eggs?", "answer_kind": "misleading",
+         "answer": "4 x 6 = 26. The answer is 26.", "correct": False, "intended_flaw": "changed number: 24 -> 26",
+         "intended_critique": "4 x 6 is 24, not 26."},
+    ]
+    (tmp_path / "mine.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = _write(tmp_path, answers="mine.jsonl")
+    data = json.loads(cfg.read_text())
+    del data["dataset"]
+    cfg.write_text(json.dumps(data))
+    code, out, err = run_main(["critique", str(cfg), "--json"], capsys, monkeypatch)
+    assert code == 0, err
+    ref, mis = read_critiques(tmp_path / "runs/c/critiques.jsonl")
+    assert (ref.answer_id, mis.answer_id) == ("q1:reference", "q1:misleading")
+    assert mis.intended_critique == "4 x 6 is 24, not 26." and mis.correct is False
+    top = mis.critiques[0]  # the scripted critic names the false step; the validator sees it covers the flaw
+    assert top.text == "The step 4 x 6 = 26 is wrong: it should give 24." and top.quote_verified is True
+    assert top.covers_intended == 0.95 and top.helpfulness == 0.9
+    # user answers carry no ground truth beyond `correct`: no refinement is scored
+    assert ref.refinement is None and mis.refinement is None
+    m = json.loads(out)["measures"]
+    assert m["intended_flaw_found"]["n"] == 1 and m["intended_flaw_found"]["estimate"] == 1.0
+    assert m["refinement_win_rate"]["n"] == 0

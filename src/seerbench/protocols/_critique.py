@@ -12,7 +12,6 @@ from typing import Any, ClassVar
 
 from seerbench.errors import ConfigError, DataError
 from seerbench.protocols._base import CaseRun, OversightProtocol
-from seerbench.quotes import verify_quote
 from seerbench.types import Question, Quote, Turn
 
 __all__ = ["CritiqueJudge", "critique_turns"]
@@ -25,10 +24,8 @@ def critique_turns(question: Question, top_k: int) -> list[Turn]:
         raise DataError(f"question {question.id!r} carries no critiques; CritiqueJudge runs on the `critiques` dataset")
     turns = []
     for i, c in enumerate(crits[:top_k], 1):
-        quotes = []
-        if c.get("quote"):
-            # checked against the passage, which is what the judge's quote marks speak of
-            quotes = [Quote(text=c["quote"], verified=verify_quote(c["quote"], question.source_text))]
+        # the check `seerbench critique` made: verbatim in the answer (which the judge reads) or the passage
+        quotes = [Quote(text=c["quote"], verified=c.get("quote_verified"))] if c.get("quote") else []
         turns.append(Turn(
             role="note", speaker=f"critique {i} (helpfulness {c['helpfulness']:.2f})", content=str(c["text"]),
             quotes=quotes, metadata={"critique_id": c.get("id"), "helpfulness": c["helpfulness"]},
