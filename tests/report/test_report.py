@@ -111,6 +111,7 @@ def test_run_text_is_escaped_and_json_is_safe(evidence_report: Path) -> None:
     tricky = {"a": "</script><!-- & -->", "b": "\u2028"}
     s = script_json(tricky)
     assert "</" not in s and "<!--" not in s and json.loads(s) == tricky
+    assert json.loads(script_json({"x": [math.nan, math.inf, 1.5]})) == {"x": [None, None, 1.5]}  # JSON.parse reads no NaN
 
 
 def test_figures_present_and_browser_rows_complete(evidence_run: Path, evidence_report: Path) -> None:
