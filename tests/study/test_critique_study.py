@@ -335,6 +335,10 @@ def test_items_refusals(tmp_path: Path) -> None:
         create_study(
             load_manifest(critique_manifest(task="two_option", conditions=["Q"], catch_rate=0)), tmp_path / "b.sqlite", base_dir=tmp_path
         )
+    only_model = [a for a in critiqued_answers() if a["answer_kind"] == "model"]
+    write_critiques(tmp_path / "critiques.jsonl", only_model)
+    with pytest.raises(ConfigError, match=r"\['misleading.assist'\] have no items to show: the critiques file"):
+        create_study(load_manifest(critique_manifest(conditions=["model.assist", "misleading.assist"])), tmp_path / "m.sqlite", base_dir=tmp_path)
     dup = critiqued_answers()
     write_critiques(tmp_path / "critiques.jsonl", [*dup, dup[0]])
     with pytest.raises(DataError, match="appears twice"):

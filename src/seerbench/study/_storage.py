@@ -168,6 +168,11 @@ class StudyStore(SlotsMixin, RatersMixin):
                     for cond in manifest.conditions
                     if not any(s["condition"] == cond.name for s in slots)
                 ]
+                if empty and manifest.task == "critique":
+                    raise ConfigError(
+                        f"conditions {empty} have no items to show: the critiques file holds no answers of "
+                        "their answer kinds (answer_kind model, reference or misleading)"
+                    )
                 if empty:
                     raise ConfigError(
                         f"conditions {empty} have no items to show: transcript conditions need items from "
