@@ -176,3 +176,14 @@ def test_user_answers_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[s
     m = json.loads(out)["measures"]
     assert m["intended_flaw_found"]["n"] == 1 and m["intended_flaw_found"]["estimate"] == 1.0
     assert m["refinement_win_rate"]["n"] == 0
+
+
+def test_question_without_one_true_option_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    qs = tmp_path / "qs.jsonl"
+    q = {"id": "x1", "text": "Pick one.", "answer_cases": [{"short": "A", "long": "red", "value": 1.0},
+                                                          {"short": "B", "long": "blue", "value": 1.0}]}
+    qs.write_text(json.dumps(q) + "\n")
+    code, _, err = run_main(["critique", str(_write(tmp_path, dataset={"name": str(qs)}))], capsys, monkeypatch)
+    assert code == 2 and "question 'x1' has 2 true options" in one_line_error(err)

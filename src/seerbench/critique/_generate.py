@@ -291,8 +291,11 @@ def _todos(cfg: CritiqueConfig) -> list[_Todo]:
         raise DataError(f"dataset {cfg.dataset['name']!r} gave no questions")
     qs = qs[: cfg.limit] if cfg.limit else qs
     for q in qs:
-        if not q.true_cases:
-            raise DataError(f"question {q.id!r} has no true option, so it has no reference answer to critique")
+        if len(q.true_cases) != 1:
+            raise DataError(
+                f"question {q.id!r} has {len(q.true_cases)} true options; answers to critique need exactly one "
+                "(the reference answer and the ground truth)"
+            )
     return [t for q in qs for t in _question_answers(q, cfg)]
 
 
