@@ -252,6 +252,7 @@ def test_missing_matplotlib_is_one_line(quickstart_run: Path, tmp_path: Path, ca
     line = _error([str(quickstart_run), "--out", str(tmp_path / "r.html")], capsys, monkeypatch)
     assert "pip install 'seerbench[report]'" in line
     assert not (tmp_path / "r.html").exists()
+    assert "pip install 'seerbench[report]'" in _error(["--study", str(tmp_path / "s.sqlite")], capsys, monkeypatch)  # before the db
 
 
 def test_quickstart_config_is_the_example() -> None:

@@ -21,6 +21,14 @@ BETAS = (("b0", "β=0"), ("b1", "β=1"), ("binf", "β=∞"))
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 
 
+def require_matplotlib() -> None:
+    """Refuse at once, before any file is read, when matplotlib is not installed."""
+    try:
+        import matplotlib.figure  # noqa: F401
+    except ImportError:
+        raise ConfigError(INSTALL_HINT) from None
+
+
 def _figure(width: float, height: float) -> Any:
     try:
         from matplotlib.figure import Figure

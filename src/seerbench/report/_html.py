@@ -306,6 +306,7 @@ def render_runs(runs: Sequence[RunData], questions: list[list[Any]]) -> str:
 def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, *, baseline: str | None = None) -> Path:
     """Write the report of one or more run folders (side by side) to ``out`` (default
     ``RUN_DIR/report.html`` of the first) and return its path."""
+    F.require_matplotlib()
     questions: list[list[Any]] = []
     qindex: dict[str, int] = {}
     runs: list[RunData] = []
@@ -379,6 +380,7 @@ def render_study(st: StudyData) -> str:
 
 def build_study_report(db: str | Path, out: str | Path | None = None) -> Path:
     """Write the report of a study database to ``out`` (default: beside it, ``<name>.report.html``)."""
+    F.require_matplotlib()
     st = load_study(db)
     path = Path(out) if out is not None else Path(db).with_suffix(".report.html")
     path.write_text(render_study(st), encoding="utf-8")
