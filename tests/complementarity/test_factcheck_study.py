@@ -114,3 +114,15 @@ def test_rater_to_study_to_complementarity(tmp_path: Path, capsys: pytest.Captur
 def test_ratings_items_are_for_factuality() -> None:
     with pytest.raises(ConfigError, match=r"items \[0\]: 'ratings' .* task factuality"):
         load_manifest(manifest(task="two_option", conditions=["P"]))
+
+
+def test_examples_are_valid() -> None:
+    from seerbench.factcheck import RaterConfig
+
+    repo = Path(__file__).resolve().parents[2]
+    cfg = RaterConfig.from_yaml(repo / "examples" / "factcheck.yaml")
+    assert cfg.model == "local" and cfg.samples == 50 and cfg.dataset["name"] == "factcheck"
+    assert Path(cfg.out).resolve() == (repo / "runs" / "factcheck").resolve()
+    m = load_manifest(repo / "examples" / "factcheck_study.yaml")
+    assert m.task == "factuality" and m.items[0].ratings == "../runs/factcheck" and m.items[0].max_confidence == 0.8
+    assert [c.name for c in m.conditions if not c.assistance] == ["none"]
