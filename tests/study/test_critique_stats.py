@@ -124,6 +124,8 @@ def test_measures_match_hand_worked_numbers() -> None:
             assert c[k]["ci_low"] <= c[k]["mean"] <= c[k]["ci_high"], k
     # counts keep a width when every task gave the same count (Poisson floor), and stay >= 0
     assert a["by_severity"]["critical"]["ci_high"] > 0.5 and a["by_severity"]["medium"]["ci_low"] == 0.0
+    # no medium critique in 2 tasks: [0, 3/2], the exact Poisson bound for zero events
+    assert (a["by_severity"]["medium"]["ci_low"], a["by_severity"]["medium"]["ci_high"]) == (0.0, 1.5)
 
 
 def test_without_validations_the_3_3_1_measures_are_absent() -> None:

@@ -215,23 +215,33 @@ _CRITIQUE_COLUMNS = (
 )
 
 
+def _critique_measures(result: dict[str, Any], c: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(label, value) of one condition's (or difference's) measures, critiques per answer by
+    severity and by category among them."""
+    out = []
+    for k, h in _CRITIQUE_COLUMNS:
+        if result["validated"] or k not in _VALIDATED:
+            out.append((h, c.get(k) or {}))
+        if k == "critiques_per_answer":
+            for sub in ("by_severity", "by_category"):
+                out.extend((f"  {level}", x) for level, x in (c.get(sub) or {}).items())
+    return out
+
+
 def _print_critique_stats(name: str, result: dict[str, Any]) -> None:
     """Long tables: one row per (condition, measure) and per (answer kind, measure)."""
-    cols = [(k, h) for k, h in _CRITIQUE_COLUMNS if result["validated"] or k not in _VALIDATED]
     t = Table(title=f"critique study {name}: per condition (95% cluster-bootstrap CIs)")
     for col in ("condition", "tasks", "measure", "mean", "95% CI"):
         t.add_column(col)
     for cond, c in result["conditions"].items():
-        for n, (k, h) in enumerate(cols):
-            x = c.get(k) or {}
+        for n, (h, x) in enumerate(_critique_measures(result, c)):
             t.add_row(cond if n == 0 else "", str(c["tasks"]) if n == 0 else "", h, _fmt(x.get("mean")), _ci(x))
     console.print(t)
     d = Table(title="assist minus no assist (paired by answer and rater through the cluster bootstrap)")
     for col in ("answers", "measure", "difference", "95% CI"):
         d.add_column(col)
     for label, x in result["differences"].items():
-        for n, (k, h) in enumerate(cols):
-            v = x.get(k) or {}
+        for n, (h, v) in enumerate(_critique_measures(result, x)):
             d.add_row(f"{label} ({x['assist']} - {x['no_assist']})" if n == 0 else "", h, _fmt(v.get("mean")), _ci(v))
     console.print(d)
     if not result["validated"]:

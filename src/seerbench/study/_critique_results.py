@@ -274,8 +274,9 @@ def _measure(
     ``kind`` is ``proportion`` (values in [0, 1]: Wilson / MOVER), ``count`` (critiques per
     answer: t intervals at the fewer of items and raters less one degrees of freedom, the variance
     at least the Poisson variance ``mean / n`` of ``n`` independent counts, so that a sample of
-    equal counts keeps a width, and the lower bound at least 0), or ``likert`` / ``seconds`` (t
-    intervals clipped to 1-7 / at least 0). ``intervals=False``: means only, no bootstrap."""
+    equal counts keeps a width, the lower bound at least 0, and [0, 3/n] when every count is 0),
+    or ``likert`` / ``seconds`` (t intervals clipped to 1-7 / at least 0). ``intervals=False``:
+    means only, no bootstrap."""
     if not units:
         return {}, {}
     values = np.array([u[0] for u in units], dtype=float)
@@ -306,7 +307,9 @@ def _measure(
         elif kind == "count":
             cov[g, g] = max(float(cov[g, g]), float(means[g]) / float(sel.sum()))
             iv = _t_interval(float(means[g]), float(cov[g, g]), df(sel))
-            ivs[c] = Interval(iv.estimate, max(iv.ci_low, 0.0), iv.ci_high, None)
+            # no count at all: the exact Poisson bound for zero events in n tasks (rule of three)
+            hi = 3.0 / float(sel.sum()) if float(means[g]) == 0.0 else iv.ci_high
+            ivs[c] = Interval(iv.estimate, max(iv.ci_low, 0.0), hi, None)
         else:
             iv = _t_interval(float(means[g]), float(cov[g, g]), df(sel))
             lo, hi = _RANGE.get(kind, (-math.inf, math.inf))
