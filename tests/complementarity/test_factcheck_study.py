@@ -56,7 +56,7 @@ def test_seed_conditions_and_the_low_confidence_slice(tmp_path: Path) -> None:
     a = q1.metadata["assistance"]
     assert a["evidence"] == ['[E1] Quorvel (Almanac) <>: "Quorvel was founded in 1850."']
     assert a["confidence"] == "Model confidence: medium (75%)"
-    assert a["judgments"] == ["Claim 1: accurate", "Overall: accurate"]
+    assert a["judgments"] == ["Claim 1 (Quorvel was founded in 1850.): accurate", "Overall: accurate"]
     assert rating_questions(tmp_path / "run")[2].metadata["assistance"] == {}  # nothing verified, nothing to show
     with pytest.raises(ConfigError, match="use it with ratings"):
         load_manifest(manifest(items=[{"questions": "x.jsonl", "max_confidence": 0.5}]))

@@ -64,7 +64,8 @@ def _reasoning_part(reasoning: list[dict[str, Any]]) -> list[str]:
 
 
 def _judgments_part(judgments: dict[str, Any]) -> list[str]:
-    return [f'Claim {j["n"]}: {j["judgment"]}' for j in judgments["claims"]] + [f'Overall: {judgments["overall"]}']
+    # each claim named, so the part reads on its own where the reasoning is not shown
+    return [f'Claim {j["n"]} ({j["claim"]}): {j["judgment"]}' for j in judgments["claims"]] + [f'Overall: {judgments["overall"]}']
 
 
 def _side(trace: dict[str, Any] | None) -> list[str]:
