@@ -358,7 +358,7 @@ def test_both_orders_averages_the_two_orders() -> None:
 def test_registry_lists_known_protocols() -> None:
     assert set(PROTOCOLS) == {
         "NaiveJudge", "BlindTrust", "Consultancy", "RandomConsultancy", "OpenConsultancy",
-        "SimultaneousDebate", "SequentialDebate", "EvidenceDebate",
+        "SimultaneousDebate", "SequentialDebate", "EvidenceDebate", "CritiqueJudge",
     }
     with pytest.raises(ConfigError, match="known protocols: NaiveJudge, BlindTrust"):
         get_protocol("Debate")
