@@ -39,15 +39,22 @@ def _figure(width: float, height: float) -> Any:
 
 def to_svg(fig: Any, name: str) -> str:
     """The figure as an ``<svg>`` element for inline use: text kept as text (small files), no
-    date, ids salted with ``name`` so several figures on one page never share an id."""
+    date, every id prefixed with ``name`` so several figures on one page never share an id."""
     from matplotlib import rc_context
+    from matplotlib.text import Text
 
+    for t in fig.findobj(Text):  # labels are run text (model specs, protocol folders): a "$" is a dollar, not math
+        t.set_parse_math(False)
     buf = io.StringIO()
     with rc_context({"svg.fonttype": "none", "svg.hashsalt": name, "font.size": 9}):
         fig.savefig(buf, format="svg", metadata={"Date": None})
     svg = buf.getvalue()
-    start = svg.index("<svg")
-    return re.sub(r"^<svg ", f'<svg role="img" aria-label="{name}" ', svg[start:], count=1)
+    svg = svg[svg.index("<svg"):]
+    # every id (groups, clip paths, markers) and every reference to one gets the figure's prefix:
+    # ids stay unique on a page of many figures
+    prefix = re.sub(r"[^A-Za-z0-9_-]", "-", name) + "-"
+    svg = re.sub(r'(\bid="|url\(#|href="#)', lambda m: m.group(1) + prefix, svg)
+    return re.sub(r"^<svg ", f'<svg role="img" aria-label="{name}" ', svg, count=1)
 
 
 def _ok(s: dict[str, Any] | None) -> bool:
