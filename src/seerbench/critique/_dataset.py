@@ -23,7 +23,7 @@ def judge_text(question: str, answer: str) -> str:
     return f"{question.strip()}\n\nAnswer under review: {answer.strip()}\n\nIs the answer under review correct, or is it flawed?"
 
 
-@register_dataset("critiques", kind="generated", description="answers of a critiques.jsonl: is each correct or flawed?")
+@register_dataset("critiques", kind="format", description="answers of a critiques.jsonl (seerbench critique): is each correct or flawed? critiques for CritiqueJudge")
 def critique_questions(path: str, unknown: Literal["refuse", "skip"] = "refuse") -> list[Question]:
     if unknown not in ("refuse", "skip"):
         raise ConfigError(f"dataset critiques: unknown must be refuse or skip, not {unknown!r}")
