@@ -305,7 +305,8 @@ def _measure(
         if kind == "proportion":
             ivs[c] = group_interval(means, cov, g, sel, items, raters)
         elif kind == "count":
-            cov[g, g] = max(float(cov[g, g]), float(means[g]) / float(sel.sum()))
+            n = float(sel.sum())  # Poisson floor; a mean below one event in n counts as one event
+            cov[g, g] = max(float(cov[g, g]), max(float(means[g]), 1.0 / n) / n)
             iv = _t_interval(float(means[g]), float(cov[g, g]), df(sel))
             # no count at all: the exact Poisson bound for zero events in n tasks (rule of three)
             hi = 3.0 / float(sel.sum()) if float(means[g]) == 0.0 else iv.ci_high
