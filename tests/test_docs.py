@@ -158,8 +158,9 @@ CASES: tuple[Case, ...] = (
     Case("docs/experiments.md", "seerbench export runs/quickstart --out runs/quickstart.csv", "model",
          reason=QUICKSTART_RUN),
     Case("docs/experiments.md", "seerbench export runs/quickstart --json", "model", reason=QUICKSTART_RUN),
-    Case("docs/experiments.md", "seerbench run best_of_n_local.yaml", "limit", model=True, slow=True,
-         reason="best-of-N up to 8 on the embedded model (minutes): --limit 2"),
+    Case("docs/experiments.md", "seerbench run best_of_n_local.yaml", "replace", model=True, slow=True,
+         run="seerbench run best_of_n_local.yaml --limit 1",
+         reason="best-of-N up to 8 on the embedded model: --limit 1 (two questions took 300 s on 2 busy cores)"),
     Case("docs/experiments.md", "inspect view --log-dir runs/best-of-n/inspect", "serve",
          reason="Inspect's log viewer runs until stopped: started on a free port, awaited until it "
                 "prints its address and answers HTTP, then terminated"),
