@@ -94,6 +94,9 @@ def test_quickstart_report_opens_offline(browser: Any, quickstart_html: Path) ->
     assert o.page.locator("#asd .fig svg").count() == 1 and o.page.locator("#calibration .fig svg").count() == 1
     assert len(o.rows()) == 20  # the first page of 7 cells x 4 questions
     assert o.status() == "rows 1–20 of 28 (of 28)"
+    # the quickstart runs both option orders: each scored verdict shows both views it averages
+    orders = o.page.locator(".tb-orders").all_text_contents()
+    assert orders and all("as asked A " in t and "swapped A " in t for t in orders)
     o.ctx.close()
 
 

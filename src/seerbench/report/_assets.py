@@ -92,6 +92,13 @@ JS = r"""
       div.appendChild(el("span", null, who + " \u00b7 judge " + cs[1] + ": "));
       var probs = cs[2] ? Object.keys(cs[2]).sort().map(function (k) { return "P(" + k + ")=" + fmt(cs[2][k]); }).join(", ") : "no probabilities";
       div.appendChild(el("span", "tb-probs", probs + " "));
+      if (cs[7]) {
+        var views = ["as asked", "swapped"].map(function (name, k) {
+          var p = cs[7][k];
+          return name + " " + (p ? Object.keys(p).sort().map(function (o) { return o + " " + fmt(p[o]); }).join(", ") : "n/a");
+        });
+        div.appendChild(el("span", "tb-orders note", "(both orders, mean of: " + views.join("; ") + ") "));
+      }
       div.appendChild(el("span", "tb-mark " + cs[5], MARK[cs[5]]));
       if (cs[3] !== "ok") div.appendChild(el("span", "w", "  parse: " + cs[3] + (cs[4] ? " \u2014 " + cs[4] : "")));
       cs[6].forEach(function (t) {

@@ -92,7 +92,8 @@ def _turn(t: dict[str, Any]) -> list[Any]:
 def browser_row(cell_index: int, q_index: int, ln: dict[str, Any]) -> list[Any]:
     """One line of a results file as the transcript browser's row:
     ``[cell, question, excluded, parse_failures, judge_accuracy, asd(log), chosen_case, cases]``,
-    each case ``[short, method, probabilities, parse_status, error, mark, transcript]`` and each
+    each case ``[short, method, probabilities, parse_status, error, mark, transcript, orders]`` (``orders``:
+    with both option orders, the probabilities of the order as asked and of the swapped one) and each
     turn ``[speaker, answer_case, text, [[quote, verified], ...]]``. A symmetric line (a debate,
     NaiveJudge) has one protocol run: its transcript is given once, on the first case."""
     cases = []
@@ -103,8 +104,10 @@ def browser_row(cell_index: int, q_index: int, ln: dict[str, Any]) -> list[Any]:
         if not (ln.get("symmetric") and seen_transcript):
             tr = [_turn(t) for t in cp.get("transcript") or []]
             seen_transcript = True
+        meta = cp.get("metadata") or {}
+        orders = [meta.get("original"), meta.get("swapped")] if meta.get("both_orders") else None
         cases.append([c.get("short"), cp.get("method"), cp.get("probabilities"), cp.get("parse_status"), cp.get("error"),
-                      _mark(cp.get("judge_score")), tr])
+                      _mark(cp.get("judge_score")), tr, orders])
     asd = (ln.get("asd") or {}).get("log")
     return [cell_index, q_index, bool(ln.get("excluded")), int(ln.get("parse_failures") or 0), ln.get("judge_accuracy"), asd,
             ln.get("chosen_case"), cases]
