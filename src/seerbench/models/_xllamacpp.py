@@ -1,0 +1,173 @@
+"""The embedded backend on xllamacpp: llama.cpp's own server, in-process, from a prebuilt wheel.
+
+One ``xllamacpp.Server`` per model file and process, with ``n_parallel`` slots: up to that many
+calls are decoded together (continuous batching), where llama-cpp-python serialises them. Calls go
+straight to the server's chat-completions handler (no HTTP). Option probabilities are exact: one
+token is generated with the log probability of *every* vocabulary token at that position (the raw
+softmax of the logits, before temperature), and an option's mass is that of the tokens ``A`` and
+`` A`` (see :meth:`XLlamaCppBackend.option_logprobs`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from seerbench.errors import ModelError
+from seerbench.models._backend import Backend
+from seerbench.models._local import DEFAULT_N_CTX, N_CTX_ENV, default_model_path, model_file
+from seerbench.models._types import ChatMessage, GenerateConfig, Sample, Usage, token_logprobs
+
+#: Calls decoded together; each slot has the full per-request context (SEERBENCH_LOCAL_N_CTX).
+DEFAULT_PARALLEL = 4
+PARALLEL_ENV = "SEERBENCH_LOCAL_PARALLEL"
+#: More than any vocabulary: the server clamps it to the vocabulary size.
+ALL_TOKENS = 1 << 20
+
+_servers: dict[tuple[str, int, int], Any] = {}
+_lock = threading.Lock()
+
+
+def _server(path: Path, n_ctx: int, n_parallel: int) -> Any:
+    key = (str(path.resolve()), n_ctx, n_parallel)
+    with _lock:
+        if key in _servers:
+            return _servers[key]
+        try:
+            import xllamacpp
+        except ImportError as e:
+            raise ModelError("xllamacpp is not installed: `pip install xllamacpp`") from e
+        p = xllamacpp.CommonParams()
+        p.model.path = str(path)
+        p.n_ctx = n_ctx * n_parallel  # llama.cpp splits the context between the slots
+        p.n_parallel = n_parallel
+        # As llama-cpp-python does: half the usable cores decode, all of them read the prompt; no
+        # busy polling. llama.cpp's own default (every core the host has, polling) spins its
+        # threads against each other on a shared machine: measured 25x more CPU per token at a
+        # load of 10 on 2 cores.
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        p.cpuparams.n_threads = max(1, cpus // 2)
+        p.cpuparams_batch.n_threads = cpus
+        p.cpuparams.poll = 0
+        p.cpuparams_batch.poll = 0
+        p.use_jinja = True  # the chat template in the GGUF file, as llama-cpp-python applies it
+        p.verbosity = -1  # quiet
+        p.warmup = False
+        p.endpoint_metrics = False
+        try:
+            srv = xllamacpp.Server(p)
+        except Exception as e:  # the extension raises RuntimeError/ValueError subclasses
+            raise ModelError(f"could not load GGUF model {path}: {e}") from e
+        _servers[key] = srv
+        return srv
+
+
+class XLlamaCppBackend(Backend):
+    """llama.cpp's server in-process via xllamacpp. ``path=None`` is the embedded SmolLM2."""
+
+    name = "local"
+
+    def __init__(self, path: str | Path | None = None, *, n_ctx: int | None = None,
+                 n_parallel: int | None = None) -> None:
+        self.path = default_model_path() if path is None else model_file(path)
+        self.n_ctx = n_ctx or int(os.environ.get(N_CTX_ENV, DEFAULT_N_CTX))
+        self.n_parallel = n_parallel or int(os.environ.get(PARALLEL_ENV, DEFAULT_PARALLEL))
+        self.default_concurrency = self.n_parallel  # more would only queue in the server
+        self._srv: Any = None
+
+    @property
+    def model_id(self) -> str:
+        # The file name (a cache survives moving the venv) and the engine: another llama.cpp build
+        # gives slightly different numbers, so its answers are not the same cache entries.
+        return f"{self.path.name}#xllamacpp"
+
+    def _call(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self._srv is None:
+            self._srv = _server(self.path, self.n_ctx, self.n_parallel)
+        r: dict[str, Any] = self._srv.handle_chat_completions(body)
+        err = r.get("error") if isinstance(r, dict) else None
+        if err is not None or not isinstance(r, dict) or "choices" not in r:
+            msg = err.get("message", str(err)) if isinstance(err, dict) else str(err if err is not None else r)[:300]
+            if "context" in msg and ("exceed" in msg or "size" in msg):
+                raise ModelError(
+                    f"{msg}. The prompt is longer than the local model's context ({self.n_ctx} tokens): "
+                    f"set {N_CTX_ENV} higher, or shorten the material."
+                )
+            raise ModelError(f"the embedded llama.cpp server refused the request: {msg}")
+        return r
+
+    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+        body: dict[str, Any] = {
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "temperature": config.temperature,
+            "max_tokens": config.max_tokens,
+        }
+        if config.stop:
+            body["stop"] = list(config.stop)
+        if seed is not None:
+            body["seed"] = seed
+        if config.logprobs:
+            body["logprobs"] = True
+            body["top_logprobs"] = config.top_logprobs
+        r = await asyncio.to_thread(self._call, body)
+        choice = r["choices"][0]
+        lps = None
+        content = (choice.get("logprobs") or {}).get("content")
+        if config.logprobs and content:
+            lps = token_logprobs(content)
+        usage = r.get("usage") or {}
+        return Sample(
+            text=(choice.get("message") or {}).get("content") or "",
+            logprobs=lps,
+            finish_reason=choice.get("finish_reason"),
+            usage=Usage(prompt_tokens=usage.get("prompt_tokens", 0), completion_tokens=usage.get("completion_tokens", 0)),
+        )
+
+    async def option_logprobs(
+        self, messages: Sequence[ChatMessage], options: Sequence[str]
+    ) -> tuple[dict[str, float], Usage] | None:
+        """Exact next-token log probability of each option label (``A`` and `` A`` summed) at the
+        start of the assistant's answer, from the whole vocabulary's log probabilities; None if
+        a label is no single token."""
+        body = {
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "logprobs": True,
+            "top_logprobs": ALL_TOKENS,
+        }
+        r = await asyncio.to_thread(self._call, body)
+        (first,) = r["choices"][0]["logprobs"]["content"][:1]
+        out = option_masses(first["top_logprobs"], options)
+        if out is None:
+            return None
+        return out, Usage(prompt_tokens=int((r.get("usage") or {}).get("prompt_tokens", 0)), completion_tokens=1)
+
+
+def option_masses(entries: Sequence[dict[str, Any]], options: Sequence[str]) -> dict[str, float] | None:
+    """Log probability of each option from a full next-token distribution (``{token, logprob}``
+    entries for the whole vocabulary): log of the summed probability of the tokens spelling the
+    label with and without a leading space, renormalised over the vocabulary (the server's float32
+    log probabilities sum to 1 only to about 1e-4). None when a label is no single token."""
+    if not entries:
+        return None
+    top = max(e["logprob"] for e in entries)
+    log_z = top + math.log(math.fsum(math.exp(e["logprob"] - top) for e in entries))
+    by_text: dict[str, list[float]] = {}
+    wanted = {v for o in options for v in (o, " " + o)}
+    for e in entries:
+        if e["token"] in wanted:
+            by_text.setdefault(e["token"], []).append(e["logprob"])
+    out: dict[str, float] = {}
+    for o in options:
+        vals = by_text.get(o, []) + by_text.get(" " + o, [])
+        if not vals:
+            return None
+        m = max(vals)
+        out[o] = m + math.log(math.fsum(math.exp(v - m) for v in vals)) - log_z
+    return out
