@@ -174,7 +174,8 @@ def _direct_llama_cpp(prompts: Sequence[list[ChatMessage]]) -> list[dict[str, fl
 
 
 def _direct_xllamacpp(prompts: Sequence[list[ChatMessage]]) -> list[dict[str, float]]:
-    """Option log probabilities from the xllamacpp server's full-vocabulary list, summed here."""
+    """Option log probabilities from the xllamacpp server's full-vocabulary list, summed here
+    (the server's own float32 values, as the backend takes them)."""
     from seerbench.models._local import DEFAULT_N_CTX, default_model_path
     from seerbench.models._xllamacpp import ALL_TOKENS, _server
 
@@ -185,8 +186,7 @@ def _direct_xllamacpp(prompts: Sequence[list[ChatMessage]]) -> list[dict[str, fl
                                          "max_tokens": 1, "temperature": 0.0, "logprobs": True,
                                          "top_logprobs": ALL_TOKENS})
         entries = r["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
-        z = math.log(sum(math.exp(e["logprob"]) for e in entries))
-        out.append({o: math.log(sum(math.exp(e["logprob"]) for e in entries if e["token"] in (o, " " + o))) - z
+        out.append({o: math.log(sum(math.exp(e["logprob"]) for e in entries if e["token"] in (o, " " + o)))
                     for o in ("A", "B")})
     return out
 

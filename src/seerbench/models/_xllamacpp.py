@@ -21,7 +21,7 @@ from typing import Any
 from seerbench.errors import ModelError
 from seerbench.models._backend import Backend
 from seerbench.models._local import DEFAULT_N_CTX, N_CTX_ENV, default_model_path, model_file
-from seerbench.models._types import ChatMessage, GenerateConfig, Sample, Usage, token_logprobs
+from seerbench.models._types import ChatMessage, GenerateConfig, Sample, Usage, chat_request, parse_completion
 
 #: Calls decoded together; each slot has the full per-request context (SEERBENCH_LOCAL_N_CTX).
 DEFAULT_PARALLEL = 4
@@ -55,6 +55,9 @@ def _server(path: Path, n_ctx: int, n_parallel: int) -> Any:
         p.cpuparams_batch.n_threads = cpus
         p.cpuparams.poll = 0
         p.cpuparams_batch.poll = 0
+        # Every prompt evaluated whole: reusing a cached prefix changes llama.cpp's numbers (measured
+        # 0.015 in an option's log probability), which would make results depend on call order.
+        p.cache_prompt = False
         p.use_jinja = True  # the chat template in the GGUF file, as llama-cpp-python applies it
         p.verbosity = -1  # quiet
         p.warmup = False
@@ -102,31 +105,8 @@ class XLlamaCppBackend(Backend):
         return r
 
     async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
-        body: dict[str, Any] = {
-            "messages": [{"role": m.role, "content": m.content} for m in messages],
-            "temperature": config.temperature,
-            "max_tokens": config.max_tokens,
-        }
-        if config.stop:
-            body["stop"] = list(config.stop)
-        if seed is not None:
-            body["seed"] = seed
-        if config.logprobs:
-            body["logprobs"] = True
-            body["top_logprobs"] = config.top_logprobs
-        r = await asyncio.to_thread(self._call, body)
-        choice = r["choices"][0]
-        lps = None
-        content = (choice.get("logprobs") or {}).get("content")
-        if config.logprobs and content:
-            lps = token_logprobs(content)
-        usage = r.get("usage") or {}
-        return Sample(
-            text=(choice.get("message") or {}).get("content") or "",
-            logprobs=lps,
-            finish_reason=choice.get("finish_reason"),
-            usage=Usage(prompt_tokens=usage.get("prompt_tokens", 0), completion_tokens=usage.get("completion_tokens", 0)),
-        )
+        r = await asyncio.to_thread(self._call, chat_request(self.path.name, messages, config, seed))
+        return parse_completion(r, config, "the embedded llama.cpp server")
 
     async def option_logprobs(
         self, messages: Sequence[ChatMessage], options: Sequence[str]
@@ -152,12 +132,9 @@ class XLlamaCppBackend(Backend):
 def option_masses(entries: Sequence[dict[str, Any]], options: Sequence[str]) -> dict[str, float] | None:
     """Log probability of each option from a full next-token distribution (``{token, logprob}``
     entries for the whole vocabulary): log of the summed probability of the tokens spelling the
-    label with and without a leading space, renormalised over the vocabulary (the server's float32
-    log probabilities sum to 1 only to about 1e-4). None when a label is no single token."""
-    if not entries:
-        return None
-    top = max(e["logprob"] for e in entries)
-    log_z = top + math.log(math.fsum(math.exp(e["logprob"] - top) for e in entries))
+    label with and without a leading space, as the server computed them (its float32 log
+    probabilities sum to 1 within about 1e-4; a judge's probabilities are renormalised over the
+    options anyway). None when a label is no single token."""
     by_text: dict[str, list[float]] = {}
     wanted = {v for o in options for v in (o, " " + o)}
     for e in entries:
@@ -169,5 +146,5 @@ def option_masses(entries: Sequence[dict[str, Any]], options: Sequence[str]) -> 
         if not vals:
             return None
         m = max(vals)
-        out[o] = m + math.log(math.fsum(math.exp(v - m) for v in vals)) - log_z
+        out[o] = m + math.log(math.fsum(math.exp(v - m) for v in vals))
     return out
