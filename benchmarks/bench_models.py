@@ -8,9 +8,10 @@ Prints a table of each figure against its target. No asserts: the numbers are fo
    concurrency 1, 8, 64 and 256: the openai SDK/httpx client used before issue 15 against the
    aiohttp client used now, interleaved. Measured 2026-11-22 (2 shared cores, 3 runs, median CPU,
    best throughput), SDK -> aiohttp: c=1 2.81 -> 1.03 ms CPU/request; c=8 1.77 -> 0.37 ms,
-   138 -> 151 req/s (ideal 160); c=64 0.94 -> 0.22 ms (0.185 in a quieter interleaved run; bare
-   aiohttp 0.135), 1051 -> 1163 req/s (ideal 1280); c=256 1.32 -> 0.16 ms, 757 -> 4515 req/s
-   (ideal 5120).
+   138 -> 151 req/s (ideal 160); c=64 0.94 -> 0.22 ms, 1051 -> 1163 req/s (ideal 1280); c=256
+   1.32 -> 0.16 ms, 757 -> 4515 req/s (ideal 5120). Then without the per-request connect timer
+   and cookie jar, on a quiet machine (load 0.7): c=64 0.156 ms, 1197 req/s (94% of ideal);
+   c=256 0.135 ms, 4765 req/s (93%); c=8 0.22 ms, 154 req/s; c=1 0.85 ms, 19.5 req/s.
 3. The cache-hit path: 10,000 requests all answered from the disk cache.
 4. The embedded model: generated tokens/s through seerbench vs llama-cpp-python called directly.
 """

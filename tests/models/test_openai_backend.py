@@ -213,3 +213,19 @@ def test_the_http_session_closes_with_its_event_loop(fake_server: FakeOpenAIServ
     assert asyncio.run(m.generate("second loop")).text == "A"  # a new session on the new loop
     assert backend._last[1].session is not first and backend._last[1].session.closed
     assert fake_server.request_count == 2
+
+
+async def test_a_server_slower_than_the_timeout_is_retried_then_reported() -> None:
+    """The read timeout: a server that takes 1 s against a 0.2 s timeout times out on every
+    attempt, and the error says so."""
+    srv = FakeOpenAIServer(reply="A", delay=1.0).start()
+    try:
+        backend = OpenAIBackend("fake-model", base_url=srv.base_url, api_key=srv.api_key, timeout=0.2)
+        m = Model("openai/fake-model", backend, cache=False, retry=FAST_RETRY, usage=UsageTracker(PriceTable()))
+        with pytest.raises(ModelUnavailableError, match=r"after 3 attempts.*timed out"):
+            await m.generate("slow")
+        assert srv.request_count == 3
+        assert m.usage.by_model["openai/fake-model"].retries == 2
+        await m.aclose()
+    finally:
+        srv.stop()

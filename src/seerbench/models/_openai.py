@@ -145,9 +145,12 @@ class OpenAIBackend(Backend):
             self.default_concurrency = self.per_endpoint * len(self.endpoints)
         self._headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
                          "Accept": "application/json"}
-        # Like the SDK's: connect (waiting for a pooled connection included) and each read are
-        # bounded, not the whole request (a long generation that keeps sending is not cut).
-        self._timeout = aiohttp.ClientTimeout(total=None, connect=timeout, sock_read=timeout)
+        # Like the SDK's: connecting and each read are bounded, not the whole request (a long
+        # generation that keeps sending is not cut). The pool has no size limit (the Model's
+        # semaphore is the limit), so no request waits for a connection: sock_connect, which
+        # arms a timer only for a new connection, bounds the same thing as the SDK's connect
+        # timeout at one timer less per request.
+        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         self._last: tuple[asyncio.AbstractEventLoop, _LoopState] | None = None  # fast path
 
@@ -173,7 +176,8 @@ class OpenAIBackend(Backend):
         connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)  # concurrency is the Model's
         st = self._loops[loop] = _LoopState(
             aiohttp.ClientSession(connector=connector, timeout=self._timeout, headers=self._headers,
-                                  skip_auto_headers=("User-Agent",), raise_for_status=False)
+                                  skip_auto_headers=("User-Agent",), raise_for_status=False,
+                                  cookie_jar=aiohttp.DummyCookieJar())  # an API client keeps no cookies
         )
         # Closed with its loop: asyncio.run() (and pytest's loops) close every open async
         # generator before closing the loop, which runs this one's ``finally``.
