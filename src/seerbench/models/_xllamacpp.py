@@ -21,7 +21,7 @@ from typing import Any
 
 from seerbench.errors import ModelError
 from seerbench.models._backend import Backend
-from seerbench.models._local import DEFAULT_N_CTX, N_CTX_ENV, default_model_path, model_file
+from seerbench.models._local import DEFAULT_N_CTX, N_CTX_ENV, default_model_path, env_int, model_file
 from seerbench.models._types import ChatMessage, GenerateConfig, Sample, Usage, chat_request, parse_completion
 
 #: Calls decoded together; each slot has the full per-request context (SEERBENCH_LOCAL_N_CTX).
@@ -87,8 +87,8 @@ class XLlamaCppBackend(Backend):
     def __init__(self, path: str | Path | None = None, *, n_ctx: int | None = None,
                  n_parallel: int | None = None) -> None:
         self.path = default_model_path() if path is None else model_file(path)
-        self.n_ctx = n_ctx or int(os.environ.get(N_CTX_ENV, DEFAULT_N_CTX))
-        self.n_parallel = n_parallel or int(os.environ.get(PARALLEL_ENV, DEFAULT_PARALLEL))
+        self.n_ctx = n_ctx or env_int(N_CTX_ENV, DEFAULT_N_CTX)
+        self.n_parallel = n_parallel or env_int(PARALLEL_ENV, DEFAULT_PARALLEL)
         self.default_concurrency = self.n_parallel  # more would only queue in the server
         self._srv: Any = None
 
