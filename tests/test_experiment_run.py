@@ -355,3 +355,20 @@ def test_a_failing_question_among_working_ones_is_skipped_and_retried_next_run(t
     assert res.n_errors == 1 and res.errors[0].startswith("q2:")
     ids = [json.loads(x)["question_id"] for x in (tmp_path / "o" / "NaiveJudge" / "J_scripted-xp-flaky" / "results.jsonl").read_text().splitlines()]
     assert ids == ["q0", "q1", "q3", "q4", "q5"]  # q2 not written, so a rerun tries it again
+
+
+def test_a_smaller_limit_keeps_the_file_in_dataset_order(tmp_path: Path) -> None:
+    # ids whose string order is not the dataset's: a run with --limit 2 over a folder holding all
+    # four must leave results.jsonl exactly as the full run wrote it (same order, same bytes)
+    qs = [q.model_copy(update={"id": i}) for q, i in zip(QUESTIONS, ["z9", "m1", "k2", "a5"], strict=False)]
+    Experiment(_cfg(protocols=["NaiveJudge"]), questions=qs, out=tmp_path / "o").run()
+    path = tmp_path / "o" / "NaiveJudge" / "J_scripted-xp-judge" / "results.jsonl"
+    full = path.read_text()
+    assert [ln["question_id"] for ln in _lines(path)] == ["z9", "m1", "k2", "a5"]
+    Experiment(_cfg(protocols=["NaiveJudge"], limit=2), questions=qs, out=tmp_path / "o").run()
+    assert path.read_text() == full
+    # a folder whose file was shuffled (an interrupted run) is put back in dataset order
+    lines = full.splitlines(keepends=True)
+    path.write_text("".join([lines[3], lines[0], lines[2], lines[1]]))
+    Experiment(_cfg(protocols=["NaiveJudge"], limit=2), questions=qs, out=tmp_path / "o").run()
+    assert path.read_text() == full

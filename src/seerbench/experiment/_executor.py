@@ -111,7 +111,7 @@ class CellWriter:
                  progress: Progress | None = None) -> None:
         self.exp = exp
         self.spec = spec
-        self.rank = questions.position
+        self.rank = questions.dataset_order
         self.dir = out / spec.protocol_dir / spec.pair_dir
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / "results.jsonl"

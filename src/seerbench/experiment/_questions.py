@@ -49,6 +49,9 @@ class QuestionStore(_Lazy):
         self._offsets: array[int] = array("q", [0])
         self.ids: list[str] = []
         self.position: dict[str, int] = {}
+        # id -> position among the dataset's usable questions, also past ``limit``: a results file
+        # that holds questions of an earlier, longer run stays in dataset order (see _finalise)
+        self.dataset_order: dict[str, int] = {}
         self.n_skipped = 0  # questions without exactly one true option, left out
         self.no_source: list[str] = []  # ids of questions without source_text (the first 3)
         self.n_no_source = 0
@@ -62,7 +65,7 @@ class QuestionStore(_Lazy):
         from seerbench.datasets import binary_view
 
         store = cls()
-        seen: set[str] = set()
+        seen = store.dataset_order
         dups: set[str] = set()
         n_any = n_usable = 0
         for q in questions:
@@ -76,7 +79,7 @@ class QuestionStore(_Lazy):
             if view.id in seen:
                 dups.add(view.id)
                 continue
-            seen.add(view.id)
+            seen[view.id] = len(seen)
             if limit is None or len(store) < limit:
                 store._add(view)
         if not n_any:
