@@ -180,6 +180,12 @@ def test_second_run_makes_no_model_calls_and_changes_nothing(finished: Path) -> 
 def test_config_change_refused_unless_new(finished: Path) -> None:
     with pytest.raises(ConfigError, match=r"holds results this config would change: 5 cells \(differs in: eps, parse_failures; e\.g\. NaiveJudge/.*--new"):
         Experiment(_cfg(eps=1e-3, parse_failures="half"), questions=QUESTIONS, out=finished).run()
+    with pytest.raises(ConfigError) as e:
+        Experiment(_cfg(eps=1e-3, parse_failures="half"), questions=QUESTIONS, out=finished).run()
+    assert f"`seerbench stats {finished} --eps X --parse-failures half|exclude` rescores" in str(e.value)
+    with pytest.raises(ConfigError) as e:  # a change past scoring: no rescoring hint
+        Experiment(_cfg(eps=1e-3, elicitation={"order": ["verbalized"], "vote_samples": 3}), questions=QUESTIONS, out=finished).run()
+    assert "rescores" not in str(e.value)
     # limit and concurrency do not change results: allowed
     Experiment(_cfg(limit=2, concurrency=1), questions=QUESTIONS, out=finished).prepare_out()
     exp = Experiment(_cfg(eps=1e-3), questions=QUESTIONS[:2], out=finished)

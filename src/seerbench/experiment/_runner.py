@@ -97,6 +97,16 @@ def default_model_factory(spec: str, role: str) -> Model:
     return get_model(spec)
 
 
+def _rescore_hint(problems: Sequence[str], out: Path) -> str:
+    """When only scoring settings differ, say that stats rescores the stored results."""
+    scoring = {"eps", "parse_failures"}
+    diffs = [set(p.partition("differs in: ")[2].rstrip(")").split(", ")) for p in problems]
+    if not diffs or not all(d and d <= scoring for d in diffs):
+        return ""
+    return (f" eps and parse_failures only change scoring: `seerbench stats {out} --eps X --parse-failures half|exclude` "
+            "rescores the stored results without a model call.")
+
+
 class Experiment:
     """Run a grid over questions. ``questions`` overrides the config's dataset (Python API)::
 
@@ -371,6 +381,7 @@ class Experiment:
                 raise ConfigError(
                     f"{cand} holds results this config would change: {_group(problems)}. Mixing them would be wrong: "
                     "use --out NEW_DIR, or --new to write to (or resume) a fresh sibling folder. Adding cells or questions is fine."
+                    + _rescore_hint(problems, cand)
                 )
         raise AssertionError("unreachable: the last candidate does not exist")
 
