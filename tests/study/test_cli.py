@@ -57,7 +57,10 @@ def test_create_serve_export_stats(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         assert rows[-1]["rater_external_id"] == "prolific:cli" and rows[-1]["correct"] == 1.0
     r = runner.invoke(app, ["study", "stats", "--db", db, "--json"])
     assert r.exit_code == 0, r.output
-    stats = json.loads(r.output)
+    def _refuse(c: str) -> None:
+        raise AssertionError(f"{c} is not JSON")
+
+    stats = json.loads(r.output, parse_constant=_refuse)  # strict JSON: one judgment leaves some statistics undefined
     (cond,) = stats["conditions"].values()
     assert cond["accuracy"]["mean"] == 1.0 and cond["judgments"] == 1
     r = runner.invoke(app, ["study", "stats", "--db", db])

@@ -18,10 +18,14 @@ err_console = Console(stderr=True)
 
 
 def print_json(obj: Any) -> None:
-    """Print ``obj`` as JSON on stdout (pydantic models and nested containers allowed)."""
+    """Print ``obj`` as valid JSON on stdout (pydantic models and nested containers allowed); a
+    non-finite number (an undefined statistic: NaN, an infinite bound) is printed as null."""
+    from seerbench.runs import json_safe
+
     if isinstance(obj, BaseModel):
         obj = obj.model_dump(mode="json")
-    print(json.dumps(obj, indent=2, default=_default, allow_nan=True))
+    plain = json.loads(json.dumps(obj, default=_default))  # containers and floats only
+    print(json.dumps(json_safe(plain), indent=2, allow_nan=False))
 
 
 def _default(o: Any) -> Any:

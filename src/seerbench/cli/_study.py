@@ -176,7 +176,7 @@ def stats(
     result = store_stats(store, _rows(store, validation), timeout_policy=timeout_policy)  # type: ignore[arg-type]
     result["progress"] = store.progress()
     if as_json:
-        print_json(json.loads(json.dumps(result, default=str)))
+        print_json(json.loads(json.dumps(result, default=str)))  # dates and the like as text
         return
     if store.manifest.task == "critique":
         _print_critique_stats(store.manifest.name, result)
