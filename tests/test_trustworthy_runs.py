@@ -449,3 +449,20 @@ def test_the_single_turn_debate_example_runs_as_shipped_from_any_directory(tmp_p
     assert [c["cell"] for c in plan["cells"]] == [
         "NaiveJudge_swap/J_local", "Consultancy_t1_swap/A_replay_J_local", "EvidenceDebate_SA_swap/A_replay_J_local"]
     assert all(c["to_run"] == 20 for c in plan["cells"])
+
+
+@pytest.mark.parametrize("order", [["logprobs", "verbalized", "vote"], ["logprobs", "vote"]])
+def test_dry_run_follows_a_judge_without_logprobs_through_its_fallbacks(tmp_path: Path, order: list[str]) -> None:
+    # a scripted judge has no logprobs: each verdict costs a failed logprobs call, then the next
+    # method's calls (a vote is vote_samples calls); the plan must count what the run then makes
+    out = tmp_path / "out"
+    cfg = _config_file(tmp_path / "c", out=str(out), protocols=["NaiveJudge", "Consultancy"],
+                       elicitation={"order": order, "vote_samples": 3})
+    plan = json.loads(runner.invoke(app, ["run", str(cfg), "--dry-run", "--json"]).stdout)
+    calls = _calls(JUDGE, AGENT)
+    Experiment(ExperimentConfig.from_yaml(cfg)).run()
+    made = _calls(JUDGE, AGENT) - calls
+    per_verdict = 1 + (1 if order[1] == "verbalized" else 3)  # worked out from the chain above
+    # NaiveJudge: 4 verdicts; Consultancy: per question 2 cases x (1 consultant turn + 1 verdict)
+    assert made == 4 * per_verdict + 4 * 2 * (1 + per_verdict)
+    assert plan["total"]["calls"] == made

@@ -4,6 +4,7 @@ rebuilt (``seerbench show``)."""
 from __future__ import annotations
 
 import math
+import string
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,25 +13,46 @@ from seerbench.models import GenerateConfig, Model
 from seerbench.models._backend import Backend
 from seerbench.models._model import to_messages
 from seerbench.models._retry import RetryPolicy
-from seerbench.models._types import ChatMessage, Sample, Usage
+from seerbench.models._types import ChatMessage, Sample, TokenLogprob, TopLogprob, Usage
 
 
 class CountingBackend(Backend):
-    """Answers at once for :meth:`Experiment.plan`: 'A' to everything, exact-logprob capable;
-    usage is estimated prompt tokens (chars / 4) and the call's ``max_tokens``."""
+    """Answers at once for :meth:`Experiment.plan`, with the capabilities of the backend it stands
+    in for (``real``; None: every capability), so a judge's elicitation takes the calls it would
+    take: exact option log probabilities only where the real backend reads them, top log
+    probabilities only where it returns them, else on to the next method. Every text answer
+    names option A and parses as a probability ('A: 50%, B: 50%'), so the first method the
+    backend can do succeeds. Usage is estimated prompt tokens (chars / 4) and the call's
+    ``max_tokens``."""
 
     name = "plan"
     default_concurrency = 1000
+    ANSWER = "A: 50%, B: 50%"
+
+    def __init__(self, real: Backend | None = None) -> None:
+        self._exact = real is None or type(real).option_logprobs is not Backend.option_logprobs
+        self._top = real is None or real.supports_logprobs
 
     @property
     def model_id(self) -> str:
         return "plan"
 
+    @property
+    def supports_logprobs(self) -> bool:
+        return self._top
+
     async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
         prompt = sum(len(m.content) for m in messages) // 4 + 1
-        return Sample(text="A", usage=Usage(prompt_tokens=prompt, completion_tokens=config.max_tokens), finish_reason="stop")
+        usage = Usage(prompt_tokens=prompt, completion_tokens=config.max_tokens)
+        logprobs = None
+        if config.logprobs and self._top:  # every letter among the top tokens, equally likely
+            top = tuple(TopLogprob(token=c, logprob=-math.log(26)) for c in string.ascii_uppercase)
+            logprobs = [TokenLogprob(token="A", logprob=-math.log(26), top=top)]
+        return Sample(text=self.ANSWER, logprobs=logprobs, usage=usage, finish_reason="stop")
 
-    async def option_logprobs(self, messages: Sequence[ChatMessage], options: Sequence[str]) -> tuple[dict[str, float], Usage]:
+    async def option_logprobs(self, messages: Sequence[ChatMessage], options: Sequence[str]) -> tuple[dict[str, float], Usage] | None:
+        if not self._exact:
+            return None
         prompt = sum(len(m.content) for m in messages) // 4 + 1
         return {o: -math.log(len(options)) for o in options}, Usage(prompt_tokens=prompt, completion_tokens=1)
 

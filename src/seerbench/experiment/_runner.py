@@ -454,7 +454,8 @@ class Experiment:
             todo = questions.subset([i for i, qid in enumerate(questions.ids) if qid not in done])
             counter = UsageTracker(tracker.prices)
             factory = self.model_factory
-            self.model_factory = lambda s, role, _c=counter: Model(s, CountingBackend(), cache=False, usage=_c)  # type: ignore[misc]
+            self.model_factory = lambda s, role, _c=counter, _f=factory: Model(  # type: ignore[misc]
+                s, CountingBackend(_f(s, role).backend), cache=False, usage=_c)
             try:
                 proto = self._protocol(spec)
                 probe = todo[:sample] or questions[:sample]
