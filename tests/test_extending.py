@@ -34,6 +34,15 @@ class TwoVoices(OversightProtocol):
         verdict = await self.judge.judge(question, turns, argued=answer_case)
         return CaseRun(answer_case, self.transcript(question, turns), verdict)
 
+@register_protocol("Styled{tag}")
+class Styled(TwoVoices):
+    """A keyword the protocol's folder name does not show."""
+    keywords = ("style",)
+
+    def __init__(self, *args, style="plain", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.style = style
+
 class HalfJudge:
     """Always 1/2 each: a judge without a model."""
     def __init__(self, label: str = "half") -> None:
@@ -71,6 +80,21 @@ def test_a_plugin_protocol_and_judge_run_from_the_cli(tmp_path: Path) -> None:
     assert half["metrics"]["asd"]["log"]["mean"] == 0.0 and half["metrics"]["judge_accuracy"]["mean"] == 0.5
     line = json.loads((tmp_path / "out" / "TwoVoicesa" / "A_scripted-coin_J_HalfJudge-label-h" / "results.jsonl").read_text().splitlines()[0])
     assert [t["speaker"] for t in line["answer_cases"][0]["case_probs"]["transcript"]] == ["c", "c"]
+
+
+def test_a_plugin_keyword_that_the_folder_name_does_not_show_is_added_to_it(tmp_path: Path) -> None:
+    cfg = _setup(tmp_path, "k", protocols=[{"name": "Styledk", "style": ["plain", "loud voice"]}, "Styledk"])
+    r = runner.invoke(app, ["run", str(cfg), "--json"])
+    assert r.exit_code == 0, r.output
+    assert {c["cell"] for c in json.loads(r.stdout)["cells"]} == {
+        "Styledk_style-loud-voice/A_scripted-coin_J_scripted-coin",  # a grid over style: named by it
+        "Styledk_style-plain/A_scripted-coin_J_scripted-coin",
+        "Styledk/A_scripted-coin_J_scripted-coin",  # one style in its entry: the name stays short
+    }
+    # the same protocol twice with the same keywords is still a duplicate
+    cfg = _setup(tmp_path, "k", protocols=["Styledk", {"name": "Styledk", "style": "plain"}])
+    with pytest.raises(ConfigError, match=r"duplicate cells: \['Styledk/A_scripted-coin_J_scripted-coin'\]"):
+        Experiment(ExperimentConfig.from_yaml(cfg)).check()
 
 
 def test_editing_a_plugin_is_a_config_change(tmp_path: Path) -> None:

@@ -46,6 +46,21 @@ def _slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9.+-]+", "-", s).strip("-") or "x"
 
 
+def _name_hidden_keywords(specs: Sequence[RunSpec]) -> None:
+    """One protocol entry's cells: where keyword values that vary in the entry leave two cells with
+    the same folder (a user protocol whose ``_name_parts`` does not show them), every cell of the
+    entry gets ``_<keyword>-<value>`` for those keywords. Decided by the entry alone, so a cell's
+    folder does not depend on the rest of the grid."""
+    first: dict[str, RunSpec] = {}
+    hidden: set[str] = set()
+    for s in specs:
+        other = first.setdefault(s.key, s)
+        if other is not s:
+            hidden.update(k for k, v in s.kwargs.items() if k != "num_turns" and v != other.kwargs.get(k))
+    for s in specs:
+        s.protocol_dir += "".join(f"_{k}-{_slug(str(s.kwargs[k]))}" for k in sorted(hidden))
+
+
 @dataclass
 class RunSpec:
     """One cell of the grid."""
@@ -167,6 +182,7 @@ class Experiment:
         specs: list[RunSpec] = []
         for p in c.protocols:
             cls = get_protocol(p.name)
+            start = len(specs)
             for kw in p.keyword_grid():
                 turns = [kw.pop("num_turns")] if "num_turns" in kw else (c.num_turns if cls.takes_turns else [1])
                 agents = c.agent_models if cls.needs_agent else [c.agent_models[0]]
@@ -183,6 +199,7 @@ class Experiment:
                     agent_part = f"A_{_slug(a)}" + (f"_T_{'+'.join(t)}" if t else "") + (f"_bo{b}" if b > 1 else "")
                     spec.pair_dir = f"{agent_part}_J_{_slug(j)}" if cls.needs_agent else f"J_{_slug(j)}"
                     specs.append(spec)
+            _name_hidden_keywords(specs[start:])
         keys = [s.key for s in specs]
         if len(set(keys)) != len(keys):
             raise ConfigError(f"the grid has duplicate cells: {sorted({k for k in keys if keys.count(k) > 1})}")
