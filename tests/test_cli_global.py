@@ -295,3 +295,18 @@ def test_missing_openai_key_names_the_model(capsys: pytest.CaptureFixture[str], 
         make_backend("openai/gpt-4o-mini")
     code, _, err = run_main(["ask", "--model", "openai/gpt-4o-mini", "Pick A or B."], capsys, monkeypatch)
     assert code == 2 and one_line_error(err).startswith("error: no API key for openai/gpt-4o-mini: ")
+
+
+def test_ctrl_c_says_what_was_kept_and_exits_130(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from seerbench.experiment import Experiment
+
+    async def interrupted(self: Experiment, *args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Experiment, "arun", interrupted)
+    cfg = tmp_path / "xp.yaml"
+    cfg.write_text(f"name: k\ndataset: {{name: arithmetic, n: 2}}\njudge_models: [scripted:coin]\nprotocols: [NaiveJudge]\nout: {tmp_path / 'out'}\n")
+    code, _, err = run_main(["run", str(cfg)], capsys, monkeypatch)
+    assert code == 130
+    assert "interrupted: every finished question is saved; the same command resumes a run" in err
+    assert "Traceback" not in err

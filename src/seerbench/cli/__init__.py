@@ -139,7 +139,10 @@ def main() -> None:
             # standalone: always ends in SystemExit (click handles a closed stdout pipe); the fixed
             # name keeps usage lines and the completion script right under `python -m seerbench` too
             app(prog_name="seerbench")
-        except SystemExit:
+        except SystemExit as e:
+            if e.code == 130:  # Ctrl-C (typer turns KeyboardInterrupt into exit 130)
+                typer.secho("interrupted: every finished question is saved; the same command resumes a run",
+                            fg="yellow", err=True)
             _warn_unused_prices()  # also after a run that exited 1 for failed questions
             raise
     except SeerbenchError as e:
