@@ -378,3 +378,33 @@ def test_a_smaller_limit_keeps_the_file_in_dataset_order(tmp_path: Path) -> None
     path.write_text("".join([lines[3], lines[0], lines[2], lines[1]]))
     Experiment(_cfg(protocols=["NaiveJudge"], limit=2), questions=qs, out=tmp_path / "o").run()
     assert path.read_text() == full
+
+
+def _no_number(messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> str:
+    return "B" if "number 1." in messages[-1].content or "number 2." in messages[-1].content else "0.7"
+
+
+register_scripted("xp-unparsed", _no_number, replace=True)
+
+
+def test_parse_failures_that_decide_the_numbers_are_warned_about(tmp_path: Path) -> None:
+    # questions 1 and 2 of 6 get a letter where a probability is asked: 2/6 > 10% left out
+    stats = Experiment(_cfg(judge_models=["scripted:xp-unparsed"], protocols=["NaiveJudge"]),
+                       questions=QUESTIONS, out=tmp_path / "a").run()[0].stats
+    assert stats["n_scored"] == 4
+    assert stats["diagnostics"]["warnings"][0] == (
+        "2 of 6 questions (33%) left out for verdicts that failed to parse (e.g. 'verbalized: no probability found'), "
+        "so the numbers are over the rest; the judge's answers do not fit the elicitation order: add logprobs or vote "
+        "to `elicitation.order`")
+    # a judge that never gives a probability: nothing scored, said first
+    stats = Experiment(_cfg(judge_models=["scripted:coin"], protocols=["NaiveJudge"]),
+                       questions=QUESTIONS, out=tmp_path / "b").run()[0].stats
+    assert stats["n_scored"] == 0
+    assert stats["diagnostics"]["warnings"][0].startswith("no question scored: all 6 had a verdict that failed to parse")
+    r = runner.invoke(app, ["stats", str(tmp_path / "b")], terminal_width=300)
+    assert r.exit_code == 0 and "warning NaiveJudge/J_scripted-coin: no question scored" in r.output
+    # the other tests' judge fails on question 3 only: 1 of 6 is over 10%, 0 of 3 is not
+    one = Experiment(_cfg(protocols=["NaiveJudge"]), questions=QUESTIONS, out=tmp_path / "c").run()[0].stats
+    assert one["diagnostics"]["warnings"][0].startswith("1 of 6 questions (17%) left out")
+    ok = Experiment(_cfg(protocols=["NaiveJudge"]), questions=QUESTIONS[:3], out=tmp_path / "d").run()[0].stats
+    assert not any("parse" in w for w in ok["diagnostics"]["warnings"])

@@ -153,6 +153,7 @@ class CellStats:
         self.n_lines = 0
         self.n_kept = 0
         self.parse_failures = 0
+        self.failure_example: str | None = None  # the first parse failure's error, for the warning
         self.axes: dict[str, Any] | None = None  # the grid coordinates of the first line
         self.diagnostics = JudgeDiagnostics()
         self.paired_score = paired_score
@@ -165,6 +166,9 @@ class CellStats:
             self.axes = {k: ln.get(k) for k in CELL_AXES}
         self.n_lines += 1
         self.parse_failures += ln["parse_failures"]
+        if ln["parse_failures"] and self.failure_example is None:
+            self.failure_example = next((c["case_probs"].get("error") for c in ln.get("answer_cases") or ()
+                                         if (c.get("case_probs") or {}).get("error")), None)
         self.diagnostics.add(ln)
         if self.paired_score is not None:
             self.ids.append(ln["question_id"])
@@ -207,8 +211,24 @@ class CellStats:
             "eps": eps,
             "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": 0.95},
             "metrics": metrics,
-            "diagnostics": self.diagnostics.result(),
+            "diagnostics": self._diagnostics(policy),
         }
+
+    def _diagnostics(self, policy: FailurePolicy) -> dict[str, Any]:
+        """The judge diagnostics, with a warning where parse failures decide what the cell shows."""
+        out = self.diagnostics.result()
+        n, failed = self.n_lines, self.n_lines - self.n_kept
+        example = f" (e.g. {self.failure_example!r})" if self.failure_example else ""
+        fix = "the judge's answers do not fit the elicitation order: add logprobs or vote to `elicitation.order`"
+        if n and not self.n_kept:
+            out["warnings"].insert(0, f"no question scored: all {n} had a verdict that failed to parse{example}; {fix}")
+        elif n and failed / n > FAILURE_SHARE:
+            out["warnings"].insert(0, f"{failed} of {n} questions ({failed / n:.0%}) left out for verdicts that failed to "
+                                      f"parse{example}, so the numbers are over the rest; {fix}")
+        elif policy == "half" and self.parse_failures and self.parse_failures / max(n, 1) > FAILURE_SHARE:
+            out["warnings"].insert(0, f"{self.parse_failures} verdicts failed to parse in {n} questions and count as 1/2 "
+                                      f"(parse_failures: half){example}; {fix}")
+        return out
 
     def paired_values(self, key: str) -> dict[str, float]:
         """Question id -> the value of ``key`` (``asd`` or ``judge_accuracy``), for the lines
@@ -222,6 +242,8 @@ class CellStats:
 POSITION_BIAS_SHARE = 0.9
 #: A judge whose P(first option) never leaves a band this narrow is flagged.
 NARROW_BAND = 0.1
+#: A cell where more than this share of questions has a parse failure is flagged.
+FAILURE_SHARE = 0.1
 _MIN_VERDICTS = 5
 
 
