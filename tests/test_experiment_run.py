@@ -408,3 +408,14 @@ def test_parse_failures_that_decide_the_numbers_are_warned_about(tmp_path: Path)
     assert one["diagnostics"]["warnings"][0].startswith("1 of 6 questions (17%) left out")
     ok = Experiment(_cfg(protocols=["NaiveJudge"]), questions=QUESTIONS[:3], out=tmp_path / "d").run()[0].stats
     assert not any("parse" in w for w in ok["diagnostics"]["warnings"])
+
+
+def test_run_table_says_when_the_folder_holds_more_questions_than_this_run(tmp_path: Path) -> None:
+    cfg = tmp_path / "xp.yaml"
+    cfg.write_text(f"name: m\ndataset: {{name: arithmetic, n: 5}}\njudge_models: [{JUDGE}]\nprotocols: [NaiveJudge]\n"
+                   f"elicitation: {{order: [verbalized]}}\nn_boot: 100\nout: {tmp_path / 'out'}\n")
+    r = runner.invoke(app, ["run", str(cfg)], terminal_width=300)
+    assert r.exit_code == 0 and "The table counts" not in r.output
+    r = runner.invoke(app, ["run", str(cfg), "--limit", "2"], terminal_width=300)
+    assert r.exit_code == 0, r.output
+    assert "The table counts every question the folder holds (up to 5); this run's dataset and limit gave 2." in " ".join(r.output.split())

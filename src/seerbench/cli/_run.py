@@ -161,6 +161,10 @@ def run(
         if pressure:
             print_pressure(pressure["pressure"])
         console.print(f"[dim]{_usage_line()}  wall {time.time() - started:.1f}s[/]")
+        n_run, held = len(exp.questions()), max((s.get("n_questions", 0) for s in stats), default=0)
+        if held > n_run:
+            console.print(f"[dim]The table counts every question the folder holds (up to {held}); this run's "
+                          f"dataset{' and limit' if cfg.limit else ''} gave {n_run}.[/]")
         if exp.n_skipped:
             console.print(f"[yellow]{exp.n_skipped} questions without exactly one true option were left out.[/]")
         console.print(f"results: {exp.out}/  (seerbench stats {exp.out})")
