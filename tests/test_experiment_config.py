@@ -32,7 +32,7 @@ def test_unknown_top_level_key_lists_allowed_keys() -> None:
 
 def test_unknown_nested_key_lists_that_sections_keys() -> None:
     msg = _err(elicitation={"orders": ["vote"]})
-    assert "elicitation.orders: unknown key; allowed keys: order, vote_samples, vote_temperature" in msg
+    assert "elicitation.orders: unknown key (did you mean order?); allowed keys: order, vote_samples, vote_temperature" in msg
     msg = _err(agent_generation={"temp": 0.3})
     assert "agent_generation.temp: unknown key; allowed keys: max_tokens, max_words, temperature" in msg
 
@@ -71,13 +71,15 @@ def test_yaml_errors(tmp_path: Path) -> None:
         ExperimentConfig.from_yaml(tmp_path / "nope.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("protocols: [NaiveJudge\n")
-    with pytest.raises(ConfigError, match="not valid YAML"):
+    with pytest.raises(ConfigError) as e:
         ExperimentConfig.from_yaml(bad)
+    # the file and the place, not pyyaml's "<unicode string>"
+    assert str(e.value) == f"config file {bad} is not valid YAML (line 2, column 1: expected ',' or ']', but got '<stream end>')"
     bad.write_text("- a list\n")
     with pytest.raises(ConfigError, match="mapping"):
         ExperimentConfig.from_yaml(bad)
     bad.write_text("dataset: arithmetic\nprotocols: [NaiveJudge]\nparse_failure: half\n")
-    with pytest.raises(ConfigError, match=rf"invalid {bad}:\n  parse_failure: unknown key"):
+    with pytest.raises(ConfigError, match=rf"invalid {bad}:\n  parse_failure: unknown key \(did you mean parse_failures\?\)"):
         ExperimentConfig.from_yaml(bad)
 
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from seerbench.config import read_yaml_mapping
 from seerbench.critique._answers import (
     FLAW_KINDS,
     answer_correct,
@@ -108,14 +108,7 @@ class CritiqueConfig(BaseModel):
     @classmethod
     def from_yaml(cls, path: str | Path) -> CritiqueConfig:
         p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"critique config {p} does not exist")
-        try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except yaml.YAMLError as e:
-            raise ConfigError(f"critique config {p} is not valid YAML ({str(e).splitlines()[0]})") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"critique config {p} must be a mapping of keys to values")
+        data = read_yaml_mapping(p, "critique config")
         cfg = cls.parse(data, str(p))
         updates: dict[str, Any] = {}
         if not Path(cfg.out).is_absolute():

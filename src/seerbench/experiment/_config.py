@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import itertools
 import json
@@ -9,7 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from seerbench.config import read_yaml_mapping
 from seerbench.errors import ConfigError
 from seerbench.metrics import DEFAULT_EPS, FailurePolicy
 from seerbench.models import ElicitConfig
@@ -144,14 +145,7 @@ class ExperimentConfig(BaseModel):
     @classmethod
     def from_yaml(cls, path: str | Path) -> ExperimentConfig:
         p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"config file {p} does not exist")
-        try:
-            raw = yaml.safe_load(p.read_text())
-        except yaml.YAMLError as e:
-            raise ConfigError(f"{p} is not valid YAML: {e}") from e
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{p} must be a mapping of experiment keys")
+        raw = read_yaml_mapping(p, "config file")
         return cls.parse(raw, source=str(p), base_dir=p.parent)
 
     @classmethod
@@ -212,7 +206,9 @@ def explain(e: ValidationError) -> str:
         if err["type"] == "extra_forbidden":
             parent = _section(err["loc"][:-1])
             allowed = sorted(parent.model_fields) if parent is not None else None
-            msg = "unknown key" + (f"; allowed keys: {', '.join(allowed)}" if allowed else "")
+            close = difflib.get_close_matches(str(err["loc"][-1]), allowed or [], n=1)
+            msg = "unknown key" + (f" (did you mean {close[0]}?)" if close else "") + (
+                f"; allowed keys: {', '.join(allowed)}" if allowed else "")
         elif err["type"] == "literal_error":
             msg = f"{msg} (got {err.get('input')!r})"
         lines.append(f"  {loc}: {msg}")

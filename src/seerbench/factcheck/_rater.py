@@ -36,10 +36,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seerbench.complementarity._data import AIRating
+from seerbench.config import read_yaml_mapping
 from seerbench.errors import ConfigError, DataError
 from seerbench.factcheck._generate import LABELS, FactItem, Page
 from seerbench.factcheck._load import load_factcheck
@@ -113,14 +113,7 @@ class RaterConfig(BaseModel):
     @classmethod
     def from_yaml(cls, path: str | Path) -> RaterConfig:
         p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"rater config {p} does not exist")
-        try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except yaml.YAMLError as e:
-            raise ConfigError(f"rater config {p} is not valid YAML ({str(e).splitlines()[0]})") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"rater config {p} must be a mapping of keys to values")
+        data = read_yaml_mapping(p, "rater config")
         cfg = cls.parse(data, str(p))
         out = Path(cfg.out)
         return cfg if out.is_absolute() else cfg.model_copy(update={"out": str(p.parent / out)})

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from seerbench.conditions import JUDGING_CONDITIONS, JudgingCondition, get_condition
+from seerbench.config import read_yaml_mapping
 from seerbench.errors import ConfigError
 
 __all__ = [
@@ -324,12 +324,7 @@ def load_manifest(source: str | Path | dict[str, Any]) -> StudyManifest:
     else:
         path = Path(source)
         where = str(path)
-        if not path.is_file():
-            raise ConfigError(f"study manifest {path} does not exist")
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as e:
-            raise ConfigError(f"study manifest {path} is not valid YAML: {e}") from None
+        data = read_yaml_mapping(path, "study manifest")
     if not isinstance(data, dict):
         raise ConfigError(f"study manifest {where} must be a mapping of keys to values")
     try:
