@@ -127,3 +127,16 @@ async def test_option_logprobs_are_cached(tmp_path: Path) -> None:
     await m3.option_logprobs("Which? A) x B) y", ["A", "B"])
     await m3.option_logprobs("Which? A) x B) y", ["A", "B"])
     assert backend.option_calls == 5
+
+
+async def test_giving_up_names_the_last_error_once() -> None:
+    from seerbench.errors import ModelUnavailableError
+    from seerbench.models._retry import RetryPolicy, with_retries
+
+    async def down() -> None:
+        raise RetryableError("cannot connect to http://127.0.0.1:9: Connection error.")
+
+    with pytest.raises(ModelUnavailableError) as e:
+        await with_retries(down, RetryPolicy(max_attempts=2, base_delay=0.0), what="openai/m")
+    assert str(e.value) == ("openai/m still failing after 2 attempts: cannot connect to http://127.0.0.1:9: Connection error. "
+                            "Check that the server is running and reachable, or retry later.")

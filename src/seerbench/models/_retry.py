@@ -53,6 +53,6 @@ async def with_retries(
             rng = rng or random.Random()
             await asyncio.sleep(policy.delay(attempt, rng, e.retry_after))
     raise ModelUnavailableError(
-        f"{what} still failing after {policy.max_attempts} attempts: {last}. "
+        f"{what} still failing after {policy.max_attempts} attempts: {str(last).rstrip('.')}. "
         "Check that the server is running and reachable, or retry later."
     ) from last
