@@ -265,7 +265,8 @@ def test_cli_stats_json(finished: Path) -> None:
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     cells = {c["protocol"]: c for c in data["cells"]}
-    assert set(cells) == {"NaiveJudge", "BlindTrust", "Consultancy_t1", "SimultaneousDebate_t1", "RandomConsultancy_t1"}
+    # in the config's order, as `seerbench run` showed them (not by name)
+    assert list(cells) == ["NaiveJudge", "BlindTrust", "Consultancy_t1", "SimultaneousDebate_t1", "RandomConsultancy_t1"]
     assert cells["Consultancy_t1"]["parse_failures"] == 2 and cells["Consultancy_t1"]["parse_failure_policy"] == "exclude"
     assert data["paired"] == []
     # the same run rescored with the half policy

@@ -115,6 +115,7 @@ class RunFolder:
         self.config: dict[str, Any] = self.meta.get("config") or {}
 
     def cells(self) -> list[Cell]:
+        """The folder's cells, in the order of the grid that made them (as ``seerbench run`` shows them)."""
         out = []
         for res in sorted(self.path.glob("*/*/results.jsonl")):
             folder = res.parent
@@ -126,6 +127,9 @@ class RunFolder:
                 except (OSError, json.JSONDecodeError):
                     info = {}
             out.append(Cell(folder, f"{folder.parent.name}/{folder.name}", info))
+        # in the grid's order (experiment.json lists the cells as the configs gave them), the rest by name
+        order = {k: i for i, k in enumerate(self.meta.get("cells") or {})}
+        out.sort(key=lambda c: (order.get(c.key, len(order)), c.key))
         return out
 
     def cell(self, key: str) -> Cell:
