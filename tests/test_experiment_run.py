@@ -297,6 +297,7 @@ def test_cli_stats_baseline(finished: Path) -> None:
     # the table form
     r = runner.invoke(app, ["stats", str(finished), "--baseline", "NaiveJudge"])
     assert r.exit_code == 0 and "paired differences" in r.stdout and "ΔASD(log)" in r.stdout
+    assert "Not compared (no NaiveJudge cell with the same judge): BlindTrust/J_trust" in " ".join(r.stdout.split())
 
 
 def test_cli_stats_errors(finished: Path, tmp_path: Path) -> None:

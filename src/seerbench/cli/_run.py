@@ -300,6 +300,12 @@ def stats(
         for c in summary["paired"]:
             t.add_row(escape(str(c["cell"])), escape(str(c["judge"])), _fmt(c["asd_diff"]), _fmt(c["accuracy_diff"]))
         console.print(t)
+        base = {c["baseline_cell"] for c in summary["paired"]}
+        paired = {c["cell"] for c in summary["paired"]} | base
+        alone = [c for c in summary["cells"] if c.get("cell") not in paired]
+        if alone:
+            names = ", ".join(str(c.get("cell")) for c in alone)
+            console.print(f"[dim]Not compared (no {baseline} cell with the same judge): {escape(names)}[/]")
     if "pressure" in summary:
         print_pressure(summary["pressure"])
 
