@@ -51,7 +51,7 @@ def test_create_serve_export_stats(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert catches <= 1  # catch_per_condition: 1, and only PSA has catch trials
     for out in ("j.csv", "j.jsonl"):
         r = runner.invoke(app, ["study", "export", "--db", db, str(tmp_path / out)])
-        assert r.exit_code == 0 and f"wrote {catches + 1} judgments" in r.output
+        assert r.exit_code == 0 and f"wrote {catches + 1} judgment{'s' if catches else ''} to" in r.output
         rows = read_export(tmp_path / out)
         assert [bool(x["is_catch"]) for x in rows] == [True] * catches + [False]
         assert rows[-1]["rater_external_id"] == "prolific:cli" and rows[-1]["correct"] == 1.0

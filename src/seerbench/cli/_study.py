@@ -151,7 +151,8 @@ def export(
     store = StudyStore(db)
     rows = _rows(store, validation)
     write_export(rows, out)
-    unit = "rows (one per critique)" if store.manifest.task in ("critique", "validation") else "judgments"
+    unit = ("rows (one per critique)" if store.manifest.task in ("critique", "validation")
+            else "judgment" if len(rows) == 1 else "judgments")
     console.print(f"wrote {len(rows)} {unit} to {out}")
 
 
