@@ -327,7 +327,10 @@ def test_cli_run_on_yaml(tmp_path: Path) -> None:
     # `stats --json` prints the same shape
     r2 = runner.invoke(app, ["stats", str(out), "--json"])
     assert r2.exit_code == 0, r2.output
-    assert set(json.loads(r2.stdout)) == set(json.loads(r.stdout)) - {"failed_question_runs"}
+    ran = json.loads(r.stdout)
+    assert set(json.loads(r2.stdout)) == set(ran) - {"failed_question_runs", "usage", "wall_s"}
+    # the run's usage: NaiveJudge 3 verdicts + SequentialDebate 3 questions x 2 cases x (2 turns + verdict)
+    assert ran["usage"]["calls"] + ran["usage"]["cache_hits"] == 3 + 3 * 2 * 3 and ran["usage"]["errors"] == 0
     assert len(_lines(out / "NaiveJudge/J_scripted-xp-judge/results.jsonl")) == 3
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import re
 import sys
@@ -18,13 +17,13 @@ from rich.table import Table
 
 from seerbench.analysis import pressure_section
 from seerbench.cli import app
-from seerbench.cli._common import console, err_console, quiet
+from seerbench.cli._common import console, err_console, print_json, quiet
 from seerbench.cli._pressure import print_pressure
 from seerbench.errors import ConfigError
 from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RayExecutor, RunSpec
 from seerbench.metrics import beta_key
 from seerbench.models import default_tracker
-from seerbench.runs import CELL_AXES, ResultsFile, RunFolder, check_beta, check_eps, json_safe, summarize_run
+from seerbench.runs import CELL_AXES, ResultsFile, RunFolder, check_beta, check_eps, summarize_run
 
 
 def _usage_line() -> str:
@@ -32,10 +31,6 @@ def _usage_line() -> str:
     cost = "unknown" if t.cost is None else f"${t.cost:.4f}"
     return (f"calls {t.calls}  cache hits {t.cache_hits}  tokens {t.prompt_tokens + t.completion_tokens}  "
             f"retries {t.retries}  errors {t.errors}  cost {cost}")
-
-
-def _print_json(obj: Any) -> None:
-    print(json.dumps(json_safe(obj), indent=2))
 
 
 def _eta(seconds: float | None) -> str:
@@ -154,8 +149,9 @@ def run(
     failed = sum(r.n_errors for r in results)
     pressure = pressure_section(exp.out, stats)  # {} unless cells differ only in best-of-N
     if json_out:
-        _print_json({"run_dir": str(exp.out), "cells": stats, "paired": [], "skipped_lines": 0, **pressure,
-                     "failed_question_runs": failed})
+        print_json({"run_dir": str(exp.out), "cells": stats, "paired": [], "skipped_lines": 0, **pressure,
+                    "failed_question_runs": failed, "usage": default_tracker().totals().as_dict(),
+                    "wall_s": round(time.time() - started, 3)})
     elif not quiet():
         _print_stats(stats, title=f"{cfg.name}: {exp.out}", wide=wide)
         if pressure:
@@ -188,7 +184,7 @@ def _print_plan(plans: list[CellPlan], exp: Experiment, *, json_out: bool) -> No
              "completion_tokens_max": round(sum(p.completion_tokens for p in plans)),
              "cost_usd_max": None if any(c is None for c in costs) else sum(c for c in costs if c is not None)}
     if json_out:
-        _print_json({"out": str(exp.out), "cells": rows, "total": total})
+        print_json({"out": str(exp.out), "cells": rows, "total": total})
         return
     t = Table(title=f"dry run: {exp.config.name} -> {exp.out}", caption="before cache hits; prompt tokens ~ chars/4; completion tokens at most max_tokens")
     for col in ("cell", "to run", "calls", "tokens in", "out (max)", "cost (max)"):
@@ -286,7 +282,7 @@ def stats(
         check_eps(eps)
     summary = summarize_run(run_dir, beta=beta, score=score, eps=eps, parse_failures=parse_failures, baseline=baseline)
     if json_out:
-        _print_json(summary)
+        print_json(summary)
         return
     _print_stats(summary["cells"], title=str(run_dir), beta=beta, score=score, wide=wide)
     if summary["skipped_lines"]:
@@ -337,7 +333,7 @@ def show(
             rec["prompts"] = asyncio.run(exp.replay_prompts(c.key, question_id, allow_calls=allow_calls))
         out.append(rec)
     if json_out:
-        _print_json(out)
+        print_json(out)
         return
     q = found[0][1]["question"]
     console.print(f"[bold]{escape(question_id)}[/]: {escape(q['text'])}")
