@@ -9,6 +9,7 @@ and calls into it are serialised (llama.cpp contexts are not thread-safe).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib.util
 import os
 import threading
@@ -73,6 +74,19 @@ class _Loaded:
 
 _loaded: dict[tuple[str, int], _Loaded] = {}
 _load_lock = threading.Lock()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Free the loaded models while the interpreter is whole: left to garbage collection at
+    shutdown, llama-cpp-python's finaliser runs after its C bindings are gone and prints a
+    TypeError traceback at the end of every run."""
+    with _load_lock:
+        for loaded in _loaded.values():
+            close = getattr(loaded.llm, "close", None)
+            if close is not None:
+                close()
+        _loaded.clear()
 
 
 def _load(path: Path, n_ctx: int) -> _Loaded:
