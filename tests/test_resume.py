@@ -82,8 +82,15 @@ def test_killed_run_resumes_to_identical_results(tmp_path: Path) -> None:
     consultancy = "Consultancy_t2/A_scripted-slowcoin_J_scripted-slowcoin/results.jsonl"
     n_partial = partial[consultancy].count("\n")
     assert 5 <= n_partial < 40  # really interrupted mid-cell
+    # stats on the killed folder: the cut cell is marked unfinished, the finished one is not
+    from seerbench.runs import UNFINISHED, summarize_run
+
+    by = {c["cell"]: c for c in summarize_run(out)["cells"]}
+    assert by[consultancy.rsplit("/", 1)[0]]["unfinished"] and by[consultancy.rsplit("/", 1)[0]]["diagnostics"]["warnings"][0] == UNFINISHED
+    assert "unfinished" not in by["NaiveJudge/J_scripted-slowcoin"]
 
     _run(cfg, out, cache)  # resume
+    assert not any(c.get("unfinished") for c in summarize_run(out)["cells"])
     got, want = _files(out), _files(ref)
     assert got.keys() == want.keys() and len(want) == 3
     for name in want:

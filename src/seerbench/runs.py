@@ -168,6 +168,8 @@ def cell_meta(lines: list[dict[str, Any]] | CellStats, cell: Cell) -> dict[str, 
 
 #: At most this many skip reasons are reported (the count is always complete).
 _MAX_REASONS = 20
+UNFINISHED = ("unfinished: the run stopped before this cell ended (interrupted or killed), so n counts the "
+              "questions it finished; run the config again to finish it")
 
 
 def summarize_run(
@@ -206,6 +208,9 @@ def summarize_run(
         s = acc.stats(cell_meta(acc, cell), eps=eps_v, policy=policy, n_boot=cfg.get("n_boot", 2000), seed=cfg.get("seed", 0))
         if f.skipped:
             s["skipped_lines"] = f.skipped
+        if not (cell.folder / "stats.json").is_file():
+            s["unfinished"] = True
+            s["diagnostics"]["warnings"].insert(0, UNFINISHED)
         cells.append((acc if baseline else [], s))  # the per-question values only for paired differences
     if not cells:
         raise ConfigError(f"no results.jsonl under {folder.path}: the run has not finished a question yet")

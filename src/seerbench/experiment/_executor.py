@@ -120,6 +120,8 @@ class CellWriter:
         self.todo = questions.subset(array("q", (i for i, qid in enumerate(questions.ids) if qid not in done)))
         self.total = len(questions)
         self.n_done = self.total - len(self.todo)
+        if self.todo:  # stats.json is written when the cell ends: until then its absence marks it unfinished
+            (self.dir / "stats.json").unlink(missing_ok=True)
         self.errors: list[str] = []
         self.progress = progress
         cfg = exp.config
