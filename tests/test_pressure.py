@@ -432,3 +432,19 @@ def test_questions_sharing_a_passage_are_one_cluster(tmp_path: Path) -> None:
     (flat,) = optimization_pressure(out, cluster="none").groups
     assert flat.n_clusters == 12
     assert flat.points[0].asd.mean == g.points[0].asd.mean
+
+
+def test_a_protocol_without_asd_is_not_a_pressure_group(tmp_path: Path) -> None:
+    """RandomConsultancy runs one answer case a question: no ASD, so no pressure group (it was
+    listed with '0 questions' and 'nothing to compare', and numpy warned of an empty mean)."""
+    import warnings
+
+    cfg = ExperimentConfig.parse({"name": "rc", "dataset": {"name": "arithmetic", "n": 10}, "judge_models": ["scripted:coin"],
+                                  "agent_models": ["scripted:coin"], "protocols": ["RandomConsultancy", "Consultancy"],
+                                  "best_of_n": [1, 2], "n_boot": 200, "out": str(tmp_path / "rc")})
+    Experiment(cfg).run()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = optimization_pressure(tmp_path / "rc")
+    assert [g.axes["protocol"] for g in result.groups] == ["Consultancy_t1"]
+    assert result.groups[0].n_questions == 10

@@ -30,6 +30,10 @@ difference takes the wider of the percentile interval and the MOVER combination 
 intervals with the replicates' correlation (each alone undercovers somewhere; tests/test_pressure.py
 measures both).
 
+Groups of a protocol without an agent score difference (one answer case a question, e.g.
+RandomConsultancy and OpenConsultancy) are not listed: pressure is read in ASD; their accuracy
+per N is in the cells' own stats.
+
 The point estimates use the questions common to all N of a group (the pairing needs them); a cell's
 own stats use all its scored questions, so the two means can differ when some N excluded a
 question. ``dropped`` counts, per N, the scored questions left out that way.
@@ -257,7 +261,8 @@ mean of 2 verdicts; default: one per question): it caps the effective sample siz
     n_max = [float(n)] * k if verdicts is None else [float(v) for v in verdicts]
     if len(n_max) != k or any(v < n for v in n_max):
         raise ValueError(f"verdicts must give, per N, at least one verdict per question ({n}); got {verdicts}")
-    acc_iv = _accuracy_intervals(arrays["accuracy"].mean(axis=1), boot, k, n, g, confidence, n_max)
+    acc_means = arrays["accuracy"].mean(axis=1) if n else np.full(k, math.nan)  # no question: no warning
+    acc_iv = _accuracy_intervals(acc_means, boot, k, n, g, confidence, n_max)
     for r, (m, j, x) in enumerate(rows):
         mean = float(x.mean()) if n else math.nan
         std = float(x.std(ddof=1)) if n > 1 else 0.0
@@ -379,6 +384,7 @@ def optimization_pressure(
             continue
         ns = sorted(by_n)
         per_cell: list[dict[str, tuple[float, float, float]]] = []
+        no_asd = False  # a scored question without an agent score (the protocol has no ASD)
         labels: dict[str, str] = {}
         n_verdicts: dict[int, dict[str, int]] = {nv: {} for nv in ns}
         for nv in ns:
@@ -386,6 +392,8 @@ def optimization_pressure(
             for ln in ResultsFile(by_n[nv].results_path):
                 s = rescore(ln, eps=eps_v, policy=policy, betas=(beta,))
                 asd, ase, acc = (s.get("asd") or {}).get(score), (s.get(ase_key) or {}).get(score), s.get("judge_accuracy")
+                if not s["excluded"] and acc is not None and asd is None:
+                    no_asd = True
                 if s["excluded"] or asd is None or ase is None or acc is None:
                     continue
                 if not (math.isfinite(asd) and math.isfinite(ase)):
@@ -398,6 +406,10 @@ def optimization_pressure(
             per_cell.append(vals)
         # in the first N's file order (dataset order), so that without clusters or dropped
         # questions a per-N CI is the cell's own stats CI (the same bootstrap draws)
+        if no_asd and not any(per_cell):
+            # RandomConsultancy, OpenConsultancy: one case per question, no agent score difference;
+            # their accuracy per N is in the cells' own stats
+            continue
         shared = set.intersection(*(set(v) for v in per_cell))
         common = [q for q in per_cell[0] if q in shared]
         arrays = {m: np.array([[v[q][i] for q in common] for v in per_cell]).reshape(len(ns), len(common))
