@@ -298,6 +298,8 @@ def test_cli_stats_baseline(finished: Path) -> None:
     r = runner.invoke(app, ["stats", str(finished), "--baseline", "NaiveJudge"])
     assert r.exit_code == 0 and "paired differences" in r.stdout and "ΔASD(log)" in r.stdout
     assert "Not compared (no NaiveJudge cell with the same judge): BlindTrust/J_trust" in " ".join(r.stdout.split())
+    r = runner.invoke(app, ["stats", str(finished), "--baseline", "BlindTrust"], terminal_width=300)
+    assert r.exit_code == 0 and "No paired differences: no cell shares a judge with a BlindTrust cell." in " ".join(r.stdout.split())
 
 
 def test_cli_stats_errors(finished: Path, tmp_path: Path) -> None:
@@ -424,3 +426,18 @@ def test_run_table_says_when_the_folder_holds_more_questions_than_this_run(tmp_p
     r = runner.invoke(app, ["run", str(cfg), "--limit", "2"], terminal_width=300)
     assert r.exit_code == 0, r.output
     assert "The table counts every question the folder holds (up to 5); this run's dataset and limit gave 2." in " ".join(r.output.split())
+
+
+def test_baseline_pairs_each_cell_with_the_baseline_cell_of_its_agent_and_n(tmp_path: Path) -> None:
+    exp = Experiment(_cfg(protocols=["Consultancy", "SimultaneousDebate"], best_of_n=[1, 2]), questions=QUESTIONS, out=tmp_path / "o")
+    exp.run()
+    r = runner.invoke(app, ["stats", str(tmp_path / "o"), "--json", "--baseline", "Consultancy_t1"])
+    assert r.exit_code == 0, r.output
+    pairs = {p["cell"]: p["baseline_cell"] for p in json.loads(r.stdout)["paired"]}
+    # one row per debate cell (it was the cross product: every debate cell against both baseline Ns)
+    assert pairs == {
+        "SimultaneousDebate_t1/A_scripted-xp-agent_J_scripted-xp-judge": "Consultancy_t1/A_scripted-xp-agent_J_scripted-xp-judge",
+        "SimultaneousDebate_t1/A_scripted-xp-agent_bo2_J_scripted-xp-judge": "Consultancy_t1/A_scripted-xp-agent_bo2_J_scripted-xp-judge",
+    }
+    r = runner.invoke(app, ["stats", str(tmp_path / "o"), "--baseline", "Consultancy_t1"], terminal_width=300)
+    assert r.exit_code == 0 and "vs" in r.stdout

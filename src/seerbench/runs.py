@@ -226,6 +226,8 @@ def paired_comparisons(
     cells: Iterable[tuple[list[dict[str, Any]] | CellStats, dict[str, Any]]], baseline: str, score: str
 ) -> list[dict[str, Any]]:
     """Each cell minus the ``baseline`` protocol's cell with the same judge, on shared questions.
+    Where the baseline has several cells with that judge (other agents, tools or best-of-N), the
+    one that also matches the cell on those axes, each axis in turn where one matches.
     ``baseline`` is a protocol folder (``NaiveJudge_swap``) or a protocol name (``NaiveJudge``)
     when exactly one folder of that protocol is in the run."""
     cells = list(cells)
@@ -242,9 +244,12 @@ def paired_comparisons(
     for lines, s in cells:
         if s["protocol"] == baseline:
             continue
-        for blines, bs in base:
-            if bs["judge"] != s["judge"]:
-                continue
+        partners = [b for b in base if b[1]["judge"] == s["judge"]]
+        for axis in ("agent", "tools", "best_of_n"):
+            same = [b for b in partners if b[1].get(axis) == s.get(axis)]
+            if same:
+                partners = same
+        for blines, bs in partners:
             out.append({
                 **{k: s.get(k) for k in ("cell", *CELL_AXES)}, "baseline": baseline, "baseline_cell": bs.get("cell"),
                 "asd_diff": paired(lines, blines, "asd", score), "accuracy_diff": paired(lines, blines, "judge_accuracy"),

@@ -291,17 +291,21 @@ def stats(
                       f"leaves; rerunning the config repairs it). First: {escape(first)}[/]")
     if summary["paired"]:
         t = Table(title=f"paired differences vs {baseline} (same questions)")
-        for col in ("cell", "judge", f"ΔASD({score})", "Δaccuracy"):
+        several = len({c["baseline_cell"] for c in summary["paired"]}) > 1  # then name the one each row used
+        for col in ("cell", *(["vs"] if several else []), "judge", f"ΔASD({score})", "Δaccuracy"):
             t.add_column(col, overflow="fold")
         for c in summary["paired"]:
-            t.add_row(escape(str(c["cell"])), escape(str(c["judge"])), _fmt(c["asd_diff"]), _fmt(c["accuracy_diff"]))
+            vs = [escape(str(c["baseline_cell"]))] if several else []
+            t.add_row(escape(str(c["cell"])), *vs, escape(str(c["judge"])), _fmt(c["asd_diff"]), _fmt(c["accuracy_diff"]))
         console.print(t)
         base = {c["baseline_cell"] for c in summary["paired"]}
         paired = {c["cell"] for c in summary["paired"]} | base
         alone = [c for c in summary["cells"] if c.get("cell") not in paired]
         if alone:
-            names = ", ".join(str(c.get("cell")) for c in alone)
+            names = ", ".join(str(c.get("cell")) for c in alone if c.get("protocol") != baseline)
             console.print(f"[dim]Not compared (no {baseline} cell with the same judge): {escape(names)}[/]")
+    elif baseline is not None:
+        console.print(f"[yellow]No paired differences: no cell shares a judge with a {escape(baseline)} cell.[/]")
     if "pressure" in summary:
         print_pressure(summary["pressure"])
 
