@@ -73,6 +73,14 @@ def test_missing_study_database(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["study", "stats", "--db", str(tmp_path / "none.sqlite")])
     assert r.exit_code != 0 and "does not exist" in str(r.exception)
     assert not (tmp_path / "none.sqlite").exists()
+    # an empty file, or a file that is not SQLite: one line, and the file is left as it was
+    (tmp_path / "empty.sqlite").write_bytes(b"")
+    (tmp_path / "notes.yaml").write_text("name: x\n")
+    for name, why in (("empty.sqlite", "an empty file"), ("notes.yaml", "not an SQLite file")):
+        before = (tmp_path / name).read_bytes()
+        r = CliRunner().invoke(app, ["study", "stats", "--db", str(tmp_path / name)])
+        assert r.exit_code != 0 and f"is not a study database ({why})" in str(r.exception)
+        assert (tmp_path / name).read_bytes() == before
 
 
 def _main(argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, insert, select
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DatabaseError
 
 from seerbench.errors import ConfigError
 from seerbench.study._items import StudyItem, build_catch_trials, dedupe_items, missing_passages
@@ -62,6 +62,12 @@ class StudyStore(SlotsMixin, RatersMixin):
         if "://" not in str(db) and not Path(db).is_file():
             # opening a missing SQLite file would create an empty one
             raise ConfigError(f"{db} does not exist; create a study with `seerbench study create MANIFEST --db {db}`")
+        if "://" not in str(db):
+            with open(db, "rb") as f:
+                header = f.read(16)
+            if header != b"SQLite format 3\x00":  # checked before opening: SQLite would write to the file
+                raise ConfigError(f"{db} is not a study database ({'an empty file' if not header else 'not an SQLite file'}); "
+                                  f"give the --db that `seerbench study create` wrote")
         self.url = database_url(db)
         self.engine = _make_engine(self.url)
         self.clock = clock
@@ -71,7 +77,7 @@ class StudyStore(SlotsMixin, RatersMixin):
         try:
             with self.engine.connect() as c:
                 rows = dict(c.execute(select(meta_t.c.key, meta_t.c.value)).all())
-        except OperationalError:
+        except DatabaseError:  # no such table, or (PostgreSQL) not a database seerbench made
             raise ConfigError(
                 f"{db} holds no study; create one with `seerbench study create MANIFEST --db {db}`"
             ) from None
