@@ -264,8 +264,13 @@ def test_an_address_nothing_answers_at_is_refused_at_once(project: Path) -> None
         port = s.getsockname()[1]
         r = subprocess.run([SEERBENCH, "run", str(project / "raytest.yaml"), "--executor", "ray", "--address",
                             f"127.0.0.1:{port}"], cwd=project, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2
-    assert f"cannot reach the Ray cluster at 127.0.0.1:{port}" in r.stderr
+        assert r.returncode == 2
+        assert f"cannot reach the Ray cluster at 127.0.0.1:{port}" in r.stderr
+        # the same address from RAY_ADDRESS (which ray.init reads): refused too, not minutes of retries
+        r = subprocess.run([SEERBENCH, "run", str(project / "raytest.yaml"), "--executor", "ray"], cwd=project,
+                           capture_output=True, text=True, timeout=120, env={**os.environ, "RAY_ADDRESS": f"127.0.0.1:{port}"})
+        assert r.returncode == 2
+        assert f"cannot reach the Ray cluster at 127.0.0.1:{port} (from RAY_ADDRESS)" in r.stderr
     assert "Traceback" not in r.stderr
     with pytest.raises(ConfigError, match="give HOST:PORT"):
         RayExecutor(address="head-node")

@@ -150,7 +150,9 @@ class RayExecutor:
         ray = _import_ray()
         started = False
         if not ray.is_initialized():
-            _check_reachable(self.address)
+            # ray.init reads RAY_ADDRESS when no address is given: check that one the same way
+            env = os.environ.get("RAY_ADDRESS") or None
+            _check_reachable(self.address or env, "" if self.address or env is None else " (from RAY_ADDRESS)")
             # a Ray instance started for a run does not report usage statistics unless asked to
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
             try:
@@ -244,8 +246,9 @@ def _host_port(address: str | None) -> tuple[str, int] | None:
     return host, int(port)
 
 
-def _check_reachable(address: str | None) -> None:
-    """Refuse an address nothing answers at, at once: Ray itself retries for minutes."""
+def _check_reachable(address: str | None, source: str = "") -> None:
+    """Refuse an address nothing answers at, at once: Ray itself retries for minutes. ``source``
+    says where the address came from, when not --address."""
     hp = _host_port(address)
     if hp is None:
         return
@@ -253,7 +256,7 @@ def _check_reachable(address: str | None) -> None:
     try:
         socket.create_connection((host, port), timeout=10).close()
     except OSError as e:
-        raise ConfigError(f"cannot reach the Ray cluster at {address} ({e.strerror or e}): is `ray start --head` "
+        raise ConfigError(f"cannot reach the Ray cluster at {address}{source} ({e.strerror or e}): is `ray start --head` "
                           "running there, and is the port right?") from None
 
 
