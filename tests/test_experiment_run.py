@@ -162,7 +162,8 @@ def test_stats_files(finished: Path) -> None:
     assert b["metrics"]["asd"]["log"]["mean"] == 0.0 and b["n_scored"] == 6 and b["agent"] is None
     # RandomConsultancy: one case per question, so no ASD; accuracy only
     r = json.loads((finished / "RandomConsultancy_t1/A_scripted-xp-agent_J_scripted-xp-judge/stats.json").read_text())
-    assert "asd" not in r["metrics"] and r["metrics"]["judge_accuracy"]["n"] == 5
+    assert r["metrics"]["asd"] == {"log": None, "logodds": None, "brier": None, "accuracy": None}
+    assert r["metrics"]["judge_accuracy"]["n"] == 5
     # symmetric debate: one run, stored under both cases, counted once
     d = _lines(finished / "SimultaneousDebate_t1/A_scripted-xp-agent_J_scripted-xp-judge/results.jsonl")
     assert all(ln["symmetric"] for ln in d)

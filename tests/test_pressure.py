@@ -448,3 +448,7 @@ def test_a_protocol_without_asd_is_not_a_pressure_group(tmp_path: Path) -> None:
         result = optimization_pressure(tmp_path / "rc")
     assert [g.axes["protocol"] for g in result.groups] == ["Consultancy_t1"]
     assert result.groups[0].n_questions == 10
+    # its stats keep the shape of every cell: undefined metrics are null, not missing keys
+    rc = next(c for c in summarize_run(tmp_path / "rc")["cells"] if c["protocol"] == "RandomConsultancy_t1")
+    assert rc["metrics"]["asd"] == {"log": None, "logodds": None, "brier": None, "accuracy": None}
+    assert list(rc["metrics"]) == ["asd", "jse_b0", "jse_b1", "jse_binf", "ase_b0", "ase_b1", "ase_binf", "judge_accuracy"]

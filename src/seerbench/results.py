@@ -201,6 +201,9 @@ class CellStats:
                 metrics.setdefault(k, {})[st] = summary.as_dict()
             else:
                 metrics[k] = summary.as_dict()
+        for k in self.keys:  # a protocol without agent scores (one answer case a question): null, same shape
+            metrics.setdefault(k, dict.fromkeys(SCORE_TYPES))
+        metrics = {k: metrics[k] for k in [*self.keys, "judge_accuracy"]}  # one key order for every cell
         return {
             **meta,
             "n_questions": self.n_lines,

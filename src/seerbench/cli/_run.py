@@ -33,6 +33,14 @@ def _usage_line() -> str:
             f"retries {t.retries}  errors {t.errors}  cost {cost}")
 
 
+def _usage_since(before: Any) -> dict[str, Any]:
+    """This run's usage: the process's totals less ``before`` (the library's tracker is shared)."""
+    now = default_tracker().totals().as_dict()
+    out = {k: v - getattr(before, k) for k, v in now.items() if k != "cost"}
+    out["cost"] = None if now["cost"] is None or before.cost is None else now["cost"] - before.cost
+    return out
+
+
 def _eta(seconds: float | None) -> str:
     if seconds is None or not math.isfinite(seconds):
         return "-:--"
@@ -142,7 +150,7 @@ def run(
         _print_plan(exp.plan(), exp, json_out=json_out)
         return
     specs = exp.check()
-    started = time.time()
+    started, usage_before = time.time(), default_tracker().totals()
     with _Progress(specs, len(exp.questions()), enabled=not (json_out or quiet())) as bar:
         results = asyncio.run(exp.arun(new=new, progress=bar.step, on_start=bar.start))
     stats = [r.stats for r in results]
@@ -150,7 +158,7 @@ def run(
     pressure = pressure_section(exp.out, stats)  # {} unless cells differ only in best-of-N
     if json_out:
         print_json({"run_dir": str(exp.out), "cells": stats, "paired": [], "skipped_lines": 0, **pressure,
-                    "failed_question_runs": failed, "usage": default_tracker().totals().as_dict(),
+                    "failed_question_runs": failed, "usage": _usage_since(usage_before),
                     "wall_s": round(time.time() - started, 3)})
     elif not quiet():
         _print_stats(stats, title=f"{cfg.name}: {exp.out}", wide=wide)
