@@ -122,6 +122,11 @@ def test_run_folder_feeds_the_analysis_and_resumes(tmp_path: Path) -> None:
     assert res.resumed == 1 and [r.item_id for r in res.ratings] == ["s1", "s2", "s3"]
     assert path.read_text().splitlines() == lines
     assert len((tmp_path / "run" / "samples.jsonl").read_text().splitlines()) == 3
+    # a smaller limit rates nothing new and deletes nothing (it cut both files to the limit)
+    samples = (tmp_path / "run" / "samples.jsonl").read_text()
+    res = asyncio.run(rate(cfg.model_copy(update={"limit": 1})))
+    assert res.resumed == 1 and path.read_text().splitlines() == lines
+    assert (tmp_path / "run" / "samples.jsonl").read_text() == samples
 
 
 def test_aggregate_ties_and_empty() -> None:
@@ -228,3 +233,22 @@ def test_unknown_model_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixt
     # the corrected config then runs in that folder
     code, _out, err = run_main(["rate", str(cfg), "--model", "scripted:fc-hand"], capsys, monkeypatch)
     assert code == 0, err
+
+
+def test_config_file_paths_are_read_from_its_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # factcheck_files' path and corpus, like out, are relative to the config file (they were
+    # relative to the working directory), and the fingerprint follows the files' content
+    folder = tmp_path / "study"
+    folder.mkdir()
+    _files(folder)
+    cfg_file = folder / "rater.yaml"
+    cfg_file.write_text(json.dumps({"model": "scripted:fc-hand", "samples": 7, "out": "../runs/fc",
+                                    "dataset": {"name": "factcheck_files", "path": "sentences.jsonl", "corpus": "corpus.jsonl"}}))
+    monkeypatch.chdir(tmp_path)
+    cfg = RaterConfig.from_yaml("study/rater.yaml")
+    assert cfg.dataset["path"] == str(folder / "sentences.jsonl") and cfg.out == str(tmp_path / "runs" / "fc")
+    assert len(asyncio.run(rate(cfg)).ratings) == 3
+    monkeypatch.chdir(folder)
+    again = RaterConfig.from_yaml("rater.yaml")
+    assert again.fingerprint() == cfg.fingerprint()
+    assert asyncio.run(rate(again)).resumed == 3

@@ -91,6 +91,10 @@ def test_cli_end_to_end_and_resume(tmp_path: Path, capsys: pytest.CaptureFixture
     code, out, _ = run_main(["critique", str(cfg), "--json"], capsys, monkeypatch)
     assert code == 0 and json.loads(out)["resumed"] == 11
     assert read_critiques(p) == answers
+    # a smaller limit keeps every answer critiqued before (it deleted them), in the same order
+    code, out, _ = run_main(["critique", str(cfg), "--limit", "1", "--json"], capsys, monkeypatch)
+    assert code == 0 and json.loads(out)["resumed"] == 3
+    assert read_critiques(p) == answers
 
 
 def test_cache_hit_rerun_makes_no_backend_call(tmp_path: Path) -> None:
@@ -176,6 +180,16 @@ def test_user_answers_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[s
     m = json.loads(out)["measures"]
     assert m["intended_flaw_found"]["n"] == 1 and m["intended_flaw_found"]["estimate"] == 1.0
     assert m["refinement_win_rate"]["n"] == 0
+    # the same config run from another working directory is the same config (the answers file
+    # is identified by its content, not by the path it was reached by)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_main(["critique", cfg.name, "--json"], capsys, monkeypatch)
+    assert code == 0, err
+    assert json.loads(out)["resumed"] == 2
+    # an edited answers file is another config
+    (tmp_path / "mine.jsonl").write_text("".join(json.dumps({**r, "answer": r["answer"] + " "}) + "\n" for r in rows))
+    code, _, err = run_main(["critique", cfg.name, "--json"], capsys, monkeypatch)
+    assert code == 2 and "another critique config" in err
 
 
 def test_question_without_one_true_option_is_refused(

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from seerbench._resume import claim_folder, config_path, content_id, keep_in_order
 from seerbench.config import read_yaml_mapping
 from seerbench.critique._answers import (
     FLAW_KINDS,
@@ -110,11 +111,12 @@ class CritiqueConfig(BaseModel):
         p = Path(path)
         data = read_yaml_mapping(p, "critique config")
         cfg = cls.parse(data, str(p))
-        updates: dict[str, Any] = {}
-        if not Path(cfg.out).is_absolute():
-            updates["out"] = str(p.parent / cfg.out)
-        if cfg.answers is not None and not Path(cfg.answers).is_absolute():
-            updates["answers"] = str(p.parent / cfg.answers)
+        # paths in the config are read from its folder: out, answers, a dataset file
+        updates: dict[str, Any] = {"out": config_path(p.parent, cfg.out)}
+        if cfg.answers is not None:
+            updates["answers"] = config_path(p.parent, cfg.answers)
+        if cfg.dataset is not None and isinstance(cfg.dataset.get("path"), str):
+            updates["dataset"] = {**cfg.dataset, "path": config_path(p.parent, cfg.dataset["path"])}
         return cfg.model_copy(update=updates)
 
     @classmethod
@@ -128,8 +130,13 @@ class CritiqueConfig(BaseModel):
             raise ConfigError(f"critique config {where}: {loc}: {msg.removeprefix('Value error, ')}") from None
 
     def fingerprint(self) -> str:
-        """What decides the critiques (not where they go, how many, or how many at once)."""
+        """What decides the critiques (not where they go, how many, or how many at once; input
+        files by their content, not their path)."""
         keep = self.model_dump(exclude={"out", "concurrency", "limit", "name"})
+        if keep.get("answers") is not None:
+            keep["answers"] = content_id(keep["answers"])
+        if isinstance((keep.get("dataset") or {}).get("path"), str):
+            keep["dataset"] = {**keep["dataset"], "path": content_id(keep["dataset"]["path"])}
         return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -272,16 +279,19 @@ async def _write_model_answer(model: Model, todo: _Todo, cfg: CritiqueConfig) ->
     return ans.model_copy(update={"answer": text, "correct": answer_correct(q, text)})
 
 
-def _todos(cfg: CritiqueConfig) -> list[_Todo]:
+def _todos(cfg: CritiqueConfig) -> tuple[list[_Todo], list[str]]:
+    """The answers this run covers (the first ``limit`` answers, or those of the first ``limit``
+    questions) and the ids of all the answers the whole dataset gives, in order."""
     if cfg.answers is not None:
         answers = read_user_answers(cfg.answers)
-        return [_Todo(a) for a in answers[: cfg.limit]]
+        return [_Todo(a) for a in answers[: cfg.limit]], [a.answer_id for a in answers]
     from seerbench.datasets import load_dataset
 
     assert cfg.dataset is not None
     qs = list(load_dataset(str(cfg.dataset["name"]), **{k: v for k, v in cfg.dataset.items() if k != "name"}))
     if not qs:
         raise DataError(f"dataset {cfg.dataset['name']!r} gave no questions")
+    order = [f"{q.id}:{kind}" for q in qs for kind in cfg.kinds]  # _question_answers' ids
     qs = qs[: cfg.limit] if cfg.limit else qs
     for q in qs:
         if len(q.true_cases) != 1:
@@ -289,7 +299,7 @@ def _todos(cfg: CritiqueConfig) -> list[_Todo]:
                 f"question {q.id!r} has {len(q.true_cases)} true options; answers to critique need exactly one "
                 "(the reference answer and the ground truth)"
             )
-    return [t for q in qs for t in _question_answers(q, cfg)]
+    return [t for q in qs for t in _question_answers(q, cfg)], order
 
 
 # ---- the run ------------------------------------------------------------------------------------
@@ -308,35 +318,6 @@ class CritiqueRun:
         return self.out / "critiques.jsonl"
 
 
-def _done_lines(path: Path) -> dict[str, str]:
-    """Complete lines already written (a torn last line from a crash is dropped), by answer id."""
-    done: dict[str, str] = {}
-    if not path.is_file():
-        return done
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        try:
-            done[str(json.loads(raw)["answer_id"])] = raw
-        except (json.JSONDecodeError, KeyError, TypeError):
-            continue
-    return done
-
-
-def _check_folder(out: Path, cfg: CritiqueConfig) -> None:
-    meta = out / "critique.json"
-    if meta.is_file():
-        try:
-            old = json.loads(meta.read_text(encoding="utf-8")).get("fingerprint")
-        except json.JSONDecodeError:
-            old = None
-        if old != cfg.fingerprint():
-            raise ConfigError(
-                f"{out} holds critiques made with another critique config (models, answers, temperatures, "
-                "dedup or elicitation differ); give a new `out` or delete the folder"
-            )
-    elif (out / "critiques.jsonl").exists():
-        raise ConfigError(f"{out} has critiques.jsonl but no critique.json; give a new `out`")
-
-
 async def generate_critiques(
     cfg: CritiqueConfig,
     *,
@@ -348,16 +329,12 @@ async def generate_critiques(
     """Write ``cfg.out``/``critiques.jsonl`` (one :class:`CritiquedAnswer` per answer, in the
     answers' order) and ``critique.json`` (the config and its fingerprint). Resumes; an answer whose
     model calls fail is listed in ``failed`` and left out (run again to retry it)."""
-    todos = _todos(cfg)
+    todos, order = _todos(cfg)
     out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    _check_folder(out, cfg)
-    (out / "critique.json").write_text(json.dumps({"config": cfg.model_dump(), "fingerprint": cfg.fingerprint()}, indent=2))
+    claim_folder(out, "critique.json", "critiques.jsonl", "answer_id", cfg.fingerprint(), "critiques",
+                 "models, answers, temperatures, dedup or elicitation", {"config": cfg.model_dump()})
     path = out / "critiques.jsonl"
-    wanted = [t.answer.answer_id for t in todos]
-    want = set(wanted)
-    done = {k: v for k, v in _done_lines(path).items() if k in want}
-    path.write_text("".join(v + "\n" for v in done.values()), encoding="utf-8")
+    done = keep_in_order(path, "answer_id", order)  # answers past this run's limit are kept
     critic = critic or get_model(cfg.model)
 
     def role(spec: str | None) -> Model:
@@ -392,8 +369,7 @@ async def generate_critiques(
                 progress(n_done, len(todos), len(failed))
 
     await asyncio.gather(*(one(t) for t in todo))
-    lines = _done_lines(path)
-    path.write_text("".join(lines[a] + "\n" for a in wanted if a in lines), encoding="utf-8")
+    keep_in_order(path, "answer_id", order)  # the answers' order
     answers = read_critiques(path)
     summary = critique_summary(answers, seed=cfg.seed)
     (out / "summary.json").write_text(json.dumps(summary, indent=2))

@@ -38,6 +38,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from seerbench._resume import claim_folder, config_path, content_id, keep_in_order
 from seerbench.complementarity._data import AIRating
 from seerbench.config import read_yaml_mapping
 from seerbench.errors import ConfigError, DataError
@@ -116,7 +117,10 @@ class RaterConfig(BaseModel):
         data = read_yaml_mapping(p, "rater config")
         cfg = cls.parse(data, str(p))
         out = Path(cfg.out)
-        return cfg if out.is_absolute() else cfg.model_copy(update={"out": str(p.parent / out)})
+        # paths in the config are read from its folder: out, and the files of factcheck_files
+        dataset = {k: config_path(p.parent, v) if k in ("path", "corpus") and isinstance(v, str) else v
+                   for k, v in cfg.dataset.items()}
+        return cfg.model_copy(update={"out": config_path(p.parent, str(out)), "dataset": dataset})
 
     @classmethod
     def parse(cls, data: dict[str, Any], where: str = "(dict)") -> RaterConfig:
@@ -132,8 +136,11 @@ class RaterConfig(BaseModel):
         return cfg
 
     def fingerprint(self) -> str:
-        """What decides the ratings (not where they go, how many run at once, or how many)."""
+        """What decides the ratings (not where they go, how many run at once, or how many; input
+        files by their content, not their path)."""
         keep = self.model_dump(exclude={"out", "concurrency", "limit", "name"})
+        keep["dataset"] = {k: content_id(v) if k in ("path", "corpus") and isinstance(v, str) else v
+                           for k, v in keep["dataset"].items()}
         return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -333,38 +340,6 @@ class RateResult:
     resumed: int = 0
 
 
-def _done_lines(path: Path) -> dict[str, str]:
-    """Complete lines already written (a torn last line from a crash is dropped), by item id."""
-    done: dict[str, str] = {}
-    if not path.is_file():
-        return done
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        try:
-            done[str(json.loads(raw)["item_id"])] = raw
-        except (json.JSONDecodeError, KeyError, TypeError):
-            continue
-    return done
-
-
-def _check_folder(out: Path, cfg: RaterConfig) -> None:
-    """Refuse a folder holding ratings of another config (one with no rating yet is taken over)."""
-    meta = out / "rater.json"
-    if not _done_lines(out / "ratings.jsonl"):
-        return
-    if meta.is_file():
-        try:
-            old = json.loads(meta.read_text(encoding="utf-8")).get("fingerprint")
-        except json.JSONDecodeError:
-            old = None
-        if old != cfg.fingerprint():
-            raise ConfigError(
-                f"{out} holds ratings made with another rater config (model, dataset, samples or generation "
-                "settings differ); give a new `out` or delete the folder"
-            )
-    elif (out / "ratings.jsonl").exists():
-        raise ConfigError(f"{out} has ratings.jsonl but no rater.json; give a new `out`")
-
-
 async def rate(
     cfg: RaterConfig, *, model: Model | None = None,
     progress: Callable[[int, int, int], None] | None = None,
@@ -381,16 +356,13 @@ async def rate(
         raise DataError(f"dataset {cfg.dataset['name']!r} gave no sentences")
     m = model or get_model(cfg.model)  # an unknown model is an error before anything is written
     out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    _check_folder(out, cfg)
-    (out / "rater.json").write_text(json.dumps({"config": cfg.model_dump(), "fingerprint": cfg.fingerprint(),
-                                                "dataset": fc.name, "pages": len(fc.pages)}, indent=2))
+    claim_folder(out, "rater.json", "ratings.jsonl", "item_id", cfg.fingerprint(), "ratings",
+                 "model, dataset, samples or generation settings",
+                 {"config": cfg.model_dump(), "dataset": fc.name, "pages": len(fc.pages)})
     ratings_path, samples_path = out / "ratings.jsonl", out / "samples.jsonl"
-    done = _done_lines(ratings_path)
-    wanted = {it.id for it in items}
-    ratings_path.write_text("".join(v + "\n" for k, v in done.items() if k in wanted), encoding="utf-8")
-    kept = _done_lines(samples_path)  # samples of the sentences kept, one line each
-    samples_path.write_text("".join(v + "\n" for k, v in kept.items() if k in done and k in wanted), encoding="utf-8")
+    order = [it.id for it in fc.items]  # the whole dataset: ratings past this run's limit are kept
+    done = keep_in_order(ratings_path, "item_id", order)
+    keep_in_order(samples_path, "item_id", [k for k in order if k in done])  # one samples line per rating
     todo = [it for it in items if it.id not in done]
     index = CorpusIndex(fc.pages)
     sem = asyncio.Semaphore(cfg.concurrency)
@@ -419,9 +391,8 @@ async def rate(
         await asyncio.gather(*(one(it) for it in todo))
     finally:
         index.close()
-    # final order: the dataset's
-    lines = _done_lines(ratings_path)
-    ratings_path.write_text("".join(lines[it.id] + "\n" for it in items if it.id in lines), encoding="utf-8")
+    keep_in_order(ratings_path, "item_id", order)  # the dataset's order
+    keep_in_order(samples_path, "item_id", order)
     from seerbench.complementarity import read_ai_ratings
 
     return RateResult(out, read_ai_ratings(ratings_path), failed, resumed=len(items) - len(todo))
