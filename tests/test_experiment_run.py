@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -442,3 +443,18 @@ def test_baseline_pairs_each_cell_with_the_baseline_cell_of_its_agent_and_n(tmp_
     }
     r = runner.invoke(app, ["stats", str(tmp_path / "o"), "--baseline", "Consultancy_t1"], terminal_width=300)
     assert r.exit_code == 0 and "vs" in r.stdout
+
+
+def test_show_names_who_spoke_and_lists_options_in_order(finished: Path) -> None:
+    r = runner.invoke(app, ["show", str(finished), "q1", "--no-prompts"], terminal_width=200)
+    assert r.exit_code == 0, r.output
+    blocks = {b.split("\n", 1)[0].strip(" ─"): b for b in r.output.split("\n─")[1:]}
+    naive = next(v for k, v in blocks.items() if k.startswith("NaiveJudge"))
+    cons = next(v for k, v in blocks.items() if k.startswith("Consultancy"))
+    deb = next(v for k, v in blocks.items() if k.startswith("SimultaneousDebate"))
+    assert "\njudge verbalized: P(A)=0.550, P(B)=0.450" in naive and "agent argues" not in naive
+    assert "\nagent argues A; judge verbalized: P(A)=0.700, P(B)=0.300" in cons
+    assert "\nagent argues B; judge verbalized: P(A)=0.400, P(B)=0.600" in cons
+    assert deb.count("one run for both cases; judge") == 1  # symmetric: shown once
+    # ASD of the consultancy line, 4 decimals: +-log(0.7 / 0.6) (the side argued moves P by 0.1)
+    assert re.search(r"ASD\(log\) -?0\.1542 ", cons)

@@ -21,8 +21,9 @@ def source_block(source_text: str | None, label: str = "Passage") -> str:
 def turn_text(turn: Turn) -> str:
     side = f" (arguing for {turn.answer_case})" if turn.answer_case else ""
     lines = [f"{turn.speaker}{side}: {turn.content.strip()}"]
+    where = turn.metadata.get("quotes_in", "passage")  # a critique quotes the answer it critiques
     for i, q in enumerate(turn.quotes, 1):
-        mark = {True: "verified in the passage", False: "NOT found in the passage", None: "unchecked"}[q.verified]
+        mark = {True: f"verified in the {where}", False: f"NOT found in the {where}", None: "unchecked"}[q.verified]
         lines.append(f'  Quote {i} [{mark}]: "{q.text.strip()}"')
     return "\n".join(lines)
 

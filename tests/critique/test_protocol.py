@@ -104,3 +104,18 @@ def test_embedded_model_critiques_and_judges(
     code, _, err = run_main(["run", str(_grid(tmp_path, "local"))], capsys, monkeypatch)
     assert code == 0, err
     assert len(_lines(tmp_path / "runs/CritiqueJudge_k2/J_local/results.jsonl")) == 2
+
+
+def test_a_critique_quote_is_said_to_be_checked_against_the_answer() -> None:
+    # the judge read "verified in the passage" for a quote `seerbench critique` found in the answer
+    from seerbench.protocols._critique import critique_turns
+    from seerbench.render import turn_text
+    from seerbench.types import AnswerCase, Question
+
+    q = Question(id="q", text="Is it right?", answer_cases=[AnswerCase(short="A", long="flawed", value=1.0),
+                                                           AnswerCase(short="B", long="correct", value=0.0)],
+                 metadata={"critiques": [{"id": "c1", "text": "The step 2 + 2 = 5 is wrong.", "helpfulness": 0.9,
+                                          "quote": "2 + 2 = 5", "quote_verified": True}]})
+    (turn,) = critique_turns(q, top_k=3)
+    assert turn_text(turn) == ('critique 1 (helpfulness 0.90): The step 2 + 2 = 5 is wrong.\n'
+                               '  Quote 1 [verified in the answer or the passage]: "2 + 2 = 5"')

@@ -354,15 +354,21 @@ def show(
     for rec in out:
         ln = rec["line"]
         console.rule(escape(rec["cell"]))
-        for case in ln["answer_cases"]:
+        shorts = [a["short"] for a in ln["question"]["answer_cases"]]
+        cases = ln["answer_cases"][:1] if ln.get("symmetric") else ln["answer_cases"]  # one run served every case
+        for case in cases:
             cp = case["case_probs"]
-            console.print(f"[bold]agent argues {case['short']}[/]  judge {cp['method']}: "
-                          + ", ".join(f"P({k})={v:.3f}" for k, v in (cp["probabilities"] or {}).items())
+            probs = cp["probabilities"] or {}
+            who = ("judge" if ln.get("agent") is None else "one run for both cases; judge" if ln.get("symmetric")
+                   else f"agent argues {case['short']}; judge")
+            console.print(f"[bold]{who}[/] {cp['method']}: "
+                          + ", ".join(f"P({k})={probs[k]:.3f}" for k in shorts if k in probs)
                           + ("" if cp["parse_status"] == "ok" else f"  [red]{cp['parse_status']}: {escape(str(cp['error']))}[/]"))
             for turn in cp["transcript"]:
-                console.print(f"  [cyan]{escape(str(turn.get('speaker')))}[/] ({escape(str(turn.get('answer_case')))}): {escape(str(turn.get('content')))}")
+                side = f" ({escape(str(turn['answer_case']))})" if turn.get("answer_case") else ""
+                console.print(f"  [cyan]{escape(str(turn.get('speaker')))}[/]{side}: {escape(str(turn.get('content')))}")
         asd = (ln.get("asd") or {}).get("log")
-        console.print(f"ASD(log) {asd if asd is not None else 'n/a'}  judge accuracy {ln.get('judge_accuracy')}")
+        console.print(f"ASD(log) {'n/a' if asd is None else f'{asd:.4f}'}  judge accuracy {ln.get('judge_accuracy')}")
         for i, p in enumerate(rec.get("prompts", []), 1):
             console.print(f"[dim]--- request {i}: {p['role']} {escape(p['model'])} ({p['kind']})[/]")
             for m in p["messages"]:

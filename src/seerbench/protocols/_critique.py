@@ -28,7 +28,7 @@ def critique_turns(question: Question, top_k: int) -> list[Turn]:
         quotes = [Quote(text=c["quote"], verified=c.get("quote_verified"))] if c.get("quote") else []
         turns.append(Turn(
             role="note", speaker=f"critique {i} (helpfulness {c['helpfulness']:.2f})", content=str(c["text"]),
-            quotes=quotes, metadata={"critique_id": c.get("id"), "helpfulness": c["helpfulness"]},
+            quotes=quotes, metadata={"critique_id": c.get("id"), "helpfulness": c["helpfulness"], "quotes_in": "answer or the passage"},
         ))
     return turns
 
