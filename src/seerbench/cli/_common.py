@@ -120,3 +120,8 @@ def configure_logging(level: int = NORMAL, log_file: Path | None = None) -> None
         logger.addHandler(fh)
         levels.append(file_level)
     logger.setLevel(min(levels))
+
+
+def plural(n: int, noun: str, many: str | None = None) -> str:
+    """``1 answer``, ``2 answers`` (``many``: an irregular plural)."""
+    return f"{n} {noun if n == 1 else many or noun + 's'}"

@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 
 from seerbench.cli import app
-from seerbench.cli._common import console, err_console, print_json, quiet
+from seerbench.cli._common import console, err_console, plural, print_json, quiet
 from seerbench.cli._rate import _Bar
 from seerbench.cli._run import _usage_line
 
@@ -70,14 +70,14 @@ def critique_cmd(
     if json_out:
         print_json(summary)
     elif not quiet():
-        console.print(f"[bold]{escape(cfg.name)}[/]: {len(res.answers)} answers critiqued ({res.resumed} from before), "
+        console.print(f"[bold]{escape(cfg.name)}[/]: {plural(len(res.answers), 'answer')} critiqued ({res.resumed} from before), "
                       f"{n_crit} critiques kept, {merged} near duplicates merged; "
                       f"{summary['quotes_verified']} of {summary['quotes']} quotes verified")
         for key, label in (("intended_flaw_found", "intended flaw found (misleading answers)"),
                            ("refinement_win_rate", "refinement win rate (critique-conditional vs direct)")):
             m = res.summary.get(key) or {}
             if m.get("estimate") is not None:
-                console.print(f"{label}: {m['estimate']:.3f} [{m['ci_low']:.3f}, {m['ci_high']:.3f}] over {m['n']} answers")
+                console.print(f"{label}: {m['estimate']:.3f} [{m['ci_low']:.3f}, {m['ci_high']:.3f}] over {plural(m['n'], 'answer')}")
         console.print(f"[dim]{_usage_line()}  wall {time.time() - started:.1f}s[/]")
         console.print(f"critiques: {escape(str(res.path))}")
     if res.failed:

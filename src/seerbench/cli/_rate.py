@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
 from seerbench.cli import app
-from seerbench.cli._common import console, err_console, print_json, quiet
+from seerbench.cli._common import console, err_console, plural, print_json, quiet
 from seerbench.cli._run import _usage_line
 
 
@@ -92,7 +92,7 @@ def rate_cmd(
     if json_out:
         print_json(summary)
     elif not quiet():
-        console.print(f"[bold]{escape(cfg.name)}[/]: {len(res.ratings)} sentences rated ({res.resumed} from before), "
+        console.print(f"[bold]{escape(cfg.name)}[/]: {plural(len(res.ratings), 'sentence')} rated ({res.resumed} from before), "
                       f"{summary['verified_samples']} of {summary['samples']} samples passed the format verifier")
         if rejected:
             console.print("rejected: " + ", ".join(f"{k} {v}" for k, v in rejected.most_common()))

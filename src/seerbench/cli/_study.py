@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from seerbench.cli import app
-from seerbench.cli._common import console, print_json
+from seerbench.cli._common import console, plural, print_json
 from seerbench.errors import ConfigError
 
 study_app = typer.Typer(
@@ -152,8 +152,8 @@ def export(
     rows = _rows(store, validation)
     write_export(rows, out)
     unit = ("rows (one per critique)" if store.manifest.task in ("critique", "validation")
-            else "judgment" if len(rows) == 1 else "judgments")
-    console.print(f"wrote {len(rows)} {unit} to {out}")
+            else None)
+    console.print(f"wrote {plural(len(rows), 'judgment') if unit is None else f'{len(rows)} {unit}'} to {out}")
 
 
 def _fmt(x: Any) -> str:
