@@ -458,3 +458,20 @@ def test_show_names_who_spoke_and_lists_options_in_order(finished: Path) -> None
     assert deb.count("one run for both cases; judge") == 1  # symmetric: shown once
     # ASD of the consultancy line, 4 decimals: +-log(0.7 / 0.6) (the side argued moves P by 0.1)
     assert re.search(r"ASD\(log\) -?0\.1542 ", cons)
+
+
+def test_usage_is_recorded_in_the_run_folder(tmp_path: Path) -> None:
+    calls = _calls()
+    Experiment(_cfg(protocols=["NaiveJudge", "Consultancy"]), questions=QUESTIONS, out=tmp_path / "u").run()
+    made = _calls() - calls
+    assert made > 0  # a fresh cache: the run called the models
+    rec = json.loads((tmp_path / "u" / "usage.json").read_text())
+    assert rec["runs"] == 1
+    # every backend call, by model (a cache hit is not a call)
+    assert rec["total"]["calls"] + rec["total"]["cache_hits"] >= made and rec["total"]["calls"] == made
+    assert set(rec["models"]) == {JUDGE, AGENT}
+    assert rec["total"]["prompt_tokens"] > 0
+    # a second run into the folder adds its own (nothing to do: no call)
+    Experiment(_cfg(protocols=["NaiveJudge", "Consultancy"]), questions=QUESTIONS, out=tmp_path / "u").run()
+    again = json.loads((tmp_path / "u" / "usage.json").read_text())
+    assert again["runs"] == 2 and again["total"]["calls"] == made

@@ -333,3 +333,13 @@ def test_study_report_reliance(tmp_path: Path, capsys: pytest.CaptureFixture[str
     for k in ("ai_right", "ai_wrong"):
         _same(shown[k], rel[k])
     assert rel["ai_right"]["n"] + rel["ai_wrong"]["n"] == 8
+
+
+def test_usage_and_cost_come_from_the_run_folder(evidence_run: Path, evidence_report: Path) -> None:
+    rec = json.loads((evidence_run / "usage.json").read_text())  # what the runs into the folder recorded
+    rows = {a["data-usage"]: shown for _, a, shown in read_report(evidence_report).tables["usage"]}
+    assert set(rows) == {*rec["models"], "total"}
+    for key, m in [*rec["models"].items(), ("total", rec["total"])]:
+        for k in ("calls", "cache_hits", "retries", "errors", "prompt_tokens", "completion_tokens"):
+            assert rows[key][k] == m[k], (key, k)
+    assert rec["total"]["calls"] + rec["total"]["cache_hits"] > 0

@@ -34,7 +34,7 @@ from seerbench.experiment._inspect import CountingBackend, RecordingModel
 from seerbench.experiment._questions import QuestionStore
 from seerbench.judges import Judge, ModelJudge
 from seerbench.models import GenerateConfig, Model, get_model
-from seerbench.models._usage import default_tracker
+from seerbench.models._usage import default_tracker, record_usage
 from seerbench.plugins import code_hash
 from seerbench.prompts import check_prompts_dir, template_hashes
 from seerbench.protocols import PROTOCOLS, OversightProtocol, get_protocol
@@ -444,7 +444,11 @@ class Experiment:
         specs = self.check()
         questions = self.questions()
         out = self.prepare_out(new=new, specs=specs)
-        results = await self.executor.run_cells(self, out, specs, questions, progress, on_start)
+        before = default_tracker().snapshot()
+        try:
+            results = await self.executor.run_cells(self, out, specs, questions, progress, on_start)
+        finally:  # also when interrupted or failed: the calls were made
+            record_usage(out / "usage.json", before, default_tracker().snapshot())
         all_stats = {r.spec.key: r.stats for r in results}
         _atomic_write(out / "all_stats.json", json.dumps(all_stats, indent=2, allow_nan=True))
         return results

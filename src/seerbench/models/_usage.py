@@ -195,3 +195,38 @@ def unused_prices() -> list[str]:
     with t._lock:
         specs = list(t.by_model)
     return t.prices.unmatched(specs)
+
+
+USAGE_KEYS = ("calls", "cache_hits", "retries", "errors", "prompt_tokens", "completion_tokens")
+
+
+def record_usage(path: Path, before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Add the usage between two :meth:`UsageTracker.snapshot` calls to the run folder's
+    ``usage.json`` (every run into the folder adds its own): per model spec, calls (requests that
+    reached the backend), cache hits, retries, errors, tokens and cost (None once any call had no
+    price), and the number of runs. Written atomically; returns what was written."""
+    import json
+    import os
+
+    try:
+        rec: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, json.JSONDecodeError):
+        rec = {}  # an unreadable record is started again rather than stopping the run
+    models: dict[str, dict[str, Any]] = rec.get("models") or {}
+    for spec, now in after.items():
+        was = before.get(spec, {})
+        delta = {k: int(now.get(k, 0)) - int(was.get(k, 0)) for k in USAGE_KEYS}
+        if not any(delta.values()):
+            continue
+        cost = None if now.get("cost") is None or was.get("cost", 0.0) is None else now["cost"] - was.get("cost", 0.0)
+        m = models.setdefault(spec, {**dict.fromkeys(USAGE_KEYS, 0), "cost": 0.0})
+        for k in USAGE_KEYS:
+            m[k] = int(m.get(k, 0)) + delta[k]
+        m["cost"] = None if m.get("cost") is None or cost is None else m["cost"] + cost
+    total: dict[str, Any] = {k: sum(int(m.get(k, 0)) for m in models.values()) for k in USAGE_KEYS}
+    total["cost"] = None if any(m.get("cost") is None for m in models.values()) else sum(m["cost"] for m in models.values())
+    rec = {"runs": int(rec.get("runs", 0)) + 1, "models": models, "total": total}
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(rec, indent=2))
+    os.replace(tmp, path)
+    return rec

@@ -37,6 +37,7 @@ class RunData:
     labels: dict[str, str]  # cell key -> short label (protocol plus the axes that vary)
     methods: dict[str, dict[str, int]]  # cell key -> elicitation method -> verdicts
     calibrations: list[Calibration]  # model judges only (BlindTrust's "trust" is no judge)
+    usage: dict[str, Any] | None = None  # the folder's usage.json (RunFolder.usage)
     cells: list[dict[str, Any]] = field(default_factory=list)  # browser: one entry per cell
     rows: list[list[Any]] = field(default_factory=list)  # browser: one row per (cell, question)
     questions: dict[str, int] = field(default_factory=dict)  # browser: question (as JSON) -> index
@@ -133,7 +134,7 @@ def load_run(path: str | Path, *, baseline: str | None = None, label: str | None
     questions = [] if questions is None else questions
     question_index = {} if question_index is None else question_index
     data = RunData(label=label or folder.path.name, path=folder.path, config=folder.config, meta=folder.meta, summary=summary,
-                   baseline=base, labels=labels, methods={}, calibrations=[])
+                   baseline=base, labels=labels, methods={}, calibrations=[], usage=folder.usage())
     for i, cell in enumerate(folder.cells()):
         s = stats_by_cell.get(cell.key)
         if s is None:

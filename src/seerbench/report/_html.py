@@ -117,12 +117,30 @@ def part_overview(r: RunData, i: int) -> str:
         f"<tr><th>parse failures</th><td>{sum(int(s.get('parse_failures') or 0) for s in _cells(r))} "
         f"(policy: {esc(cfg.get('parse_failures', 'exclude'))})</td></tr>"
         f"<tr><th>unreadable lines skipped</th><td>{skipped}</td></tr>"
-        "<tr><th>usage and cost</th><td class=\"note\">not in the run folder: the runner does not record tokens or cost "
-        "with the results (`seerbench run` prints them when it ends; `seerbench run --dry-run` estimates them)</td></tr>"
-        "</tbody></table>"
+        + _usage_row(r.usage)
+        + "</tbody></table>"
         + table(("cell", "questions", "scored", "parse failures", "excluded", "verdicts by method"), rows, cls="cells")
         + f"<details><summary>config</summary><pre>{esc(json.dumps(cfg, indent=2))}</pre></details>"
     )
+
+
+def _usage_row(usage: dict[str, Any] | None) -> str:
+    """The overview's usage row: per model, what every run into the folder spent (usage.json)."""
+    if not usage:
+        return ("<tr><th>usage and cost</th><td class=\"note\">not recorded: the folder was written before seerbench "
+                "kept usage.json (`seerbench run --dry-run` estimates calls and tokens)</td></tr>")
+    head = ("model", "calls", "cache hits", "retries", "errors", "prompt tokens", "completion tokens", "cost ($)")
+    keys = ("calls", "cache_hits", "retries", "errors", "prompt_tokens", "completion_tokens")
+
+    def row(name: str, m: dict[str, Any], attr: str) -> str:
+        cost = m.get("cost")
+        cost_cell = "<td>unknown (no price)</td>" if cost is None else num(float(cost), "cost")
+        return f'<tr data-usage="{esc(attr)}"><td>{esc(name)}</td>' + "".join(num(m.get(k), k) for k in keys) + cost_cell + "</tr>"
+
+    rows = [row(spec, m, spec) for spec, m in sorted((usage.get("models") or {}).items())]
+    rows.append(row("all models", usage.get("total") or {}, "total"))
+    return (f"<tr><th>usage and cost</th><td>{int(usage.get('runs') or 0)} run(s) into this folder"
+            + table(head, rows, cls="usage") + "</td></tr>")
 
 
 def part_metric(key: str, title: str, xlabel: str, *, ref: float | None = 0.0, xlim: tuple[float, float] | None = None) -> Any:
