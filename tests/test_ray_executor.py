@@ -142,6 +142,9 @@ def test_ray_run_is_byte_identical_to_a_local_run(cluster: str, project: Path) -
     assert len([k for k in want if k.endswith("results.jsonl")]) == 4
     for name in want:
         assert got[name] == want[name], name
+    # the workers' model usage reached the folder's record: the same requests (calls or cache hits) as locally
+    used = {o: json.loads((o / "usage.json").read_text())["total"] for o in (ray_out, local_out)}
+    assert used[ray_out]["calls"] + used[ray_out]["cache_hits"] == used[local_out]["calls"] + used[local_out]["cache_hits"] > 0
     # 45 questions per cell, each line once, in dataset order
     lines = (ray_out / "NaiveJudge_swap" / "J_scripted-ray-judge" / "results.jsonl").read_text().splitlines()
     assert len(lines) == 45
