@@ -234,3 +234,34 @@ def box_plot(groups: Sequence[str], values: Sequence[Sequence[float]], *, title:
     ax.set_title(title, loc="left")
     ax.grid(axis="y", alpha=0.3)
     return to_svg(fig, name)
+
+
+def hybrid_plot(sweep: dict[str, Any], *, name: str) -> str:
+    """Seed 000's hybridization curve: hybrid accuracy (with its 95% CI as a band) against the
+    threshold T, AI alone and humans alone as horizontal lines, the share routed to humans on a
+    second axis."""
+    rows = [r for r in sweep["rows"] if r["hybrid"]["estimate"] is not None]
+    fig = _figure(6.4, 3.2)
+    ax = fig.add_subplot()
+    if rows:
+        ts = [r["threshold"] for r in rows]
+        est = [r["hybrid"]["estimate"] for r in rows]
+        lo = [r["hybrid"]["ci_low"] if r["hybrid"]["ci_low"] is not None else e for r, e in zip(rows, est, strict=True)]
+        hi = [r["hybrid"]["ci_high"] if r["hybrid"]["ci_high"] is not None else e for r, e in zip(rows, est, strict=True)]
+        ax.fill_between(ts, lo, hi, color=COLORS[0], alpha=0.2, lw=0)
+        ax.plot(ts, est, "o-", color=COLORS[0], ms=3, label="hybrid")
+        share = ax.twinx()
+        share.plot([r["threshold"] for r in sweep["rows"]], [r["routed_to_humans"] for r in sweep["rows"]],
+                   ":", color="#888", label="share routed to humans")
+        share.set_ylim(0, 1)
+        share.set_ylabel("share routed to humans")
+    for key, label, color in (("ai_alone", "AI alone", COLORS[1]), ("humans_alone", "humans alone", COLORS[2])):
+        e = sweep[key]["estimate"]
+        if e is not None:
+            ax.axhline(e, color=color, lw=1, ls="--", label=label)
+    ax.set_xlabel("threshold T (AI rating used where its confidence > T)")
+    ax.set_ylabel("accuracy")
+    ax.set_title(f"{sweep['condition']} ({sweep['aggregate']})", loc="left")
+    ax.legend(loc="lower left", fontsize=8)
+    ax.grid(alpha=0.3)
+    return to_svg(fig, name)

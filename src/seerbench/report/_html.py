@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from seerbench import __version__
+from seerbench.errors import ConfigError
 from seerbench.report import _figures as F
 from seerbench.report._assets import CSS, JS
 from seerbench.report._data import RunData, StudyData, load_run, load_study
@@ -275,8 +276,6 @@ def run_sections(runs: Sequence[RunData]) -> str:
     ]
     if any(r.summary.get("pressure") for r in runs):
         parts.append(section("pressure", "ASD against ASE across best-of-N", HOW["pressure"], runs_side_by_side(runs, part_pressure)))
-    parts.append('<p class="note">Complementarity and critique analyses are not part of this report yet: see '
-                 "<code>seerbench complementarity</code> and <code>seerbench study stats</code>.</p>")
     return "".join(parts)
 
 
@@ -308,7 +307,7 @@ def page(title: str, body: str, *, script: bool) -> str:
     )
 
 
-def render_runs(runs: Sequence[RunData], questions: list[list[Any]]) -> str:
+def render_runs(runs: Sequence[RunData], questions: list[list[Any]], extra: str = "") -> str:
     cells: list[dict[str, Any]] = []
     rows: list[list[Any]] = []
     for r in runs:
@@ -317,14 +316,39 @@ def render_runs(runs: Sequence[RunData], questions: list[list[Any]]) -> str:
     rows.sort(key=lambda row: (row[1], row[0]))  # question by question, each question's cells together
     data = {"multi": len(runs) > 1, "cells": cells, "questions": questions, "rows": rows}
     title = "seerbench report: " + ", ".join(r.label for r in runs)
-    body = run_sections(runs) + BROWSER.format(how=HOW["browser"], data=script_json(data))
+    body = run_sections(runs) + extra + BROWSER.format(how=HOW["browser"], data=script_json(data))
     return page(title, body, script=True)
 
 
-def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, *, baseline: str | None = None) -> Path:
-    """Write the report of one or more run folders (side by side) to ``out`` (default
-    ``RUN_DIR/report.html`` of the first) and return its path."""
+def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, *, baseline: str | None = None,
+                 complementarity: Sequence[str | Path] = (), critique: Sequence[str | Path] = ()) -> Path:
+    """Write the report of one or more run folders (side by side), with the complementarity
+    analyses (``seerbench complementarity --json`` files) and ``seerbench critique`` folders given,
+    to ``out`` (default ``report.html`` in the first run or critique folder, or beside the first
+    complementarity file) and return its path."""
     F.require_matplotlib()
+    from seerbench.report._analyses import (
+        complementarity_sections,
+        critique_sections,
+        load_complementarity,
+        load_critique,
+    )
+
+    if not (run_dirs or complementarity or critique):
+        raise ConfigError("give run folders, --complementarity FILE or --critique DIR")
+    comp = [(Path(p).name, load_complementarity(p)) for p in complementarity]
+    crit = [load_critique(d) for d in critique]
+    extra = (complementarity_sections(comp) if comp else "") + (critique_sections(crit) if crit else "")
+    if out is not None:
+        path = Path(out)
+    elif run_dirs or crit:
+        path = Path(run_dirs[0] if run_dirs else crit[0]["path"]) / "report.html"
+    else:
+        path = Path(complementarity[0]).with_suffix(".html")
+    if not run_dirs:
+        names = ", ".join([label for label, _ in comp] + [c["label"] for c in crit])
+        path.write_text(page(f"seerbench report: {names}", extra, script=False), encoding="utf-8")
+        return path
     questions: list[list[Any]] = []
     qindex: dict[str, int] = {}
     runs: list[RunData] = []
@@ -332,8 +356,7 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
     for d, label in zip(run_dirs, labels, strict=True):
         runs.append(load_run(d, baseline=baseline, label=label, questions=questions, question_index=qindex,
                              cell_offset=sum(len(r.cells) for r in runs)))
-    path = Path(out) if out is not None else Path(run_dirs[0]) / "report.html"
-    path.write_text(render_runs(runs, questions), encoding="utf-8")
+    path.write_text(render_runs(runs, questions, extra), encoding="utf-8")
     return path
 
 
