@@ -69,9 +69,9 @@ class Endpoint:
         self.served += 1
 
 
-def parse_base_urls(text: str) -> tuple[list[str], int | None]:
-    """``url1,url2;per_endpoint=N`` -> ([url1, url2], N). Refuses empty or duplicate URLs and
-    unknown options, naming them."""
+def parse_base_urls(text: str) -> tuple[list[str], int | None, float | None]:
+    """``url1,url2;per_endpoint=N;timeout=S`` -> ([url1, url2], N, S) (None: not given). Refuses
+    empty or duplicate URLs, unknown options and bad values, naming them."""
     urls_part, *opts = text.split(";")
     urls = [u.strip() for u in urls_part.split(",")]
     if not all(urls):
@@ -83,15 +83,26 @@ def parse_base_urls(text: str) -> tuple[list[str], int | None]:
         if not u.startswith(("http://", "https://")):
             raise UnknownModelError(f"base URL {u!r} must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1)")
     per: int | None = None
+    timeout: float | None = None
     for opt in opts:
-        k, _, v = opt.partition("=")
-        if k.strip() != "per_endpoint" or not v.strip().isdigit() or int(v) < 1:
+        k, _, v = (x.strip() for x in opt.partition("="))
+        if k == "per_endpoint":
+            if not v.isdigit() or int(v) < 1:
+                raise UnknownModelError(f"per_endpoint must be a whole number >= 1 (requests in flight on each server), got {v!r} in {text!r}")
+            per = int(v)
+        elif k == "timeout":
+            try:
+                timeout = float(v)
+            except ValueError:
+                timeout = -1.0
+            if not 0 < timeout < float("inf"):
+                raise UnknownModelError(f"timeout must be a number of seconds > 0, got {v!r} in {text!r}")
+        else:
             raise UnknownModelError(
-                f"unknown option {opt!r} after the base URLs in {text!r}: the one option is "
-                "per_endpoint=N (requests in flight on each server, N >= 1)"
+                f"unknown option {opt!r} after the base URLs in {text!r}: the options are per_endpoint=N "
+                f"(requests in flight on each server) and timeout=SECONDS (connect and read, per attempt; default {DEFAULT_TIMEOUT:g})"
             )
-        per = int(v)
-    return urls, per
+    return urls, per, timeout
 
 
 class _LoopState:
@@ -209,13 +220,15 @@ class OpenAIBackend(Backend):
             return await self._post(st, self.endpoints[0], body, config)
         tried: set[int] = set()
         last: RetryableError | None = None
+        failures: list[str] = []  # each server's error, for the message when every one failed
         while True:
             async with st.slot_freed:
                 ep = self._pick(tried)
                 while ep is None:
                     if len(tried) == len(self.endpoints):
                         assert last is not None
-                        raise last
+                        raise RetryableError(f"all {len(self.endpoints)} servers of the pool failed: " + "; ".join(failures),
+                                             retry_after=last.retry_after) from last
                     await st.slot_freed.wait()
                     ep = self._pick(tried)
                 ep.in_flight += 1
@@ -227,6 +240,7 @@ class OpenAIBackend(Backend):
                 ep.mark_failed(e.retry_after)
                 tried.add(id(ep))
                 last = e
+                failures.append(str(e).rstrip("."))
             finally:
                 ep.in_flight -= 1
                 async with st.slot_freed:

@@ -112,8 +112,9 @@ def _openai(rest: str | None, *, base_url: str | None = None, api_key: str | Non
         raise UnknownModelError(f"model spec 'openai/{rest or ''}' names no model; e.g. openai/gpt-4o-mini")
     if not url:
         return OpenAIBackend(model, base_url=base_url, api_key=api_key)
-    urls, per_endpoint = parse_base_urls(url)
-    return OpenAIBackend(model, base_url=urls, api_key=api_key, per_endpoint=per_endpoint)
+    urls, per_endpoint, timeout = parse_base_urls(url)
+    extra = {} if timeout is None else {"timeout": timeout}
+    return OpenAIBackend(model, base_url=urls, api_key=api_key, per_endpoint=per_endpoint, **extra)
 
 
 @register_backend("litellm")
