@@ -178,8 +178,8 @@ def cell_meta(lines: list[dict[str, Any]] | CellStats, cell: Cell) -> dict[str, 
 
 #: At most this many skip reasons are reported (the count is always complete).
 _MAX_REASONS = 20
-UNFINISHED = ("unfinished: the run stopped before this cell ended (interrupted or killed), so n counts the "
-              "questions it finished; run the config again to finish it")
+UNFINISHED = ("unfinished: the run stopped before this cell ended (interrupted, killed, or its model failed), so n "
+              "counts the questions it finished; run the config again to finish it")
 
 
 def summarize_run(
@@ -195,9 +195,10 @@ def summarize_run(
     (default: the run's own), plus paired differences against the protocol folder ``baseline``
     on the same questions. Pure: the folder is not changed.
 
-    Returns ``{"run_dir", "cells": [stats...], "paired": [...], "skipped_lines": n}`` and, when
-    lines were skipped, ``skipped_reasons`` (the first 20, ``FILE:LINE: reason``); when cells
-    differ only in best-of-N, ``pressure`` (:func:`seerbench.analysis.optimization_pressure`)."""
+    Returns ``{"run_dir", "cells": [stats...], "paired": [...], "skipped_lines": n}``; when grid
+    cells have no finished question yet, ``not_started`` (their keys); when lines were skipped,
+    ``skipped_reasons`` (the first 20, ``FILE:LINE: reason``); when cells differ only in
+    best-of-N, ``pressure`` (:func:`seerbench.analysis.optimization_pressure`)."""
     folder = RunFolder(run_dir)
     cfg = folder.config
     check_beta(beta)
@@ -226,6 +227,10 @@ def summarize_run(
         raise ConfigError(f"no results.jsonl under {folder.path}: the run has not finished a question yet")
     comparisons = paired_comparisons(cells, baseline, score) if baseline else []
     out = {"run_dir": str(folder.path), "cells": [s for _, s in cells], "paired": comparisons, "skipped_lines": skipped}
+    have = {c.key for c in folder.cells()}
+    missing = [k for k in folder.meta.get("cells") or {} if k not in have]
+    if missing:  # in the grid, no question finished yet (the run stopped before them)
+        out["not_started"] = missing
     out.update(pressure_section(folder.path, [s for _, s in cells], beta=beta, score=score, eps=eps_v, parse_failures=policy))
     if reasons:
         out["skipped_reasons"] = reasons[:_MAX_REASONS]

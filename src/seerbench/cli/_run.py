@@ -293,6 +293,9 @@ def stats(
         print_json(summary)
         return
     _print_stats(summary["cells"], title=str(run_dir), beta=beta, score=score, wide=wide)
+    if summary.get("not_started"):
+        console.print(f"[yellow]{len(summary['not_started'])} cell(s) of the grid have no finished question yet "
+                      f"(the run stopped before them): {escape(', '.join(summary['not_started']))}[/]")
     if summary["skipped_lines"]:
         first = summary.get("skipped_reasons", ["?"])[0]
         console.print(f"[yellow]{summary['skipped_lines']} unreadable results lines skipped (a torn last line is what a crash "
