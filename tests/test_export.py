@@ -280,6 +280,11 @@ def test_user_errors_are_one_line(run_dir: Path, tmp_path: Path, capsys: pytest.
     assert "is not a folder" in error(str(tmp_path / "missing"))
     assert "--format must be one of csv, parquet, inspect; got 'xlsx'" in error(str(run_dir), "--format", "xlsx")
     assert "stdout" in error(str(run_dir), "--format", "parquet", "--out", "-")
+    # a CSV under another format's name (it was written silently)
+    for name in ("x.parquet", "x.xlsx"):
+        msg = error(str(run_dir), "--format", "csv", "--out", str(tmp_path / name))
+        assert "does not end like a csv file (.csv)" in msg and not (tmp_path / name).exists()
+    assert "does not end like a parquet file" in error(str(run_dir), "--format", "parquet", "--out", str(tmp_path / "x.csv"))
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
     assert error(str(run_dir), "--out", str(blocker / "flat.csv")).startswith(f"error: cannot write {blocker / 'flat.csv'}: ")

@@ -28,6 +28,7 @@ from seerbench.export import (
 )
 
 _SUFFIX = {"csv": ".csv", "parquet": ".parquet"}
+_ACCEPTS = {"csv": (".csv", ".txt", ""), "parquet": (".parquet", ".pq", "")}  # the file names each format may take
 
 
 @app.command()
@@ -55,6 +56,9 @@ def export(
     to_stdout = out is not None and str(out) == "-"
     if to_stdout and fmt != "csv":
         raise ConfigError("--out - (stdout) takes csv only; give a file for parquet")
+    if out is not None and not to_stdout and out.suffix.lower() not in _ACCEPTS[fmt]:
+        # a CSV under a .parquet or .xlsx name would fool the next program that opens it
+        raise ConfigError(f"--out {out} does not end like a {fmt} file ({_SUFFIX[fmt]}); name it so, or pick the --format it ends in")
     ex = export_rows(run_dir)
     if ex.n_cells == 0:
         raise ConfigError(f"no results.jsonl under {run_dir}: the run has not finished a question yet")
