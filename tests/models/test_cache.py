@@ -195,3 +195,33 @@ def test_concurrent_writers_in_several_processes_lose_nothing(tmp_path: Path) ->
             s = c.get(f"w{w}-{i}")
             assert s is not None and s.text == f"{w}:{i}"
     c.close()
+
+
+def test_a_locked_database_is_waited_for_not_fatal() -> None:
+    # SQLite answers "database is locked" at once (no busy wait) in some cases: opening a new cache
+    # file from several processes, a stale read snapshot; a Ray run died of it in a worker
+    import sqlite3
+
+    from seerbench.models._cache import _when_unlocked
+
+    calls = []
+
+    def flaky() -> None:
+        calls.append(1)
+        if len(calls) < 3:
+            raise sqlite3.OperationalError("database is locked")
+
+    _when_unlocked(flaky)
+    assert len(calls) == 3
+
+    def broken() -> None:
+        raise sqlite3.OperationalError("no such table: samples")
+
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        _when_unlocked(broken)
+
+    def always_locked() -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        _when_unlocked(always_locked, within=0.05)

@@ -268,8 +268,10 @@ def _result(ray: Any, fut: asyncio.Future[Any], spec: RunSpec) -> ShardResult:
         res: ShardResult = fut.result()
     except ray.exceptions.RayTaskError as e:
         cause = getattr(e, "cause", None)
-        if isinstance(cause, Exception):
+        if isinstance(cause, SeerbenchError):  # a user error: its own one line
             raise cause from None
+        if isinstance(cause, Exception):  # a bug: keep Ray's error, which holds the worker's traceback
+            raise cause from e
         raise
     except ray.exceptions.RayError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""

@@ -7,7 +7,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,22 @@ def cache_key(
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+def _when_unlocked(fn: Callable[[], object], *, within: float = 60.0) -> None:
+    """Run ``fn``, again after a short sleep while SQLite says the database is locked (up to
+    ``within`` seconds)."""
+    deadline = time.monotonic() + within
+    delay = 0.01
+    while True:
+        try:
+            fn()
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+
 class Cache:
     """A SQLite file of samples. Safe for concurrent writers in several processes (WAL journal,
     a busy timeout, one short transaction per write)."""
@@ -57,7 +73,14 @@ class Cache:
         self.path = p
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(p, timeout=60.0, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
+        _when_unlocked(self._setup)
+
+    def _setup(self) -> None:
+        # Switching to WAL needs an exclusive lock, and SQLite answers "database is locked" at once
+        # (no busy wait) when several processes open a new cache file together (Ray workers did):
+        # switch only when needed, and retry while another process holds the lock.
+        if self._conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute(
             "CREATE TABLE IF NOT EXISTS samples ("
@@ -65,19 +88,26 @@ class Cache:
         )
 
     def get(self, key: str) -> Sample | None:
+        rows: list[Any] = []
+
+        def read() -> None:
+            rows[:] = self._conn.execute("SELECT value FROM samples WHERE key = ?", (key,)).fetchall()
+
         with self._lock:
-            row = self._conn.execute("SELECT value FROM samples WHERE key = ?", (key,)).fetchone()
-        if row is None:
+            _when_unlocked(read)
+        if not rows:
             return None
-        return Sample.model_validate_json(row[0])
+        return Sample.model_validate_json(rows[0][0])
 
     def put(self, key: str, model: str, sample: Sample) -> None:
         value = sample.model_dump_json(exclude={"cached"})
         with self._lock:
-            self._conn.execute(
+            # a write that finds the database locked at once (another process's checkpoint or a
+            # stale read snapshot: SQLite's busy wait does not cover those) is tried again
+            _when_unlocked(lambda: self._conn.execute(
                 "INSERT OR REPLACE INTO samples (key, model, value, created) VALUES (?, ?, ?, ?)",
                 (key, model, value, time.time()),
-            )
+            ))
 
     def info(self) -> dict[str, Any]:
         with self._lock:
