@@ -187,7 +187,7 @@ def test_user_answers_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 0, err
     assert json.loads(out)["resumed"] == 2
     # an edited answers file is another config
-    (tmp_path / "mine.jsonl").write_text("".join(json.dumps({**r, "answer": r["answer"] + " "}) + "\n" for r in rows))
+    (tmp_path / "mine.jsonl").write_text("".join(json.dumps({**r, "answer": f"{r['answer']} "}) + "\n" for r in rows))
     code, _, err = run_main(["critique", cfg.name, "--json"], capsys, monkeypatch)
     assert code == 2 and "another critique config" in err
 

@@ -67,9 +67,9 @@ def test_sections_show_the_analyses_numbers(outputs: tuple[Path, Path], tmp_path
     for k in ("over_reliance", "under_reliance"):
         assert rel[("trace", k)]["estimate"] == trace[k]["estimate"] and rel[("trace", k)]["ci_high"] == trace[k]["ci_high"]
     summary = json.loads((crit / "summary.json").read_text())
-    shown = _rows(t, "analysis-critique", "data-critique")
+    crit_rows = _rows(t, "analysis-critique", "data-critique")
     for k in ("intended_flaw_found", "intended_flaw_found_top1", "refinement_win_rate"):
-        assert shown[("crit", k)]["estimate"] == summary[k]["estimate"] and shown[("crit", k)]["n"] == summary[k]["n"]
+        assert crit_rows[("crit", k)]["estimate"] == summary[k]["estimate"] and crit_rows[("crit", k)]["n"] == summary[k]["n"]
     assert summary["intended_flaw_found"]["n"] == 3  # one misleading answer a question
     assert "data-figure=\"hybrid\"" in out.read_text() and "data-figure=\"critique\"" in out.read_text()
 
