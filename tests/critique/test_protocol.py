@@ -87,6 +87,16 @@ def test_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatc
     g.write_text(g.read_text().replace("crit/critiques.jsonl", "crit2/critiques.jsonl"))
     code, _, err = run_main(["run", str(g)], capsys, monkeypatch)
     assert code == 2 and "has correct: null" in one_line_error(err) and "unknown: skip" in err
+    # with unknown: skip the null answers are left out and counted (skipped was 0)
+    from seerbench.critique._dataset import critique_questions
+
+    both = tmp_path / "both.jsonl"
+    known, unknown = (tmp_path / "crit" / "critiques.jsonl").read_text(), (tmp_path / "crit2" / "critiques.jsonl").read_text()
+    both.write_text(known + unknown)
+    qs = critique_questions(str(both), unknown="skip")
+    n_null = sum(1 for ln in unknown.splitlines() if json.loads(ln)["correct"] is None)
+    assert n_null > 0 and qs.skipped == n_null and len(qs) == len(known.splitlines())
+    assert "has correct: null (left out: unknown: skip)" in qs.problems[0]
 
 
 @pytest.mark.model

@@ -146,7 +146,8 @@ def show_cmd(
             )
         )
     if qs.skipped:
-        err_console.print(f"[yellow]skipped {qs.skipped} malformed record(s)[/]")
+        first = f": {escape(qs.problems[0])}" if qs.problems else ""
+        err_console.print(f"[yellow]skipped {qs.skipped} record(s){first}[/]")
 
 
 @datasets_app.command("convert")

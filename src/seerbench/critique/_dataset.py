@@ -13,6 +13,7 @@ from typing import Literal
 
 from seerbench.critique._format import read_critiques
 from seerbench.datasets import register_dataset
+from seerbench.datasets._common import Questions
 from seerbench.errors import ConfigError, DataError
 from seerbench.types import AnswerCase, Question
 
@@ -24,13 +25,15 @@ def judge_text(question: str, answer: str) -> str:
 
 
 @register_dataset("critiques", kind="format", description="answers of a critiques.jsonl (seerbench critique): is each correct or flawed? critiques for CritiqueJudge")
-def critique_questions(path: str, unknown: Literal["refuse", "skip"] = "refuse") -> list[Question]:
+def critique_questions(path: str, unknown: Literal["refuse", "skip"] = "refuse") -> Questions:
     if unknown not in ("refuse", "skip"):
         raise ConfigError(f"dataset critiques: unknown must be refuse or skip, not {unknown!r}")
     out: list[Question] = []
+    problems: list[str] = []
     for a in read_critiques(path):
         if a.correct is None:
-            if unknown == "skip":
+            if unknown == "skip":  # left out, and counted: `datasets show` reports it
+                problems.append(f"{path}: answer {a.answer_id!r} has correct: null (left out: unknown: skip)")
                 continue
             raise DataError(
                 f"{path}: answer {a.answer_id!r} has correct: null, so a judge's verdict on it cannot be scored; "
@@ -49,4 +52,4 @@ def critique_questions(path: str, unknown: Literal["refuse", "skip"] = "refuse")
         ))
     if not out:
         raise DataError(f"{path}: no answer with a known correctness to judge")
-    return out
+    return Questions(out, skipped=len(problems), problems=problems)
