@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from seerbench.datasets._arithmetic import generate_arithmetic, iter_arithmetic
 from seerbench.datasets._common import Questions
@@ -103,9 +103,13 @@ _REGISTRY: dict[str, DatasetInfo] = {
 }
 
 
+#: A dataset loader, returned by :func:`register_dataset` as it was given (its own type kept).
+_Loader = TypeVar("_Loader", bound=Callable[..., Iterable[Question]])
+
+
 def register_dataset(
     name: str, *, kind: str = "user", description: str | None = None, replace: bool = False
-) -> Callable[[Callable[..., Iterable[Question]]], Callable[..., Iterable[Question]]]:
+) -> Callable[[_Loader], _Loader]:
     """Decorator: make a loader usable as ``dataset: {name: <name>, <its keyword options>}`` in
     configs and by :func:`load_dataset`. The loader returns a list of :class:`Question` (or any
     iterable of them); its keyword parameters are the dataset's options. Example::
@@ -115,7 +119,7 @@ def register_dataset(
             ...
     """
 
-    def deco(loader: Callable[..., Iterable[Question]]) -> Callable[..., Iterable[Question]]:
+    def deco(loader: _Loader) -> _Loader:
         old = _REGISTRY.get(name)
         if old is not None and getattr(old.loader, "__wrapped__", None) is not loader and not replace:
             raise ConfigError(f"a dataset named {name!r} is already registered; pass replace=True to override")
