@@ -79,7 +79,7 @@ def test_yaml_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="mapping"):
         ExperimentConfig.from_yaml(bad)
     bad.write_text("dataset: arithmetic\nprotocols: [NaiveJudge]\nparse_failure: half\n")
-    with pytest.raises(ConfigError, match=rf"invalid {bad}:\n  parse_failure: unknown key \(did you mean parse_failures\?\)"):
+    with pytest.raises(ConfigError, match=rf"invalid {bad}: parse_failure: unknown key \(did you mean parse_failures\?\)"):
         ExperimentConfig.from_yaml(bad)
 
 

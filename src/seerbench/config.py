@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import difflib
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import platformdirs
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
 
 CACHE_DIR_ENV = "SEERBENCH_CACHE_DIR"
 
@@ -44,3 +49,40 @@ def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{what} {p} must be a mapping of keys to values")
     return data
+
+
+def explain_validation(
+    e: ValidationError, what: str, *, model: type[BaseModel] | None = None, docs: str | None = None
+) -> str:
+    """One line for a config or manifest that failed validation (``what`` names it and its file):
+    every problem as ``key: what is wrong``; an unknown key with the closest known one of
+    ``model``'s section there (or the keys allowed there) and ``docs``, the page to read."""
+    parts = []
+    for err in e.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            parent = _section(model, err["loc"][:-1]) if model is not None else None
+            allowed = sorted(parent.model_fields) if parent is not None else []
+            close = difflib.get_close_matches(str(err["loc"][-1]), allowed, n=1)
+            msg = "unknown key" + (f" (did you mean {close[0]}?)" if close else "") + (
+                f"; allowed keys: {', '.join(allowed)}" if allowed else "") + (f"; see {docs}" if docs else "")
+        elif err["type"] == "literal_error":
+            msg = f"{msg} (got {err.get('input')!r})"
+        parts.append(f"{loc}: {msg}")
+    return f"invalid {what}: " + "; ".join(parts)
+
+
+def _section(model: type[BaseModel], loc: Sequence[int | str]) -> type[BaseModel] | None:
+    """The model at ``loc`` inside ``model`` (e.g. ``("elicitation",)`` -> its section's model), to
+    list its keys; None where ``loc`` goes through a list or a non-model value."""
+    from pydantic import BaseModel
+
+    cls = model
+    for part in loc:
+        f = cls.model_fields.get(str(part))
+        ann = f.annotation if f is not None else None
+        if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
+            return None
+        cls = ann
+    return cls

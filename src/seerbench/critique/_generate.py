@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from seerbench._resume import claim_folder, config_path, content_id, keep_in_order
-from seerbench.config import read_yaml_mapping
+from seerbench.config import explain_validation, read_yaml_mapping
 from seerbench.critique._answers import (
     FLAW_KINDS,
     answer_correct,
@@ -124,10 +124,7 @@ class CritiqueConfig(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as e:
-            err = e.errors()[0]
-            loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
-            msg = "unknown key (see docs/critique.md)" if err["type"] == "extra_forbidden" else err["msg"]
-            raise ConfigError(f"critique config {where}: {loc}: {msg.removeprefix('Value error, ')}") from None
+            raise ConfigError(explain_validation(e, f"critique config {where}", model=cls, docs="docs/critique.md")) from None
 
     def fingerprint(self) -> str:
         """What decides the critiques (not where they go, how many, or how many at once; input

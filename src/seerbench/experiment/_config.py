@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import itertools
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from seerbench.config import read_yaml_mapping
+from seerbench.config import explain_validation, read_yaml_mapping
 from seerbench.errors import ConfigError
 from seerbench.metrics import DEFAULT_EPS, FailurePolicy
 from seerbench.models import ElicitConfig
@@ -158,7 +156,7 @@ class ExperimentConfig(BaseModel):
         try:
             cfg = cls.model_validate(raw, context={"base_dir": base_dir})
         except ValidationError as e:
-            raise ConfigError(f"invalid {source}:\n{explain(e)}") from None
+            raise ConfigError(explain(e, source)) from None
         cfg._base_dir = Path(base_dir) if base_dir is not None else None
         return cfg
 
@@ -197,33 +195,8 @@ def _hash(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def explain(e: ValidationError) -> str:
-    """One line per problem: the offending key and what is allowed."""
-    lines = []
-    for err in e.errors():
-        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            parent = _section(err["loc"][:-1])
-            allowed = sorted(parent.model_fields) if parent is not None else None
-            close = difflib.get_close_matches(str(err["loc"][-1]), allowed or [], n=1)
-            msg = "unknown key" + (f" (did you mean {close[0]}?)" if close else "") + (
-                f"; allowed keys: {', '.join(allowed)}" if allowed else "")
-        elif err["type"] == "literal_error":
-            msg = f"{msg} (got {err.get('input')!r})"
-        lines.append(f"  {loc}: {msg}")
-    return "\n".join(lines)
-
-
-def _section(loc: Sequence[int | str]) -> type[BaseModel] | None:
-    """The config model at ``loc`` (e.g. ``("elicitation",)`` -> ElicitationSpec), for listing its keys."""
-    cls: type[BaseModel] = ExperimentConfig
-    for part in loc:
-        f = cls.model_fields.get(str(part))
-        ann = f.annotation if f is not None else None
-        if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
-            return None
-        cls = ann
-    return cls
+def explain(e: ValidationError, source: str = "config") -> str:
+    """One line: every problem in an experiment config, with the key and what is allowed there."""
+    return explain_validation(e, source, model=ExperimentConfig, docs="docs/experiments.md")
 
 

@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seerbench._resume import claim_folder, config_path, content_id, keep_in_order
 from seerbench.complementarity._data import AIRating
-from seerbench.config import read_yaml_mapping
+from seerbench.config import explain_validation, read_yaml_mapping
 from seerbench.errors import ConfigError, DataError
 from seerbench.factcheck._generate import LABELS, FactItem, Page
 from seerbench.factcheck._load import load_factcheck
@@ -127,10 +127,7 @@ class RaterConfig(BaseModel):
         try:
             cfg = cls.model_validate(data)
         except ValidationError as e:
-            err = e.errors()[0]
-            loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
-            msg = "unknown key (see docs/complementarity.md)" if err["type"] == "extra_forbidden" else err["msg"]
-            raise ConfigError(f"rater config {where}: {loc}: {msg}") from None
+            raise ConfigError(explain_validation(e, f"rater config {where}", model=cls, docs="docs/complementarity.md")) from None
         if not isinstance(cfg.dataset.get("name"), str):
             raise ConfigError(f"rater config {where}: dataset: needs a name (factcheck or factcheck_files)")
         return cfg

@@ -7,12 +7,12 @@ author can fix the file without reading code. See ``docs/study.md`` for the refe
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from seerbench.conditions import JUDGING_CONDITIONS, JudgingCondition, get_condition
-from seerbench.config import read_yaml_mapping
+from seerbench.config import explain_validation, read_yaml_mapping
 from seerbench.errors import ConfigError
 
 __all__ = [
@@ -298,22 +298,23 @@ class StudyManifest(_Strict):
     def timed(self) -> bool:
         return self.time_limit_s is not None and self.task not in ("factuality", *CRITIQUE_TASKS)
 
+    #: What raters must not see in anything published about the study (the codes earn pay).
+    SECRET_FIELDS: ClassVar[tuple[str, ...]] = ("completion_code", "stopped_code", "full_code", "admin_token")
+
+    def public_dump(self) -> dict[str, Any]:
+        """The manifest as JSON data with the codes and the admin token replaced by ``"(hidden)"``
+        (for reports and other files that may be shared)."""
+        data = self.model_dump(mode="json")
+        for k in self.SECRET_FIELDS:
+            if data.get(k) is not None:
+                data[k] = "(hidden)"
+        return data
+
     def condition(self, name: str) -> Condition:
         for c in self.conditions:
             if c.name == name:
                 return c
         raise KeyError(name)
-
-
-def _format_error(e: ValidationError, where: str) -> str:
-    lines = []
-    for err in e.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key (check the spelling; see docs/study.md)"
-        lines.append(f"  {loc}: {msg}")
-    return f"invalid study manifest {where}:\n" + "\n".join(lines)
 
 
 def load_manifest(source: str | Path | dict[str, Any]) -> StudyManifest:
@@ -330,4 +331,4 @@ def load_manifest(source: str | Path | dict[str, Any]) -> StudyManifest:
     try:
         return StudyManifest.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(_format_error(e, where)) from None
+        raise ConfigError(explain_validation(e, f"study manifest {where}", model=StudyManifest, docs="docs/study.md")) from None
