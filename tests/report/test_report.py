@@ -215,9 +215,14 @@ def test_study_report_equals_study_stats(tmp_path: Path, capsys: pytest.CaptureF
     [(_, _, shown)] = t.tables["stats-study-catch"]
     _same(shown, stats["catch"]["accuracy"])
     assert "study-catch" in t.figures
+    # the manifest is shown without the completion code (the report may be shared)
+    html = out.read_text()
+    assert 'id="study-manifest"' in html and "DONE123" not in html and "(hidden)" in html
     # default output: beside the database
     _report(["--study", str(db)], capsys, monkeypatch)
     assert (tmp_path / "study.report.html").is_file()
+    # a database URL has no folder to write beside
+    assert "give the file to write with --out" in _error(["--study", "postgresql://u@h/db"], capsys, monkeypatch)
 
 
 # ---- user errors ----------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from seerbench.errors import ConfigError
 @app.command()
 def report(
     run_dirs: Annotated[list[Path] | None, typer.Argument(help="Experiment output folders (several: side by side).")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="The HTML file to write (default: RUN_DIR/report.html, or DB.report.html).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="The HTML file to write (default: RUN_DIR/report.html; --study study.sqlite: study.report.html).")] = None,
     study: Annotated[str | None, typer.Option("--study", help="A human study's database (the --db of `seerbench study`) instead of runs.")] = None,
     baseline: Annotated[str | None, typer.Option(help="Protocol folder for the paired differences (default: the run's NaiveJudge folder).")] = None,
     complementarity: Annotated[list[Path] | None, typer.Option("--complementarity", help="The JSON of `seerbench complementarity --json` (hybridization and reliance); repeatable.")] = None,

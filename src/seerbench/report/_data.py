@@ -196,7 +196,7 @@ def load_study(db: str | Path) -> StudyData:
         for r in rows:
             if not r.get("is_catch") and r.get("seconds") is not None:
                 seconds.setdefault(str(r["condition"]), []).append(float(r["seconds"]))
-        manifest = store.manifest.model_dump(mode="json")
+        manifest = store.manifest.public_dump()
         return StudyData(label=store.manifest.name, path=p, manifest=manifest, stats=stats, seconds=seconds)
     finally:
         store.close()

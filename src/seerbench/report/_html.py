@@ -420,7 +420,10 @@ def render_study(st: StudyData) -> str:
 
 
 def build_study_report(db: str | Path, out: str | Path | None = None) -> Path:
-    """Write the report of a study database to ``out`` (default: beside it, ``<name>.report.html``)."""
+    """Write the report of a study database to ``out`` (default: beside a SQLite file, its name with
+    ``.report.html`` in place of its suffix: ``study.sqlite`` -> ``study.report.html``)."""
+    if out is None and "://" in str(db):
+        raise ConfigError(f"--study {db} is a database URL: give the file to write with --out")
     F.require_matplotlib()
     st = load_study(db)
     path = Path(out) if out is not None else Path(db).with_suffix(".report.html")
