@@ -60,7 +60,7 @@ def test_resume_returns_the_open_task(make_study) -> None:
 
 def test_abandoned_assignment_is_reclaimed_after_its_time(make_study) -> None:
     clock = FakeClock()
-    store = make_study(questions=[question("only")], conditions=["P"], ratings_per_item=1, clock=clock)
+    store = make_study(questions=[question("only")], conditions=["P"], ratings_per_item=1, tasks_per_rater=1, clock=clock)
     ra, rb = _rater(store, "a"), _rater(store, "b")
     a, _ = store.next_assignment(ra)
     assert a is not None
@@ -233,10 +233,18 @@ def test_catch_per_condition_is_guaranteed(make_study) -> None:
 
 
 def test_study_full_gives_no_code_for_no_work(make_study) -> None:
-    # issue 14.5: one slot; "a" does it but has a quota of 2, "b" gets nothing. Neither earned the
-    # code (the old code gave it to both). With min_tasks_for_code 1, "a" earns it, "b" does not.
+    # issue 14.5: one slot left (the other one done already); "a" does it but has a quota of 2,
+    # "b" gets nothing. Neither earned the code (the old code gave it to both). With
+    # min_tasks_for_code 1, "a" earns it, "b" does not.
+    from sqlalchemy import select, update
+
+    from seerbench.study._storage import slot_t
+
     for min_tasks, earned_a in ((None, False), (1, True)):
-        store = make_study(questions=[question("only")], conditions=["P"], ratings_per_item=1, tasks_per_rater=2, min_tasks_for_code=min_tasks)
+        store = make_study(questions=[question("q0"), question("q1")], conditions=["P"], ratings_per_item=1, tasks_per_rater=2, min_tasks_for_code=min_tasks)
+        with store.engine.begin() as c:
+            first = c.execute(select(slot_t.c.id).order_by(slot_t.c.id).limit(1)).scalar_one()
+            c.execute(update(slot_t).where(slot_t.c.id == first).values(status="done"))
         ra, rb = _rater(store, "a"), _rater(store, "b")
         _do_task(store, ra)
         assert store.next_assignment(ra) == (None, "exhausted")

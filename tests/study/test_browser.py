@@ -116,6 +116,9 @@ def test_rater_journey(browser, make_study, live_server) -> None:
             page.check("input[name=answer][value='A']")  # chosen but never submitted
             expect(page.locator("#material")).to_be_hidden()  # reading time over: material gone
             expect(page.locator("#finalise-note-js")).to_be_visible()
+            # the server's clock reaches the final deadline (60 + 2 s) before the page's own timer
+            # submits (2 s of real time): the server, not the page, decides it timed out
+            clock.advance(3)
             _shot(page, "4-p-finalise")
             expect(page.locator("#feedback-result")).to_contain_text("Time ran out")  # submitted itself
             _shot(page, "5-p-timed-out")
@@ -233,7 +236,7 @@ def test_browser_study_full_shows_no_code(browser, make_study, live_server) -> N
     # issue 14.5: the only slot is taken; a new rater sees "study full" and Prolific's return flow
     from playwright.sync_api import expect
 
-    store = make_study(questions=[question("only")], conditions=["P"], ratings_per_item=1, tasks_per_rater=2, completion_url=COMPLETE + "?cc={code}")
+    store = make_study(questions=[question("only")], conditions=["P"], ratings_per_item=1, tasks_per_rater=1, completion_url=COMPLETE + "?cc={code}")
     store.next_assignment(str(store.rater_for("prolific:first", "prolific")["id"]))
     srv = live_server(store)
     ctx, page = _enter(browser, srv.url, "late")

@@ -116,7 +116,7 @@ def test_create_prints_notes_and_refuses_missing_passages(tmp_path: Path, capsys
     qs = [question("q0", "A"), question("q0dup", "A", text="Question q0: how many ships did she record?"), question("q1", "B")]
     (tmp_path / "items.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
     (tmp_path / "m.yaml").write_text(
-        "name: t\nitems: [{questions: items.jsonl}]\nconditions: [P, PSA]\ntasks_per_rater: 4\ncompletion_code: X\n"
+        "name: t\nitems: [{questions: items.jsonl}]\nconditions: [P, PSA]\ntasks_per_rater: 2\ncompletion_code: X\n"
     )
     code, out, err = _main(["study", "create", str(tmp_path / "m.yaml"), "--db", str(tmp_path / "a.sqlite")], capsys, monkeypatch)
     assert code == 0, err
@@ -128,3 +128,45 @@ def test_create_prints_notes_and_refuses_missing_passages(tmp_path: Path, capsys
     assert code == 2 and out == ""
     (line,) = err.strip().splitlines()
     assert line.startswith("error: conditions that show the passage have items without one (no source_text): P: 2 items (q0, q1); PSA: 2 items (q0, q1)")
+
+
+def test_a_failed_create_leaves_nothing_and_can_be_run_again(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # a manifest asking more tasks of a rater than there are questions (4 > 3) is refused in one
+    # line; no database is left behind, so the same command works once the manifest is fixed
+    from .conftest import question
+
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(question(f"q{i}")) + "\n" for i in range(3)))
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text("name: t\nitems: [{questions: items.jsonl}]\nconditions: [P]\ntasks_per_rater: 4\ncompletion_code: X\n")
+    db = tmp_path / "s.sqlite"
+    code, out, err = _main(["study", "create", str(manifest), "--db", str(db)], capsys, monkeypatch)
+    assert code == 2 and out == ""
+    assert err.strip() == ("error: tasks_per_rater 4 exceeds the 3 distinct questions: a rater never sees a question twice, "
+                           "so no rater could earn the completion code; set tasks_per_rater to at most 3 or add items")
+    # a failure inside the database writes (a condition with no item to show) removes the file too
+    manifest.write_text("name: t\nitems: [{questions: items.jsonl}]\nconditions: [transcript]\ntasks_per_rater: 3\ncompletion_code: X\n")
+    code, out, err = _main(["study", "create", str(manifest), "--db", str(db)], capsys, monkeypatch)
+    assert code == 2 and "have no items to show" in err and len(err.strip().splitlines()) == 1
+    assert not db.exists() and list(tmp_path.glob("s.sqlite*")) == []
+    manifest.write_text("name: t\nitems: [{questions: items.jsonl}]\nconditions: [P]\ntasks_per_rater: 3\ncompletion_code: X\n")
+    code, out, err = _main(["study", "create", str(manifest), "--db", str(db)], capsys, monkeypatch)
+    assert code == 0, err
+    # nothing submitted yet: one line, not empty tables
+    code, out, err = _main(["study", "stats", "--db", str(db)], capsys, monkeypatch)
+    assert code == 0 and out.strip().splitlines() == [
+        f"study t: nothing submitted yet (9 ratings to collect); serve it with `seerbench study serve --db {db}`"
+    ]
+    # invitation links point at the public address given
+    code, out, err = _main(["study", "invite", "--db", str(db), "--public-url", "https://rate.example.org/", "ann"], capsys, monkeypatch)
+    assert code == 0 and out.startswith("ann\thttps://rate.example.org/invite/")
+
+
+def test_manifest_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "m.yaml").write_text("name: t\nitems: [{questions: items.jsonl}]\nconditions: [P]\ntask_per_rater: 4\ncompletion_code: X\nratings_per_item: 0\n")
+    code, out, err = _main(["study", "create", str(tmp_path / "m.yaml"), "--db", str(tmp_path / "s.sqlite")], capsys, monkeypatch)
+    assert code == 2 and out == ""
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"error: invalid study manifest {tmp_path / 'm.yaml'}: ")
+    assert "ratings_per_item: Input should be greater than or equal to 1" in line
+    assert "task_per_rater: unknown key (did you mean tasks_per_rater?); allowed keys: admin_token, " in line
+    assert line.endswith("; see docs/study.md")

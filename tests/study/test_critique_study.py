@@ -81,7 +81,7 @@ def critique_manifest(**over: Any) -> dict[str, Any]:
         "items": [{"critiques": "critiques.jsonl"}],
         "conditions": [f"{k}.{a}" for k in ("model", "reference", "misleading") for a in ("assist", "no_assist")],
         "ratings_per_item": 1,
-        "tasks_per_rater": 6,
+        "tasks_per_rater": 2,
         "completion_code": "CRIT1",
         "seed": 5,
     }
@@ -252,7 +252,7 @@ def test_validation_study_and_merged_stats(critique_study, tmp_path: Path) -> No
     write_export(rows, tmp_path / "written.jsonl")
     (tmp_path / "val.yaml").write_text(
         "name: critique-validation\ntask: validation\nitems:\n  - {judgments: written.jsonl, critiques: critiques.jsonl}\n"
-        "conditions: [{name: validation}]\nratings_per_item: 1\ntasks_per_rater: 40\ncompletion_code: VAL1\n"
+        "conditions: [{name: validation}]\nratings_per_item: 1\ntasks_per_rater: 18\ncompletion_code: VAL1\n"
     )
     vstore = create_study(tmp_path / "val.yaml", tmp_path / "val.sqlite")
     assert vstore.progress()["conditions"]["validation"]["total"] == len({r["judgment_id"] for r in rows})

@@ -129,7 +129,7 @@ def test_duplicate_questions_are_merged_and_reported(tmp_path: Path) -> None:
     dup = question("q0dup", "A", text="  question q0: HOW many ships did she record? ")
     dup["answer_cases"][0]["argument"] = "Another writer's argument."
     _write(tmp_path, "items.jsonl", [question("q0", "A", text="Question q0: how many ships did she record?"), question("q1", "B"), dup])
-    store = create_study(load_manifest(base_manifest(conditions=["PSA"], ratings_per_item=1, tasks_per_rater=3)), tmp_path / "s.sqlite", base_dir=tmp_path)
+    store = create_study(load_manifest(base_manifest(conditions=["PSA"], ratings_per_item=1, tasks_per_rater=2)), tmp_path / "s.sqlite", base_dir=tmp_path)
     try:
         assert store.notes() == ["merged duplicate question q0dup into q0 (same text, options and passage)"]
         rid = str(store.rater_for("prolific:r", "prolific")["id"])

@@ -123,3 +123,29 @@ def test_postgres_critique_and_validation_rows(tmp_path: Path) -> None:
         assert store.validations() == {}
     finally:
         store.close()
+
+
+def test_postgres_failed_create_leaves_no_tables(tmp_path: Path) -> None:
+    # a create that fails inside the database writes (a condition with no item) drops what it
+    # made, so the same URL takes the fixed manifest; the columns an older study lacks are added
+    pytest.importorskip("psycopg")
+    from sqlalchemy import create_engine, inspect, text
+
+    from seerbench.errors import ConfigError
+    from seerbench.study._storage import database_url, metadata
+
+    assert URL
+    eng = create_engine(database_url(URL))
+    metadata.drop_all(eng)
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(question(f"q{i}")) + "\n" for i in range(3)))
+    with pytest.raises(ConfigError, match="have no items to show"):
+        create_study(load_manifest(base_manifest(conditions=["transcript"], tasks_per_rater=3)), URL, base_dir=tmp_path)
+    assert not inspect(eng).has_table("study_meta") and not inspect(eng).has_table("assignment")
+    store = create_study(load_manifest(base_manifest(conditions=["P"], tasks_per_rater=3)), URL, base_dir=tmp_path)
+    store.close()
+    with eng.begin() as c:
+        c.execute(text("ALTER TABLE assignment DROP COLUMN session_param"))
+    StudyStore(URL).close()
+    assert "session_param" in {col["name"] for col in inspect(eng).get_columns("assignment")}
+    metadata.drop_all(eng)
+    eng.dispose()

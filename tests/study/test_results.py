@@ -319,6 +319,37 @@ def test_export_carries_prolific_study_and_session_ids(make_study) -> None:
     (row,) = export_rows(store)
     assert (row["prolific_study_id"], row["prolific_session_id"]) == ("st1", "se2")
     assert row["rater_external_id"] == "prolific:p1"
+    # a later entry through another link leaves the rows submitted before it as they were
+    r = c.get("/start?PROLIFIC_PID=p1&STUDY_ID=st1&SESSION_ID=se3")
+    aid2 = str(r.url).rsplit("/", 1)[-1]
+    csrf = re.search(r'name="csrf" value="([^"]+)"', r.text).group(1)  # type: ignore[union-attr]
+    c.post(f"/task/{aid2}/start", data={"csrf": csrf})
+    c.post(f"/task/{aid2}/submit", data={"csrf": csrf, "answer": "A"})
+    assert {r["judgment_id"]: r["prolific_session_id"] for r in export_rows(store)} == {aid: "se2", aid2: "se3"}
+
+
+def test_a_study_made_before_the_link_columns_opens_and_exports(make_study) -> None:
+    # a database whose assignment table lacks study_param / session_param (made by an earlier
+    # version) gets them on open; its rows show the rater's latest link ids, as before
+    from sqlalchemy import text
+
+    from seerbench.study import StudyStore
+
+    store = make_study(tutorial={"text": ""})
+    rid = str(store.rater_for("prolific:old", "prolific", "st0", "se0", new_session=True)["id"])
+    a, _ = store.next_assignment(rid)
+    assert a is not None
+    store.start_timer(a.id, rid)
+    store.submit(a.id, rid, {"answer": "A"})
+    with store.engine.begin() as c:
+        c.execute(text("ALTER TABLE assignment DROP COLUMN study_param"))
+        c.execute(text("ALTER TABLE assignment DROP COLUMN session_param"))
+    path = store.url.removeprefix("sqlite:///")
+    store.close()
+    again = StudyStore(path)
+    (row,) = export_rows(again)
+    assert (row["prolific_study_id"], row["prolific_session_id"]) == ("st0", "se0")
+    again.close()
 
 
 def test_admin_shows_per_rater_accuracy_and_time(make_study) -> None:

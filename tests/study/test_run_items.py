@@ -60,7 +60,7 @@ def _results(run_dir: Path, protocol: str) -> str:
 
 
 def test_consultancy_results_become_one_item_per_answer_case(run_dir: Path, tmp_path: Path) -> None:
-    m = load_manifest(base_manifest(items=[{"results": _results(run_dir, "Consultancy")}], conditions=["transcript"], ratings_per_item=1, tasks_per_rater=6))
+    m = load_manifest(base_manifest(items=[{"results": _results(run_dir, "Consultancy")}], conditions=["transcript"], ratings_per_item=1, tasks_per_rater=3))
     store = create_study(m, tmp_path / "s.sqlite")
     items = sorted((it.key, it.answer_case, it.question.case(it.correct).long) for it in store._items.values())
     # the old reader looked for answer_cases[].transcript and found no item at all
@@ -90,7 +90,7 @@ def test_consultancy_results_become_one_item_per_answer_case(run_dir: Path, tmp_
 
 def test_debate_results_become_one_item_per_question(run_dir: Path, tmp_path: Path) -> None:
     # a symmetric run has one transcript for both answer cases: judged once
-    m = load_manifest(base_manifest(items=[{"results": _results(run_dir, "SimultaneousDebate")}], conditions=["transcript"]))
+    m = load_manifest(base_manifest(items=[{"results": _results(run_dir, "SimultaneousDebate")}], conditions=["transcript"], tasks_per_rater=3))
     store = create_study(m, tmp_path / "s.sqlite")
     items = sorted((it.key, it.answer_case, len(it.transcript.turns)) for it in store._items.values() if it.transcript)
     assert items == [(f"r{i}#both", None, 2) for i in range(3)]

@@ -33,7 +33,7 @@ def test_model_and_dataset_text_is_escaped(make_study) -> None:
     q["answer_cases"][0]["argument"] = f"Trust me {XSS}"
     q["answer_cases"][1]["quotes"] = [XSS]
     q["answer_cases"][1]["long"] = f"Option {XSS}"
-    store = make_study(questions=[q], conditions=["PSA"], ratings_per_item=1)
+    store = make_study(questions=[q], conditions=["PSA"], ratings_per_item=1, tasks_per_rater=1)
     c, csrf, aid = _enter(store, "p1")
     r = c.post(f"/task/{aid}/start", data={"csrf": csrf})
     html = r.text
@@ -48,7 +48,7 @@ def test_transcript_text_is_escaped(make_study) -> None:
     tr = {"question_id": "t", "protocol": "consultancy", "turns": [{"role": "agent", "speaker": f"bot{XSS}", "content": f"Say {XSS}", "answer_case": "A", "quotes": [{"text": XSS, "verified": False}]}]}
     results = [{"question": question("t"), "answer_cases": [{"short": "A", "transcript": tr}]}]
     store = make_study(
-        items=[{"results": "results.jsonl"}], extra_files={"results.jsonl": results}, conditions=["transcript"], ratings_per_item=1
+        items=[{"results": "results.jsonl"}], extra_files={"results.jsonl": results}, conditions=["transcript"], ratings_per_item=1, tasks_per_rater=1
     )
     c, csrf, aid = _enter(store, "p1")
     html = c.post(f"/task/{aid}/start", data={"csrf": csrf}).text
@@ -120,6 +120,31 @@ def test_late_submission_is_marked_timed_out(make_study) -> None:
     (row,) = export_rows(store)
     assert row["timed_out"] is True and row["answer"] is None and row["correct"] == 0.0
     assert row["seconds"] == 135.0
+
+
+def test_the_page_timer_flag_is_checked_against_the_server_clock(make_study) -> None:
+    # a form with auto=1 (the page's timer ran out) well before the server's final deadline is an
+    # ordinary submission: the answer is read and checked, not stored as timed out
+    clock = FakeClock()
+    store = make_study(clock=clock, conditions=["P"], tasks_per_rater=2)
+    c, csrf, aid = _enter(store, "p1")
+    c.post(f"/task/{aid}/start", data={"csrf": csrf})
+    clock.advance(30)
+    r = c.post(f"/task/{aid}/submit", data={"csrf": csrf, "auto": "1", "comment": "early"})
+    assert r.status_code == 400 and "Please choose one of the answers." in r.text  # parsed like any other
+    r = c.post(f"/task/{aid}/submit", data={"csrf": csrf, "auto": "1", "answer": "B", "comment": "early"})
+    assert r.status_code == 200
+    (row,) = export_rows(store)
+    assert (row["timed_out"], row["auto_submitted"], row["answer"], row["comment"]) == (False, False, "B", "early")
+    # at the final deadline (90 + 30 s) the page's submission is a time-out, and its comment is kept
+    r = c.get("/next")
+    aid2 = str(r.url).rsplit("/", 1)[-1]
+    c.post(f"/task/{aid2}/start", data={"csrf": csrf})
+    clock.advance(119.5)  # within the 1 s the page's timer may be early by
+    c.post(f"/task/{aid2}/submit", data={"csrf": csrf, "auto": "1", "answer": "A", "comment": "ran out"})
+    row2 = next(r for r in export_rows(store) if r["judgment_id"] == aid2)
+    assert (row2["timed_out"], row2["auto_submitted"], row2["answer"], row2["comment"]) == (True, True, None, "ran out")
+    assert row2["correct"] == 0.0
 
 
 def test_answer_validation_and_timer_required(make_study) -> None:
@@ -230,7 +255,7 @@ def test_second_link_does_not_switch_identity_mid_study(make_study) -> None:
 
 def test_full_study_sends_no_code(make_study) -> None:
     # issue 14.5: one slot, taken by "a"; "b" enters, gets nothing and sees "study full", no code
-    store = make_study(questions=[question("only")], conditions=["P"], ratings_per_item=1, tasks_per_rater=2, full_code="FULL42")
+    store = make_study(questions=[question("only")], conditions=["P"], ratings_per_item=1, tasks_per_rater=1, full_code="FULL42")
     ra = str(store.rater_for("prolific:a", "prolific")["id"])
     a, _ = store.next_assignment(ra)
     assert a is not None
@@ -242,9 +267,42 @@ def test_full_study_sends_no_code(make_study) -> None:
     assert c.get("/done").history[0].headers["location"] == "/next"  # no way to the code
     assert store.rater_for("prolific:b", "prolific")["finished_at"] is None
     # without a full_code: Prolific's return flow
-    store2 = make_study(questions=[question("only")], conditions=["P"], ratings_per_item=1, tasks_per_rater=2)
+    store2 = make_study(questions=[question("only")], conditions=["P"], ratings_per_item=1, tasks_per_rater=1)
     store2.next_assignment(str(store2.rater_for("prolific:a", "prolific")["id"]))
     c2 = TestClient(create_app(store2))
     r = c2.get("/start?PROLIFIC_PID=b")
     r = c2.post("/tutorial", data={"csrf": _csrf(r.text), "q0": "0"})
     assert "return" in r.text and 'id="return-note"' in r.text and "DONE123" not in r.text
+
+
+def test_a_rater_removed_from_a_condition_is_not_told_others_took_the_tasks(make_study) -> None:
+    # P takes no catch trial, PS takes seed-004 catch trials (nearly every PS task is one). The
+    # P slots are all taken by others; "r" answers PS catch trials wrong until the rule (2 in PS
+    # below 0.5) removes them from PS: no task is left for them, and the page says why
+    from sqlalchemy import update
+
+    from seerbench.study._storage import slot_t
+
+    store = make_study(
+        questions=[question(f"q{i}", "AB"[i % 2]) for i in range(6)], conditions=["P", "PS"], ratings_per_item=1,
+        catch_rate=0.99, catch_min=2, catch_threshold=0.5, tasks_per_rater=6,
+    )
+    with store.engine.begin() as c:
+        c.execute(update(slot_t).where(slot_t.c.condition == "P").values(status="done"))
+    c, _csrf_token, aid = _enter(store, "r")
+    rid = str(store.rater_for("prolific:r", "prolific")["id"])
+    while True:
+        a = store.get_assignment(aid, rid)
+        assert a is not None and a.condition == "PS"
+        store.start_timer(a.id, rid)
+        truth = store.item(a.item_id).correct
+        store.submit(a.id, rid, {"answer": "B" if truth == "A" else "A"})
+        nxt, reason = store.next_assignment(rid)
+        if nxt is None:
+            break
+        aid = nxt.id
+    assert reason == "exhausted" and store.removed_from(rid) == {"PS"}
+    r = c.get("/next")
+    assert str(r.url).endswith("/full")
+    assert "No more tasks for you" in r.text and "Other participants" not in r.text
+    assert "no completion code" in r.text and "DONE123" not in r.text

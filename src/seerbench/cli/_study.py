@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich import box
 from rich.table import Table
 
 from seerbench.cli import app
@@ -15,7 +16,7 @@ from seerbench.cli._common import console, plural, print_json
 from seerbench.errors import ConfigError
 
 study_app = typer.Typer(
-    help="Human judging studies: a web app for rater experiments (seeds 000, 001, 004).",
+    help="Human judging studies: a web app for rater experiments (seeds 000, 001, 002, 004).",
     no_args_is_help=True,
 )
 app.add_typer(study_app, name="study")
@@ -103,14 +104,17 @@ def _check_port(host: str, port: int) -> None:
 def invite(
     labels: list[str] = typer.Argument(..., help="One label per rater (e.g. a participant number)."),
     db: str = typer.Option(..., "--db", help=_DB_HELP),
-    base_url: str = typer.Option("http://127.0.0.1:8000", help="The server's public address."),
+    public_url: str = typer.Option(
+        "http://127.0.0.1:8000", "--public-url", "--base-url",
+        help="The address raters use: serve's --public-url, or http://HOST:PORT.",
+    ),
 ) -> None:
-    """Print a signed invitation link for each LABEL."""
+    """Print a signed invitation link for each LABEL (one line each: label, tab, link)."""
     from seerbench.study import StudyStore, invite_link
 
     store = StudyStore(db)
     for label in labels:
-        print(f"{label}\t{invite_link(store, label, base_url)}")
+        print(f"{label}\t{invite_link(store, label, public_url.rstrip('/'))}")
 
 
 _VALIDATION_HELP = (
@@ -179,12 +183,19 @@ def stats(
     if as_json:
         print_json(json.loads(json.dumps(result, default=str)))  # dates and the like as text
         return
+    if not result["progress"]["judgments"]:  # no task of any kind submitted
+        todo = sum(c["total"] for c in result["progress"]["conditions"].values())
+        console.print(f"study {store.manifest.name}: nothing submitted yet ({plural(todo, 'rating')} to collect); "
+                      f"serve it with `seerbench study serve --db {db}`", markup=False, soft_wrap=True)
+        return
     if store.manifest.task == "critique":
         _print_critique_stats(store.manifest.name, result)
         return
-    t = Table(title=f"study {store.manifest.name}: judgments (catch trials excluded)")
-    for col in ("condition", "n", "accuracy", "95% CI", "majority", "timed out", "median s", "ASD(log)"):
-        t.add_column(col)
+    # fits 80 columns: no vertical rules, one space between columns, the CI on one line
+    t = Table(title=f"study {store.manifest.name}: judgments (catch trials excluded)",
+              box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), show_edge=False)
+    for col in ("condition", "n", "accuracy", "95% CI", "majority", "timeouts", "median s", "ASD log"):
+        t.add_column(col, no_wrap=True)
     for name, c in result["conditions"].items():
         acc = c["accuracy"]
         asd = c.get("asd", {}).get("log", {}).get("mean")

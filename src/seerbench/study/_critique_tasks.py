@@ -22,22 +22,18 @@ from seerbench.study._critique_results import SEVERITIES
 from seerbench.study._items import StudyItem
 from seerbench.study._manifest import Condition
 from seerbench.study._schema import Assignment
-from seerbench.study._tasks import TASK_PAGES, TaskPage
+from seerbench.study._tasks import MAX_COMMENT, TASK_PAGES, TaskPage, comment_field
 
 __all__ = ["LIKERT", "CritiquePage", "ValidationPage"]
 
 #: The answer-quality scale (seed 002: 1-7, 7 a perfect answer).
 LIKERT: tuple[int, ...] = tuple(range(1, 8))
 MAX_CRITIQUES = 60
-MAX_TEXT = 5000
+MAX_TEXT = MAX_COMMENT
 
 
 def _norm(s: str) -> str:
     return " ".join(s.split())
-
-
-def _comment(form: dict[str, Any]) -> str | None:
-    return str(form.get("comment") or "").strip()[:MAX_TEXT] or None
 
 
 class CritiquePage(TaskPage):
@@ -86,13 +82,13 @@ class CritiquePage(TaskPage):
         }
 
     def form_state(self, form: dict[str, Any], it: StudyItem, a: Assignment) -> dict[str, Any]:
-        return {"rows": self.rows(form, it, a), "likert": str(form.get("likert") or ""), "comment": _comment(form) or ""}
+        return {"rows": self.rows(form, it, a), "likert": str(form.get("likert") or ""), "comment": comment_field(form)["comment"] or ""}
 
     def redisplay(self, form: dict[str, Any]) -> bool:
         return form.get("action") == "add" or bool(form.get("use"))
 
     def parse(self, form: dict[str, Any], it: StudyItem, a: Assignment) -> tuple[dict[str, Any], str | None]:
-        out: dict[str, Any] = {"comment": _comment(form)}
+        out: dict[str, Any] = comment_field(form)
         model = {str(c["id"]): str(c["text"]) for c in self._model_critiques(it, self.m.condition(a.condition))}
         critiques = []
         for n, row in enumerate(self.rows(form, it, a), 1):
@@ -141,10 +137,10 @@ class ValidationPage(TaskPage):
         }
 
     def form_state(self, form: dict[str, Any], it: StudyItem, a: Assignment) -> dict[str, Any]:
-        return {"marks": {k: str(v) for k, v in form.items() if k.startswith("v")}, "comment": _comment(form) or ""}
+        return {"marks": {k: str(v) for k, v in form.items() if k.startswith("v")}, "comment": comment_field(form)["comment"] or ""}
 
     def parse(self, form: dict[str, Any], it: StudyItem, a: Assignment) -> tuple[dict[str, Any], str | None]:
-        out: dict[str, Any] = {"comment": _comment(form)}
+        out: dict[str, Any] = comment_field(form)
         ans = answer_of(it)
         intended = bool(ans.get("intended_flaw") or ans.get("intended_critique"))
         marks = []

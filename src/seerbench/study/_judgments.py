@@ -129,6 +129,10 @@ class JudgmentsMixin(StoreBase):
             "seconds": now - (a.timer_started_at or a.shown_at or a.assigned_at),
             "comment": fields.get("comment"),
             "helpfulness": fields.get("helpfulness"),
+            # the Prolific STUDY_ID / SESSION_ID of the link the rater came in through last, as
+            # they are now: a later re-entry through another link leaves this row's alone
+            "study_param": select(rater_t.c.study_param).where(rater_t.c.id == a.rater_id).scalar_subquery(),
+            "session_param": select(rater_t.c.session_param).where(rater_t.c.id == a.rater_id).scalar_subquery(),
         }
         if not timed_out:
             for k in ("answer", "probability", "confidence", "rating"):
@@ -195,7 +199,12 @@ class JudgmentsMixin(StoreBase):
     def assignments(self, *, submitted_only: bool = True) -> list[tuple[Assignment, dict[str, Any]]]:
         """Every (submitted) assignment with its rater row, in submission order."""
         q = select(
-            assignment_t, rater_t.c.external_id, rater_t.c.source, rater_t.c.study_param, rater_t.c.session_param
+            assignment_t,
+            rater_t.c.external_id,
+            rater_t.c.source,
+            # the ids of the link the task was done under (studies made before these columns: the rater's latest)
+            func.coalesce(assignment_t.c.study_param, rater_t.c.study_param).label("link_study"),
+            func.coalesce(assignment_t.c.session_param, rater_t.c.session_param).label("link_session"),
         ).join(
             rater_t, rater_t.c.id == assignment_t.c.rater_id
         )
@@ -210,8 +219,8 @@ class JudgmentsMixin(StoreBase):
                 {
                     "external_id": r.external_id,
                     "source": r.source,
-                    "study_param": r.study_param,
-                    "session_param": r.session_param,
+                    "study_param": r.link_study,
+                    "session_param": r.link_session,
                 },
             )
             for r in rows

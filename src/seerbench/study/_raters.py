@@ -79,6 +79,11 @@ class RatersMixin(StoreBase):
             ).first()
         return row is not None
 
+    def removed_from(self, rater_id: str) -> set[str]:
+        """The conditions the catch rule removed the rater from (seed 004, counted per condition)."""
+        with self.engine.connect() as c:
+            return self._removed(self._counts(c, rater_id))
+
     def record_quiz(self, rater_id: str, passed: bool) -> None:
         values: dict[str, Any] = {"quiz_attempts": rater_t.c.quiz_attempts + 1}
         if passed:

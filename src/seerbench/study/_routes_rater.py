@@ -164,7 +164,14 @@ def rater_router(web: StudyWeb) -> APIRouter:
         if r["stopped"]:
             return RedirectResponse("/stopped", status_code=303)
         url = m.completion_url.replace("{code}", quote(m.full_code)) if (m.completion_url and m.full_code) else None
-        return web.render("full.html", code=m.full_code, url=url, prolific=r["source"] == "prolific")
+        return web.render(
+            "full.html",
+            code=m.full_code,
+            url=url,
+            prolific=r["source"] == "prolific",
+            removed=bool(st.removed_from(r["id"])),
+            tasks=m.tasks_per_rater,
+        )
 
     @router.get("/stopped", response_class=HTMLResponse)
     def stopped(request: Request) -> Response:

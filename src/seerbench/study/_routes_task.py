@@ -12,9 +12,14 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from seerbench.study._critique_tasks import TASK_PAGES  # the critique pages register themselves there
 from seerbench.study._manifest import CRITIQUE_TASKS
 from seerbench.study._schema import Assignment
+from seerbench.study._tasks import comment_field
 from seerbench.study._web import HTTPError, StudyWeb, form_handler
 
-__all__ = ["task_router"]
+__all__ = ["AUTO_SUBMIT_SLACK_S", "task_router"]
+
+#: How early (seconds, on the server's clock) a submission the page's timer sent may come before the
+#: final deadline and still count as timed out (network and clock jitter).
+AUTO_SUBMIT_SLACK_S = 1.0
 
 
 def task_router(web: StudyWeb) -> APIRouter:
@@ -87,15 +92,25 @@ def task_router(web: StudyWeb) -> APIRouter:
         aid = request.path_params["aid"]
         rid, a = web.own(request, aid)
         web.check_csrf(form, *web.session_of(request))
-        auto = str(form.get("auto", "")) == "1"
         if a.status == "submitted":
             return RedirectResponse(f"/task/{aid}/feedback", status_code=303)
         if st.reclaimed(a):
             return reclaimed_page()
         if m.timed and a.timer_started_at is None:
             raise HTTPError(400, "Start the timer before answering.")
-        late = m.timed and a.final_deadline is not None and st.clock() > a.final_deadline + m.submit_grace_s
-        fields: dict[str, Any] = {}
+        now = st.clock()
+        late = m.timed and a.final_deadline is not None and now > a.final_deadline + m.submit_grace_s
+        # The page's timer ran out (auto=1): believed only when the server's clock agrees. The
+        # page counts down from a remaining time rounded up, so its timer ends at the deadline or
+        # after; an earlier auto=1 (a page whose clock ran fast, or a forged form) is an ordinary
+        # submission, parsed and checked like any other.
+        auto = (
+            str(form.get("auto", "")) == "1"
+            and m.timed
+            and a.final_deadline is not None
+            and now >= a.final_deadline - AUTO_SUBMIT_SLACK_S
+        )
+        fields: dict[str, Any] = comment_field(form)
         if not (auto or late):
             it = st.item(a.item_id)
             csrf = web.csrf_for(*web.session_of(request))

@@ -129,6 +129,10 @@ assignment_t = Table(
     Column("rating", String(32)),
     Column("comment", Text),
     Column("correct", Float),
+    # the rater's Prolific STUDY_ID / SESSION_ID when the task was submitted (a re-entry through
+    # another link changes the rater's, not those of the tasks done before it)
+    Column("study_param", String(255)),
+    Column("session_param", String(255)),
     UniqueConstraint("rater_id", "question_id"),
     UniqueConstraint("rater_id", "seq"),
     Index("ix_assignment_rater", "rater_id", "status"),

@@ -83,6 +83,7 @@ class StudyStore(SlotsMixin, RatersMixin):
             ) from None
         if "manifest" not in rows:
             raise ConfigError(f"{db} holds no study; create one with `seerbench study create`")
+        _add_missing_columns(self.engine)
         self.manifest = StudyManifest.model_validate_json(rows["manifest"])
         self.secret: str = rows["secret"]
         self.admin_token: str = rows["admin_token"]
@@ -128,13 +129,27 @@ class StudyStore(SlotsMixin, RatersMixin):
                     "allow_missing_passage: true to show them without"
                 )
             notes.append(f"shown without a passage (allow_missing_passage): {desc}")
+        # every item should fit a rater's quota: a rater never sees a question twice
+        distinct = len({it.question.id for it in items})
+        least = manifest.tasks_per_rater if manifest.min_tasks_for_code is None else manifest.min_tasks_for_code
+        if least > distinct:
+            what = "tasks_per_rater" if manifest.min_tasks_for_code is None else "min_tasks_for_code"
+            raise ConfigError(
+                f"{what} {least} exceeds the {distinct} distinct questions"
+                f"{f' ({len(merged)} merged as duplicates)' if merged else ''}: a rater never sees a question "
+                f"twice, so no rater could earn the completion code; set {what} to at most {distinct} "
+                "or add items"
+            )
         url = database_url(db)
+        new_file = "://" not in str(db) and not Path(db).exists()
         engine = _make_engine(url)
+        created = False
         try:
             with engine.connect() as c:
                 if c.dialect.has_table(c, "study_meta"):
                     raise ConfigError(f"{db} already holds a study; use a new database file or URL")
             metadata.create_all(engine)
+            created = True
             rng = random.Random(manifest.seed)
             uses_catch = manifest.catch_rate > 0 or manifest.catch_per_condition > 0
             catch = build_catch_trials(items, manifest.seed) if uses_catch else []
@@ -186,8 +201,16 @@ class StudyStore(SlotsMixin, RatersMixin):
                     )
                 if slots:
                     c.execute(insert(slot_t), slots)
-        finally:
+        except BaseException:
+            # a failed create leaves nothing behind, so the same command can be run again
+            if created:
+                metadata.drop_all(engine)
             engine.dispose()
+            if new_file:
+                for suffix in ("", "-wal", "-shm", "-journal"):
+                    Path(f"{db}{suffix}").unlink(missing_ok=True)
+            raise
+        engine.dispose()
         return cls(db, clock=clock)
 
     def close(self) -> None:
@@ -293,3 +316,16 @@ class StudyStore(SlotsMixin, RatersMixin):
             return {k: v for k, v in c.execute(select(meta_t.c.key, meta_t.c.value)).all() if k != "secret"}
 
 
+def _add_missing_columns(engine: Any) -> None:
+    """Columns later versions added to tables of a study made before them (nullable ones only,
+    so that rows already there stay valid): ``assignment.study_param`` / ``session_param``."""
+    from sqlalchemy import inspect, text
+
+    have = {col["name"] for col in inspect(engine).get_columns("assignment")}
+    missing = [col for col in assignment_t.columns if col.name not in have]
+    if not missing:
+        return
+    with engine.begin() as c:
+        for col in missing:
+            assert col.nullable, col.name
+            c.execute(text(f"ALTER TABLE assignment ADD COLUMN {col.name} {col.type.compile(engine.dialect)}"))

@@ -166,9 +166,14 @@ class TaskPage:
         return False
 
 
-def _comment(form: dict[str, Any]) -> dict[str, Any]:
+#: Longest free text kept from a form field (a comment, a critique).
+MAX_COMMENT = 5000
+
+
+def comment_field(form: dict[str, Any]) -> dict[str, Any]:
+    """The free-text comment every task form has (kept also when the page's timer submits it)."""
     comment = str(form.get("comment") or "").strip()
-    return {"comment": comment[:5000] or None}
+    return {"comment": comment[:MAX_COMMENT] or None}
 
 
 class TwoOptionPage(TaskPage):
@@ -177,7 +182,7 @@ class TwoOptionPage(TaskPage):
     task = "two_option"
 
     def parse(self, form: dict[str, Any], it: StudyItem, a: Assignment) -> tuple[dict[str, Any], str | None]:
-        out = _comment(form)
+        out = comment_field(form)
         ans = form.get("answer")
         if ans not in it.question.shorts:
             return out, "Please choose one of the answers."
@@ -208,7 +213,7 @@ class ExpertRoutingPage(TaskPage):
         return ctx
 
     def parse(self, form: dict[str, Any], it: StudyItem, a: Assignment) -> tuple[dict[str, Any], str | None]:
-        out = _comment(form)
+        out = comment_field(form)
         ans = form.get("answer")
         if ans not in ("yes", "no"):
             return out, "Please answer yes or no."
@@ -229,7 +234,7 @@ class FactualityPage(TaskPage):
         return ctx
 
     def parse(self, form: dict[str, Any], it: StudyItem, a: Assignment) -> tuple[dict[str, Any], str | None]:
-        out = _comment(form)
+        out = comment_field(form)
         if form.get("action") == "skip":
             out["answer"] = out["rating"] = "skip"
             return out, None
