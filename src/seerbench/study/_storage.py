@@ -325,7 +325,11 @@ def _add_missing_columns(engine: Any) -> None:
     missing = [col for col in assignment_t.columns if col.name not in have]
     if not missing:
         return
-    with engine.begin() as c:
-        for col in missing:
-            assert col.nullable, col.name
-            c.execute(text(f"ALTER TABLE assignment ADD COLUMN {col.name} {col.type.compile(engine.dialect)}"))
+    for col in missing:
+        assert col.nullable, col.name
+        try:
+            with engine.begin() as c:
+                c.execute(text(f"ALTER TABLE assignment ADD COLUMN {col.name} {col.type.compile(engine.dialect)}"))
+        except DatabaseError:  # another worker opening the same study added it first
+            if col.name not in {x["name"] for x in inspect(engine).get_columns("assignment")}:
+                raise
