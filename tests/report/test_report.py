@@ -244,8 +244,8 @@ def test_user_errors(tmp_path: Path, quickstart_run: Path, capsys: pytest.Captur
     assert "not both" in _error([str(quickstart_run), "--study", "x.sqlite"], capsys, monkeypatch)
     assert "give one or more run folders" in _error([], capsys, monkeypatch)
     assert "no such study database" in _error(["--study", str(tmp_path / "none.sqlite")], capsys, monkeypatch)
-    assert "no protocol folder" in _error([str(quickstart_run), "--baseline", "Nope", "--out", str(tmp_path / "x.html")],
-                                          capsys, monkeypatch)
+    assert _error([str(quickstart_run), "--baseline", "Nope", "--out", str(tmp_path / "x.html")], capsys, monkeypatch).startswith(
+        f"error: {quickstart_run}: no protocol folder 'Nope'")  # names the run (several may be given)
     assert "is a file, not a folder" in _error([str(quickstart_run), "--out", str(quickstart_run / "experiment.json" / "r.html")],
                                                capsys, monkeypatch)
 

@@ -128,7 +128,12 @@ def load_run(path: str | Path, *, baseline: str | None = None, label: str | None
     cells after those of earlier runs."""
     folder = RunFolder(path)
     base = pick_baseline(folder, baseline)
-    summary = summarize_run(folder.path, baseline=base)
+    try:
+        summary = summarize_run(folder.path, baseline=base)
+    except ConfigError as e:  # e.g. a --baseline this run has no folder of: say which run
+        if str(folder.path) in str(e):
+            raise
+        raise ConfigError(f"{folder.path}: {e}") from None
     stats_by_cell = {s["cell"]: s for s in summary["cells"]}
     labels = cell_labels(summary["cells"])
     questions = [] if questions is None else questions
