@@ -59,7 +59,7 @@ def explain_validation(
     ``model``'s section there (or the keys allowed there) and ``docs``, the page to read."""
     parts = []
     for err in e.errors():
-        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        loc = ".".join(str(x) for x in err["loc"])
         msg = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             parent = _section(model, err["loc"][:-1]) if model is not None else None
@@ -69,7 +69,9 @@ def explain_validation(
                 f"; allowed keys: {', '.join(allowed)}" if allowed else "") + (f"; see {docs}" if docs else "")
         elif err["type"] == "literal_error":
             msg = f"{msg} (got {err.get('input')!r})"
-        parts.append(f"{loc}: {msg}")
+        elif err["type"] == "missing":
+            msg = "Field required" + (f" (see {docs} for what it is)" if docs else "")
+        parts.append(f"{loc}: {msg}" if loc else msg)  # a whole-config rule names its keys itself
     return f"invalid {what}: " + "; ".join(parts)
 
 

@@ -161,6 +161,32 @@ def test_a_failed_create_leaves_nothing_and_can_be_run_again(tmp_path: Path, cap
     assert code == 0 and out.startswith("ann\thttps://rate.example.org/invite/")
 
 
+@pytest.mark.parametrize("port", ["99999", "0", "-1"])
+def test_serve_refuses_a_port_out_of_range_before_printing_links(port: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    db = str(tmp_path / "s.sqlite")
+    assert _main(["study", "create", str(ROOT / "examples" / "study.yaml"), "--db", db], capsys, monkeypatch)[0] == 0
+    code, out, err = _main(["study", "serve", "--db", db, "--port", port], capsys, monkeypatch)
+    assert (code, out) == (2, "")
+    assert err.strip() == f"error: --port {port} is not a port; give one from 1 to 65535 (e.g. 8000)"
+
+
+def test_a_database_that_cannot_be_reached_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    manifest = str(ROOT / "examples" / "study.yaml")
+    # a SQLite file in a folder that does not exist
+    code, out, err = _main(["study", "create", manifest, "--db", str(tmp_path / "no" / "s.sqlite")], capsys, monkeypatch)
+    assert (code, out) == (2, "")
+    assert err.strip() == f"error: cannot make {tmp_path / 'no' / 's.sqlite'}: the folder {tmp_path / 'no'} does not exist; create it first"
+    assert not (tmp_path / "no").exists()
+    # a PostgreSQL server that is not there (port 1 on this machine: nothing listens), with a password
+    url = "postgresql://me:hunter2@127.0.0.1:1/studies"
+    for argv in (["study", "create", manifest, "--db", url], ["study", "stats", "--db", url], ["study", "serve", "--db", url]):
+        code, out, err = _main(argv, capsys, monkeypatch)
+        assert (code, out) == (2, ""), argv
+        (line,) = err.strip().splitlines()
+        assert line.startswith("error: cannot connect to the database postgresql+psycopg://me:***@127.0.0.1:1/studies: ")
+        assert "hunter2" not in line and "holds no study" not in line
+
+
 def test_manifest_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "m.yaml").write_text("name: t\nitems: [{questions: items.jsonl}]\nconditions: [P]\ntask_per_rater: 4\ncompletion_code: X\nratings_per_item: 0\n")
     code, out, err = _main(["study", "create", str(tmp_path / "m.yaml"), "--db", str(tmp_path / "s.sqlite")], capsys, monkeypatch)

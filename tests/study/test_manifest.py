@@ -37,6 +37,10 @@ def test_shorthand_conditions_expand_to_seed_letters() -> None:
         ({"assignment_timeout_s": 100}, "assignment_timeout_s"),
         ({"task": "factuality", "conditions": ["PSA"]}, "factuality conditions use 'assistance'"),
         ({"tutorial": {"quiz": [{"question": "q", "options": ["a", "b"], "answer": 2}]}}, "tutorial.quiz.0"),
+        # a URL holding the code itself would be linked from /full for raters who did not earn it
+        ({"completion_url": "https://app.prolific.com/submissions/complete?cc=FASTCODE9"}, "has no {code}"),
+        # 90 + 30 + 3 = 123 s is one timed task: a session of 100 s ends inside the first one
+        ({"max_duration_s": 100}, "max_duration_s (100.0) is shorter than one timed task"),
     ],
 )
 def test_invalid_manifest_names_the_key(override: dict, needle: str) -> None:
@@ -202,3 +206,12 @@ def test_create_says_when_the_catch_rule_cannot_fire(tmp_path: Path, over: dict,
 def test_min_tasks_for_code_cannot_exceed_the_quota() -> None:
     with pytest.raises(ConfigError, match=r"min_tasks_for_code \(5\) cannot exceed tasks_per_rater \(4\)"):
         load_manifest(base_manifest(min_tasks_for_code=5))
+
+
+def test_whole_manifest_rules_read_without_a_location_prefix() -> None:
+    with pytest.raises(ConfigError) as e:
+        load_manifest(base_manifest(max_duration_s=100))
+    assert ": max_duration_s (100.0)" in str(e.value) and "(top level)" not in str(e.value)
+    # untimed tasks have no per-task length to compare with: any session length is accepted
+    assert load_manifest(base_manifest(max_duration_s=100, time_limit_s=None)).max_duration_s == 100
+    assert load_manifest(base_manifest(max_duration_s=123)).max_duration_s == 123

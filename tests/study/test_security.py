@@ -264,6 +264,7 @@ def test_full_study_sends_no_code(make_study) -> None:
     r = c.post("/tutorial", data={"csrf": _csrf(r.text), "q0": "0"})
     assert str(r.url).endswith("/full") and "This study is full" in r.text
     assert "DONE123" not in r.text and "FULL42" in r.text and "cc=FULL42" in r.text
+    assert "You submitted 0 of the 1 tasks that complete the study." in " ".join(r.text.split())
     assert c.get("/done").history[0].headers["location"] == "/next"  # no way to the code
     assert store.rater_for("prolific:b", "prolific")["finished_at"] is None
     # without a full_code: Prolific's return flow
@@ -305,4 +306,6 @@ def test_a_rater_removed_from_a_condition_is_not_told_others_took_the_tasks(make
     r = c.get("/next")
     assert str(r.url).endswith("/full")
     assert "No more tasks for you" in r.text and "Other participants" not in r.text
+    done = store.submitted(rid)
+    assert done >= 2 and f"You submitted {done} of the {store.manifest.tasks_per_rater} tasks" in " ".join(r.text.split())
     assert "no completion code" in r.text and "DONE123" not in r.text

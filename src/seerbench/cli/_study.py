@@ -82,8 +82,11 @@ def serve(
 
 def _check_port(host: str, port: int) -> None:
     """Refuse a port that is taken before printing any link (uvicorn would fail after them)."""
+    import errno
     import socket
 
+    if not 1 <= port <= 65535:
+        raise ConfigError(f"--port {port} is not a port; give one from 1 to 65535 (e.g. 8000)")
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as e:
@@ -94,10 +97,12 @@ def _check_port(host: str, port: int) -> None:
         try:
             s.bind(addr)
         except OSError as e:
-            raise ConfigError(
-                f"cannot listen on {host}:{port} ({e.strerror or e}); another program uses the port: "
-                "stop it or choose another with --port"
-            ) from None
+            hint = (
+                "another program uses the port: stop it or choose another with --port"
+                if e.errno == errno.EADDRINUSE
+                else "choose another --port (below 1024 needs root) or --host"
+            )
+            raise ConfigError(f"cannot listen on {host}:{port} ({e.strerror or e}); {hint}") from None
 
 
 @study_app.command("invite")

@@ -253,6 +253,19 @@ class StudyManifest(_Strict):
                     f"assignment_timeout_s ({self.assignment_timeout_s}) must exceed time_limit_s + "
                     f"finalise_s + submit_grace_s ({need}), or raters lose tasks they are still doing"
                 )
+        if self.completion_url is not None and "{code}" not in self.completion_url:
+            raise ValueError(
+                f"completion_url {self.completion_url!r} has no {{code}}: write where the code goes, e.g. "
+                "https://app.prolific.com/submissions/complete?cc={code} (a URL holding the code itself "
+                "would hand it to raters who did not earn it), or null to show the code only"
+            )
+        if self.timed and self.max_duration_s is not None:
+            one = self.time_limit_s + self.finalise_s + self.submit_grace_s  # type: ignore[operator]
+            if self.max_duration_s < one:
+                raise ValueError(
+                    f"max_duration_s ({self.max_duration_s}) is shorter than one timed task (time_limit_s + "
+                    f"finalise_s + submit_grace_s = {one}): sessions would end mid-task; raise max_duration_s"
+                )
         if self.min_tasks_for_code is not None and self.min_tasks_for_code > self.tasks_per_rater:
             raise ValueError(
                 f"min_tasks_for_code ({self.min_tasks_for_code}) cannot exceed tasks_per_rater "

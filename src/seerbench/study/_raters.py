@@ -84,6 +84,11 @@ class RatersMixin(StoreBase):
         with self.engine.connect() as c:
             return self._removed(self._counts(c, rater_id))
 
+    def submitted(self, rater_id: str) -> int:
+        """How many tasks (catch trials included) the rater has submitted."""
+        with self.engine.connect() as c:
+            return self._counts(c, rater_id).done
+
     def record_quiz(self, rater_id: str, passed: bool) -> None:
         values: dict[str, Any] = {"quiz_attempts": rater_t.c.quiz_attempts + 1}
         if passed:

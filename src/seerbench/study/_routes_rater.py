@@ -171,6 +171,7 @@ def rater_router(web: StudyWeb) -> APIRouter:
             prolific=r["source"] == "prolific",
             removed=bool(st.removed_from(r["id"])),
             tasks=m.tasks_per_rater,
+            done=st.submitted(r["id"]),
         )
 
     @router.get("/stopped", response_class=HTMLResponse)

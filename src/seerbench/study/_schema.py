@@ -188,6 +188,25 @@ def database_url(db: str | Path) -> str:
     return s
 
 
+def check_connection(engine: Engine, db: str | Path) -> None:
+    """Connect once, so that a database that cannot be reached (a server down, a wrong password,
+    a folder that does not exist) is one line naming it, not a driver's traceback or a misleading
+    'holds no study'."""
+    from sqlalchemy.exc import DBAPIError
+
+    from seerbench.errors import ConfigError
+
+    s = str(db)
+    if "://" not in s and not Path(s).resolve().parent.is_dir():
+        raise ConfigError(f"cannot make {s}: the folder {Path(s).resolve().parent} does not exist; create it first")
+    try:
+        engine.connect().close()
+    except DBAPIError as e:
+        shown = engine.url.render_as_string(hide_password=True)
+        why = (str(e.orig).strip().splitlines() or [type(e.orig).__name__])[-1] if e.orig else str(e)
+        raise ConfigError(f"cannot connect to the database {shown}: {why}") from None
+
+
 def _make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(

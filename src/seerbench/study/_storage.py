@@ -42,6 +42,7 @@ from seerbench.study._schema import (
     Assignment,
     SubmitResult,
     _make_engine,
+    check_connection,
     database_url,
     item_t,
     meta_t,
@@ -70,6 +71,7 @@ class StudyStore(SlotsMixin, RatersMixin):
                                   f"give the --db that `seerbench study create` wrote")
         self.url = database_url(db)
         self.engine = _make_engine(self.url)
+        check_connection(self.engine, db)
         self.clock = clock
         self._write_lock: AbstractContextManager[Any] = (
             threading.Lock() if self.url.startswith("sqlite") else nullcontext()
@@ -145,6 +147,7 @@ class StudyStore(SlotsMixin, RatersMixin):
         engine = _make_engine(url)
         created = False
         try:
+            check_connection(engine, db)
             with engine.connect() as c:
                 if c.dialect.has_table(c, "study_meta"):
                     raise ConfigError(f"{db} already holds a study; use a new database file or URL")
