@@ -240,6 +240,9 @@ def test_price_table_file_errors_are_one_line(tmp_path: Path, capsys: pytest.Cap
     bad.write_text("local: [unclosed\n")
     code, _, err = run_main(["--prices", str(bad), "models"], capsys, monkeypatch)
     assert code == 2 and "is not valid YAML" in one_line_error(err)
+    bad.write_text("local: {prompt: 1, completion: 2}\nlocal: {prompt: 0, completion: 0}\n")
+    code, _, err = run_main(["--prices", str(bad), "models"], capsys, monkeypatch)
+    assert code == 2 and "key 'local' is written twice (first at line 1)" in one_line_error(err)
 
 
 def _cheap(messages: object, config: object, seed: int | None) -> str:

@@ -75,6 +75,19 @@ def test_yaml_errors(tmp_path: Path) -> None:
         ExperimentConfig.from_yaml(bad)
     # the file and the place, not pyyaml's "<unicode string>"
     assert str(e.value) == f"config file {bad} is not valid YAML (line 2, column 1: expected ',' or ']', but got '<stream end>')"
+    # a key written twice is refused (pyyaml alone keeps the last one, silently)
+    bad.write_text("dataset: arithmetic\nprotocols: [NaiveJudge]\njudges: [scripted]\nprotocols: [Debate]\n")
+    with pytest.raises(ConfigError) as e:
+        ExperimentConfig.from_yaml(bad)
+    assert str(e.value) == (f"config file {bad} is not valid YAML (line 4, column 1: key 'protocols' is written twice "
+                            "(first at line 2))")
+    # nested too; a `<<: *anchor` merge that a key overrides is not a repeat
+    bad.write_text("dataset: {name: arithmetic, split: a, split: b}\n")
+    with pytest.raises(ConfigError, match=r"line 1, column 39: key 'split' is written twice \(first at line 1\)"):
+        ExperimentConfig.from_yaml(bad)
+    from seerbench.config import load_yaml
+
+    assert load_yaml("a: &x {p: 1, q: 2}\nb:\n  <<: *x\n  p: 3\n") == {"a": {"p": 1, "q": 2}, "b": {"p": 3, "q": 2}}
     bad.write_text("- a list\n")
     with pytest.raises(ConfigError, match="mapping"):
         ExperimentConfig.from_yaml(bad)

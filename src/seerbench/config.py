@@ -27,6 +27,33 @@ def cache_dir(override: str | Path | None = None) -> Path:
     return Path(platformdirs.user_cache_dir("seerbench"))
 
 
+def load_yaml(text: str) -> Any:
+    """YAML as ``yaml.safe_load`` reads it, except that a key written twice in one mapping is an
+    error (``yaml.MarkedYAMLError`` at the second one) instead of the last one silently winning."""
+    import yaml
+
+    class _NoDuplicates(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[Any, Any] = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue  # a `<<: *anchor` merge may legitimately be overridden
+                    key = self.construct_object(key_node, deep=True)
+                    try:
+                        first = seen.setdefault(key, key_node.start_mark)
+                    except TypeError:  # an unhashable key: safe_load refuses it itself
+                        continue
+                    if first is not key_node.start_mark:
+                        raise yaml.constructor.ConstructorError(
+                            None, None, f"key {key!r} is written twice (first at line {first.line + 1})",
+                            key_node.start_mark,
+                        )
+            return super().construct_mapping(node, deep=deep)
+
+    return yaml.load(text, Loader=_NoDuplicates)  # a SafeLoader subclass: safe
+
+
 def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
     """The mapping a YAML file holds (a config, a manifest), or a one-line :class:`ConfigError`
     that names ``what`` and the file: missing, not YAML (with the line and column), not a mapping."""
@@ -38,7 +65,7 @@ def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
     if not p.is_file():
         raise ConfigError(f"{what} {p} does not exist")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        data = load_yaml(p.read_text(encoding="utf-8"))
     except UnicodeDecodeError as e:
         raise ConfigError(f"{what} {p} is not UTF-8 text ({e.reason} at byte {e.start})") from None
     except yaml.YAMLError as e:

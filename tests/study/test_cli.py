@@ -185,6 +185,7 @@ def test_a_database_that_cannot_be_reached_is_one_line(tmp_path: Path, capsys: p
         (line,) = err.strip().splitlines()
         assert line.startswith("error: cannot connect to the database postgresql+psycopg://me:***@127.0.0.1:1/studies: ")
         assert "hunter2" not in line and "holds no study" not in line
+        assert "Connection refused" in line and "\t" not in line  # the driver's reason, on one line
 
 
 def test_manifest_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:

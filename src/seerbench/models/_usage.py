@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from seerbench.config import load_yaml
 from seerbench.errors import ConfigError
 
 #: The environment variable naming the price table (``seerbench --prices FILE`` sets it).
@@ -51,7 +52,7 @@ class PriceTable:
         except OSError as e:
             raise ConfigError(f"price table {p} (from {where}) cannot be read: {e.strerror or e}") from None
         try:
-            raw: Any = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+            raw: Any = json.loads(text) if p.suffix == ".json" else load_yaml(text)
         except (ValueError, yaml.YAMLError) as e:
             raise ConfigError(f"price table {p} (from {where}) is not valid {'JSON' if p.suffix == '.json' else 'YAML'}: "
                               f"{' '.join(str(e).split())}") from None

@@ -203,7 +203,7 @@ def check_connection(engine: Engine, db: str | Path) -> None:
         engine.connect().close()
     except DBAPIError as e:
         shown = engine.url.render_as_string(hide_password=True)
-        why = (str(e.orig).strip().splitlines() or [type(e.orig).__name__])[-1] if e.orig else str(e)
+        why = " ".join(str(e.orig if e.orig is not None else e).split()) or type(e.orig).__name__
         raise ConfigError(f"cannot connect to the database {shown}: {why}") from None
 
 
