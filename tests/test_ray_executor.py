@@ -247,6 +247,7 @@ def test_a_model_factory_travels_to_the_workers(cluster: str, project: Path) -> 
     exp.model_factory = lambda spec, role: (lock, get_model(spec))[1]  # a lock cannot be pickled
     with pytest.raises(ConfigError, match="cannot send this experiment to its workers"):
         exp.run()
+    assert not (project / "f-bad").exists()  # a run that could not start leaves no folder to trip on
 
 
 def test_cli_refuses_bad_executor_options(project: Path) -> None:
@@ -275,6 +276,7 @@ def test_an_address_nothing_answers_at_is_refused_at_once(project: Path) -> None
         assert r.returncode == 2
         assert f"cannot reach the Ray cluster at 127.0.0.1:{port} (from RAY_ADDRESS)" in r.stderr
     assert "Traceback" not in r.stderr
+    assert not (project / "runs" / "raytest").exists()  # refused, and no skeleton folder left in its place
     with pytest.raises(ConfigError, match="give HOST:PORT"):
         RayExecutor(address="head-node")
 

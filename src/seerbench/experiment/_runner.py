@@ -6,6 +6,7 @@ import asyncio
 import itertools
 import json
 import re
+import shutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,6 +137,7 @@ class Experiment:
         #: ``RayExecutor(address=...)``. The results files are the same either way.
         self.executor: Executor = executor if executor is not None else LocalExecutor()
         self.out = Path(out) if out is not None else config.out_dir()
+        self._made_out = False  # whether prepare_out made the output folder (removed again if the run cannot start)
         self._questions = list(questions) if questions is not None else None
         self._loaded: QuestionStore | None = None
         self.n_skipped = 0  # questions without exactly one true option, left out
@@ -407,6 +409,7 @@ class Experiment:
         config, the prompt hashes and each cell's identity."""
         specs = list(specs) if specs is not None else self.grid()
         out = self.out = self.choose_out(specs, new=new)
+        self._made_out = not out.exists()
         prompts = self.prompt_hashes()
         cells = {s.key: _hash(self.cell_identity(s)) for s in specs}
         try:
@@ -447,8 +450,15 @@ class Experiment:
         before = default_tracker().snapshot()
         try:
             results = await self.executor.run_cells(self, out, specs, questions, progress, on_start)
+        except ConfigError:
+            # the executor refused to start (e.g. a Ray cluster that cannot be reached): a folder
+            # this run made holds no result, so leave none behind for a corrected config to trip on
+            if self._made_out and not any(out.rglob("results.jsonl")):
+                shutil.rmtree(out, ignore_errors=True)
+            raise
         finally:  # also when interrupted or failed: the calls were made
-            record_usage(out / "usage.json", before, default_tracker().snapshot())
+            if out.is_dir():
+                record_usage(out / "usage.json", before, default_tracker().snapshot())
         all_stats = {r.spec.key: r.stats for r in results}
         _atomic_write(out / "all_stats.json", json.dumps(all_stats, indent=2, allow_nan=True))
         return results
