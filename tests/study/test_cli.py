@@ -188,6 +188,12 @@ def test_a_database_that_cannot_be_reached_is_one_line(tmp_path: Path, capsys: p
         assert "Connection refused" in line and "\t" not in line  # the driver's reason, on one line
 
 
+def test_invite_without_labels_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, err = _main(["study", "invite", "--db", str(tmp_path / "s.sqlite")], capsys, monkeypatch)
+    assert (code, out) == (2, "")
+    assert err.strip() == "error: give one LABEL per rater to invite, e.g. `seerbench study invite r01 r02 --db DB`"
+
+
 def test_manifest_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "m.yaml").write_text("name: t\nitems: [{questions: items.jsonl}]\nconditions: [P]\ntask_per_rater: 4\ncompletion_code: X\nratings_per_item: 0\n")
     code, out, err = _main(["study", "create", str(tmp_path / "m.yaml"), "--db", str(tmp_path / "s.sqlite")], capsys, monkeypatch)

@@ -107,7 +107,7 @@ def _check_port(host: str, port: int) -> None:
 
 @study_app.command("invite")
 def invite(
-    labels: list[str] = typer.Argument(..., help="One label per rater (e.g. a participant number)."),
+    labels: list[str] | None = typer.Argument(None, metavar="LABELS", help="One label per rater (e.g. a participant number)."),
     db: str = typer.Option(..., "--db", help=_DB_HELP),
     public_url: str = typer.Option(
         "http://127.0.0.1:8000", "--public-url", "--base-url",
@@ -117,6 +117,8 @@ def invite(
     """Print a signed invitation link for each LABEL (one line each: label, tab, link)."""
     from seerbench.study import StudyStore, invite_link
 
+    if not labels:
+        raise ConfigError("give one LABEL per rater to invite, e.g. `seerbench study invite r01 r02 --db DB`")
     store = StudyStore(db)
     for label in labels:
         print(f"{label}\t{invite_link(store, label, public_url.rstrip('/'))}")
