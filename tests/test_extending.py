@@ -244,3 +244,17 @@ def test_the_public_api_resolves() -> None:
     assert Protocol is OversightProtocol  # the 0.1 name still works
     with pytest.raises(AttributeError):
         _ = seerbench.NoSuchThing
+
+
+@pytest.mark.parametrize("plugin, judge_ref", [("./plug_{tag}.py", "plug_{tag}:HalfJudge"), ("plug_{tag}", "./plug_{tag}.py:HalfJudge")])
+def test_a_plugin_named_by_path_and_by_module_is_one_module(tmp_path: Path, plugin: str, judge_ref: str) -> None:
+    # the file is imported once: a second copy would register its protocols again and clash
+    tag = "pm" if plugin.startswith(".") else "mp"
+    (tmp_path / f"plug_{tag}.py").write_text(textwrap.dedent(PLUGIN.format(tag=tag)))
+    cfg = _setup(tmp_path, tag, plugins=[plugin.format(tag=tag)],
+                 judge_models=[{"class": judge_ref.format(tag=tag), "label": "h"}])
+    r = runner.invoke(app, ["run", str(cfg), "--json"])
+    assert r.exit_code == 0, r.output
+    (cell,) = json.loads(r.stdout)["cells"]
+    assert cell["cell"] == f"TwoVoices{tag}/A_scripted-coin_J_HalfJudge-label-h"
+    assert cell["metrics"]["judge_accuracy"]["mean"] == 0.5  # the plugin's judge: 1/2 each, a tie

@@ -62,6 +62,9 @@ def load_plugin(ref: str, base_dir: str | Path | None = None) -> str:
         key = str(path.resolve())
         if key in _loaded_paths:
             return _loaded_paths[key]
+        same = sys.modules.get(path.stem)  # the file already imported by its module name
+        if same is not None and getattr(same, "__file__", None) and str(Path(same.__file__).resolve()) == key:
+            return path.stem
         name = f"seerbench_plugin_{path.stem}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
@@ -75,6 +78,11 @@ def load_plugin(ref: str, base_dir: str | Path | None = None) -> str:
             raise ConfigError(f"plugin {path} failed to import: {type(e).__name__}: {e}") from e
         _loaded_paths[key] = name
         return name
+    # the module name of a file already loaded by its path (plugins: [./m.py], then class: m:X):
+    # the same module, not a second copy whose registrations would clash with the first's
+    by_path = _loaded_paths.get(str((base / (ref.replace(".", "/") + ".py")).resolve()))
+    if by_path is not None:
+        return by_path
     added = False
     if base_dir is not None and str(base) not in sys.path:
         sys.path.insert(0, str(base))
