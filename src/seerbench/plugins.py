@@ -62,8 +62,8 @@ def load_plugin(ref: str, base_dir: str | Path | None = None) -> str:
         key = str(path.resolve())
         if key in _loaded_paths:
             return _loaded_paths[key]
-        same = sys.modules.get(path.stem)  # the file already imported by its module name
-        if same is not None and getattr(same, "__file__", None) and str(Path(same.__file__).resolve()) == key:
+        same_file = getattr(sys.modules.get(path.stem), "__file__", None)  # imported by its module name
+        if same_file and str(Path(same_file).resolve()) == key:
             return path.stem
         name = f"seerbench_plugin_{path.stem}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
         spec = importlib.util.spec_from_file_location(name, path)
