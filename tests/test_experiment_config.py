@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -179,3 +180,17 @@ def test_protocol_entry_overrides_both_orders() -> None:
     cfg = _parse(protocols=["NaiveJudge", {"name": "Consultancy", "both_orders": True}])
     names = sorted(s.protocol_dir for s in Experiment(cfg).grid())
     assert names == ["Consultancy_t1_swap", "NaiveJudge"]
+
+
+def test_a_misspelt_dataset_name_is_named_as_written(tmp_path: Path) -> None:
+    # not taken for a file in the config's folder ('sub/arithmetc'): the name, and the closest one
+    (tmp_path / "sub").mkdir()
+    cfg = tmp_path / "sub" / "d.yaml"
+    cfg.write_text("name: x\ndataset: {name: arithmetc}\njudge_models: [scripted:coin]\nprotocols: [NaiveJudge]\n")
+    with pytest.raises(ConfigError) as e:
+        Experiment(ExperimentConfig.from_yaml(cfg)).questions()
+    assert str(e.value).startswith("unknown dataset 'arithmetc' (did you mean arithmetic?); known datasets: arithmetic, ")
+    # a file name is still read from the config's folder
+    cfg.write_text("name: x\ndataset: nope.jsonl\njudge_models: [scripted:coin]\nprotocols: [NaiveJudge]\n")
+    with pytest.raises(DataError, match=re.escape(str(tmp_path / "sub" / "nope.jsonl"))):
+        Experiment(ExperimentConfig.from_yaml(cfg)).questions()

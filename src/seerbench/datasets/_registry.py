@@ -150,7 +150,11 @@ def get_dataset(name: str) -> DatasetInfo:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ConfigError(f"unknown dataset {name!r}; known datasets: {', '.join(_REGISTRY)}") from None
+        import difflib
+
+        close = difflib.get_close_matches(name, list(_REGISTRY), n=1)
+        raise ConfigError(f"unknown dataset {name!r}{f' (did you mean {close[0]}?)' if close else ''}; "
+                          f"known datasets: {', '.join(_REGISTRY)}") from None
 
 
 def load_dataset(name_or_path: str | Path, **options: Any) -> Questions:

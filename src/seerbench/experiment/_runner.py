@@ -164,15 +164,22 @@ class Experiment:
 
         dataset_names = {d.name for d in list_datasets()}
 
+        def name_or_path(ref: str) -> str:
+            """A dataset's name as it is; a file relative to the config's folder. A word that is
+            neither (a misspelt name) stays as written, to be refused as an unknown dataset."""
+            if ref in dataset_names:
+                return ref
+            path = self.config.resolve(ref)
+            return str(path) if path.exists() or Path(ref).suffix or "/" in ref or "\\" in ref else ref
+
         ds = self.config.dataset
         if isinstance(ds, str):
-            return load_dataset(ds if ds in dataset_names else self.config.resolve(ds))
+            return load_dataset(name_or_path(ds))
         opts = dict(ds)
         name = opts.pop("name", None) or opts.pop("path", None)
         if name is None:
             raise ConfigError("dataset: give a name (or path), e.g. {name: arithmetic, n: 20}")
-        if name not in dataset_names:
-            name = str(self.config.resolve(name))
+        name = name_or_path(name)
         for k in _PATH_KEYS:
             if isinstance(opts.get(k), str):
                 opts[k] = str(self.config.resolve(opts[k]))
