@@ -313,3 +313,22 @@ def test_a_near_tie_is_no_choice(run_dir: Path) -> None:
     row = flat_row(rescore(line, eps=1e-6, policy="exclude"), CONS)
     assert row["t_choice"] is None and row["f_choice"] is None
     assert row["t_judge_accuracy"] == 0.5 and row["judge_accuracy"] == 0.5
+
+
+def test_the_docs_list_the_columns_in_their_order() -> None:
+    # docs/experiments.md's export table, "Columns, in this order": every column, in COLUMNS' order
+    import re
+
+    from seerbench.export import COLUMNS
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "experiments.md").read_text()
+    table = text.split("Columns, in this order", 1)[1].split("\n\n", 2)[1]
+    listed: list[str] = []
+    for row in table.splitlines()[2:]:
+        names = re.findall(r"`([a-z_0-9]+)`", row.split("|")[1])
+        if "..." in row.split("|")[1]:  # `f_p_true` ... `f_parse_status`: the t_ block again as f_
+            t_block = [c for c in listed if c.startswith("t_")]
+            names = ["f_" + c[2:] for c in t_block]
+            assert (names[0], names[-1]) == tuple(re.findall(r"`([a-z_0-9]+)`", row.split("|")[1]))
+        listed += names
+    assert listed == list(COLUMNS)
