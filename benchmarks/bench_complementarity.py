@@ -62,21 +62,52 @@ def main() -> None:
     times: dict[str, float] = {}
     ai = simulate_ai_ratings(args.items, seed=0)
     conds = {"none": 0.0, "trace": 0.4}
-    rows = _timed("simulate rows", lambda: simulate_judgments(ai, conds, n_raters=args.raters, ratings_per_item=args.ratings, seed=1), times)
-    print(f"{len(rows)} human ratings, {args.items} items, {len(THRESHOLDS)} thresholds, n_boot {args.n_boot} x 3")
+    rows = _timed(
+        "simulate rows",
+        lambda: simulate_judgments(ai, conds, n_raters=args.raters, ratings_per_item=args.ratings, seed=1),
+        times,
+    )
+    print(
+        f"{len(rows)} human ratings, {args.items} items, {len(THRESHOLDS)} thresholds, n_boot {args.n_boot} x 3"
+    )
     a = ai_items(ai)
     h = _timed("human_data (match rows to AI ratings)", lambda: human_data(rows, a), times)
     for agg in ("majority", "individual"):
-        _timed(f"hybrid_sweep, one condition, {agg}", lambda agg=agg: hybrid_sweep(a, h, "none", aggregate=agg, thresholds=THRESHOLDS, n_boot=args.n_boot), times)
-    _timed("reliance (2 conditions x AI right/wrong)", lambda: reliance(a, h, unassisted="none", n_boot=args.n_boot), times)
+        _timed(
+            f"hybrid_sweep, one condition, {agg}",
+            lambda agg=agg: hybrid_sweep(
+                a, h, "none", aggregate=agg, thresholds=THRESHOLDS, n_boot=args.n_boot
+            ),
+            times,
+        )
+    _timed(
+        "reliance (2 conditions x AI right/wrong)",
+        lambda: reliance(a, h, unassisted="none", n_boot=args.n_boot),
+        times,
+    )
     if gpboost_available():
         _timed("mixed effects (GPBoost)", lambda: mixed_effects(a, h, reference="none"), times)
-    _timed("analyze (everything, both conditions)", lambda: analyze(ai, rows, thresholds=THRESHOLDS, n_boot=args.n_boot, mixed=gpboost_available()), times)
+    _timed(
+        "analyze (everything, both conditions)",
+        lambda: analyze(ai, rows, thresholds=THRESHOLDS, n_boot=args.n_boot, mixed=gpboost_available()),
+        times,
+    )
     if args.json:
-        args.json.write_text(json.dumps({
-            "ratings": len(rows), "items": args.items, "raters": args.raters, "thresholds": len(THRESHOLDS),
-            "n_boot": args.n_boot, "seconds": times, "python": platform.python_version(), "cpus": os.cpu_count(),
-        }, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "ratings": len(rows),
+                    "items": args.items,
+                    "raters": args.raters,
+                    "thresholds": len(THRESHOLDS),
+                    "n_boot": args.n_boot,
+                    "seconds": times,
+                    "python": platform.python_version(),
+                    "cpus": os.cpu_count(),
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

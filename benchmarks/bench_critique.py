@@ -28,10 +28,15 @@ from seerbench.models import Cache, Model, ScriptedBackend
 
 
 def _generation(questions: int, tmp: Path) -> list[dict[str, Any]]:
-    cfg = CritiqueConfig.parse({
-        "model": "scripted:critic", "dataset": {"name": "arithmetic", "n": questions, "seed": 0},
-        "elicitation": {"order": ["verbalized"]}, "out": str(tmp / "first"), "concurrency": 64,
-    })
+    cfg = CritiqueConfig.parse(
+        {
+            "model": "scripted:critic",
+            "dataset": {"name": "arithmetic", "n": questions, "seed": 0},
+            "elicitation": {"order": ["verbalized"]},
+            "out": str(tmp / "first"),
+            "concurrency": 64,
+        }
+    )
     backend = ScriptedBackend("critic")
     model = Model("scripted:critic", backend, cache=Cache(tmp / "cache"))
     rows = []
@@ -40,17 +45,32 @@ def _generation(questions: int, tmp: Path) -> list[dict[str, Any]]:
         t0 = time.perf_counter()
         res = asyncio.run(generate_critiques(cfg.model_copy(update={"out": str(tmp / out)}), critic=model))
         wall = time.perf_counter() - t0
-        rows.append({"step": label, "answers": len(res.answers), "temperatures": len(cfg.temperatures),
-                     "critiques_kept": sum(len(a.critiques) for a in res.answers),
-                     "backend_calls": backend.calls - before, "wall_s": round(wall, 2), "failed": len(res.failed)})
+        rows.append(
+            {
+                "step": label,
+                "answers": len(res.answers),
+                "temperatures": len(cfg.temperatures),
+                "critiques_kept": sum(len(a.critiques) for a in res.answers),
+                "backend_calls": backend.calls - before,
+                "wall_s": round(wall, 2),
+                "failed": len(res.failed),
+            }
+        )
     return rows
 
 
 def _phrases(rng: random.Random) -> list[str]:
     subjects = ["The answer", "This answer", "The reply", "The response"]
-    flaws = ["states {a} where the correct value is {b}", "leaves out the step {a} + {b}",
-             "names the wrong town for person {a}", "does not explain the step {a} / {b}", "is too short",
-             "gives no reason for {a}", "contradicts the passage about {b}", "rounds {a} to {b}"]
+    flaws = [
+        "states {a} where the correct value is {b}",
+        "leaves out the step {a} + {b}",
+        "names the wrong town for person {a}",
+        "does not explain the step {a} / {b}",
+        "is too short",
+        "gives no reason for {a}",
+        "contradicts the passage about {b}",
+        "rounds {a} to {b}",
+    ]
     out = []
     for _ in range(8):
         f = rng.choice(flaws).format(a=rng.randrange(100), b=rng.randrange(100))
@@ -66,13 +86,19 @@ def _dedup(n_answers: int) -> dict[str, Any]:
     kept = sum(len(dedup(s)) for s in sets)
     wall = time.perf_counter() - t0
     n = sum(len(s) for s in sets)
-    return {"step": f"dedup {n} critiques ({n_answers} answers x 8)", "kept": kept, "wall_s": round(wall, 3),
-            "per_critique_us": round(wall / n * 1e6, 1)}
+    return {
+        "step": f"dedup {n} critiques ({n_answers} answers x 8)",
+        "kept": kept,
+        "wall_s": round(wall, 3),
+        "per_critique_us": round(wall / n * 1e6, 1),
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--questions", type=int, default=334, help="questions (x3 answer kinds: 334 gives 1,002 answers)")
+    ap.add_argument(
+        "--questions", type=int, default=334, help="questions (x3 answer kinds: 334 gives 1,002 answers)"
+    )
     ap.add_argument("--dedup-answers", type=int, default=1250)
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()

@@ -50,7 +50,9 @@ def main() -> None:
     n_args = sum(1 for q in qs for c in q.answer_cases if c.argument)
     print(f"file: {args.path} ({size / 1e6:.2f} MB)")
     print(f"questions: {len(qs)}  arguments: {n_args}  skipped: {qs.skipped}")
-    print(f"load: median {statistics.median(times) * 1e3:.1f} ms, best {min(times) * 1e3:.1f} ms over {args.repeat}")
+    print(
+        f"load: median {statistics.median(times) * 1e3:.1f} ms, best {min(times) * 1e3:.1f} ms over {args.repeat}"
+    )
     print(f"load peak traced memory: {peak / 1e6:.1f} MB")
     _, bt, bpeak = _measure(lambda: binary_view(qs, seed=0), args.repeat)
     print(f"binary_view: median {statistics.median(bt) * 1e3:.1f} ms, peak {bpeak / 1e6:.1f} MB")

@@ -35,17 +35,26 @@ def main() -> None:
     register_scripted("instant", instant)
     rows = []
     for n in args.sizes:
-        cfg = ExperimentConfig.parse({
-            "name": f"bench{n}",
-            "dataset": {"name": "arithmetic", "n": n, "seed": 0},
-            "judge_models": ["scripted:instant"],
-            "agent_models": ["scripted:instant"],
-            "protocols": ["NaiveJudge", "BlindTrust", "Consultancy", "OpenConsultancy", "SimultaneousDebate", "SequentialDebate"],
-            "elicitation": {"order": ["verbalized"]},
-            "concurrency": 64,
-            "n_boot": 1000,
-            "out": str(tmp / f"run{n}"),
-        })
+        cfg = ExperimentConfig.parse(
+            {
+                "name": f"bench{n}",
+                "dataset": {"name": "arithmetic", "n": n, "seed": 0},
+                "judge_models": ["scripted:instant"],
+                "agent_models": ["scripted:instant"],
+                "protocols": [
+                    "NaiveJudge",
+                    "BlindTrust",
+                    "Consultancy",
+                    "OpenConsultancy",
+                    "SimultaneousDebate",
+                    "SequentialDebate",
+                ],
+                "elicitation": {"order": ["verbalized"]},
+                "concurrency": 64,
+                "n_boot": 1000,
+                "out": str(tmp / f"run{n}"),
+            }
+        )
         for attempt in ("first", "second"):
             tracker = default_tracker()
             c0 = tracker.totals().calls
@@ -53,10 +62,21 @@ def main() -> None:
             Experiment(cfg).run()
             dt = time.perf_counter() - t0
             calls = tracker.totals().calls - c0
-            rows.append({"questions": n, "run": attempt, "seconds": round(dt, 2), "model_calls": calls,
-                         "calls_per_s": round(calls / dt) if calls else 0, "question_cells_per_s": round(n * 6 / dt)})
-            print(f"{n:>6} questions  {attempt:>6} run  {dt:8.2f} s  {calls:>8} model calls  "
-                  f"{rows[-1]['calls_per_s']:>7} calls/s  {rows[-1]['question_cells_per_s']:>7} question-cells/s", flush=True)
+            rows.append(
+                {
+                    "questions": n,
+                    "run": attempt,
+                    "seconds": round(dt, 2),
+                    "model_calls": calls,
+                    "calls_per_s": round(calls / dt) if calls else 0,
+                    "question_cells_per_s": round(n * 6 / dt),
+                }
+            )
+            print(
+                f"{n:>6} questions  {attempt:>6} run  {dt:8.2f} s  {calls:>8} model calls  "
+                f"{rows[-1]['calls_per_s']:>7} calls/s  {rows[-1]['question_cells_per_s']:>7} question-cells/s",
+                flush=True,
+            )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
 

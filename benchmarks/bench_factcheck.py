@@ -41,24 +41,37 @@ def bench_search(entities: int, queries: int) -> dict[str, Any]:
         hits += len(ix.search(q, k=5))
     t3 = time.perf_counter()
     return {
-        "pages": len(fc.pages), "sentences": len(fc.items), "generate_s": round(t1 - t0, 3),
-        "index_s": round(t2 - t1, 3), "queries": len(qs), "search_s": round(t3 - t2, 3),
-        "queries_per_s": round(len(qs) / (t3 - t2), 1), "mean_hits": round(hits / max(len(qs), 1), 2),
+        "pages": len(fc.pages),
+        "sentences": len(fc.items),
+        "generate_s": round(t1 - t0, 3),
+        "index_s": round(t2 - t1, 3),
+        "queries": len(qs),
+        "search_s": round(t3 - t2, 3),
+        "queries_per_s": round(len(qs) / (t3 - t2), 1),
+        "mean_hits": round(hits / max(len(qs), 1), 2),
     }
 
 
-def bench_rater(model: str, items: int, samples: list[int], max_tokens: int, rounds: int) -> list[dict[str, Any]]:
+def bench_rater(
+    model: str, items: int, samples: list[int], max_tokens: int, rounds: int
+) -> list[dict[str, Any]]:
     from seerbench.factcheck import RaterConfig, rate
 
     out = []
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["SEERBENCH_CACHE_DIR"] = str(Path(tmp) / "cache")
         for n in samples:
-            cfg = RaterConfig.model_validate({
-                "name": f"bench-{n}", "model": model, "samples": n, "out": str(Path(tmp) / f"run{n}"),
-                "max_tokens": max_tokens, "max_search_rounds": rounds,
-                "dataset": {"name": "factcheck", "entities": 30, "seed": 0, "n": items},
-            })
+            cfg = RaterConfig.model_validate(
+                {
+                    "name": f"bench-{n}",
+                    "model": model,
+                    "samples": n,
+                    "out": str(Path(tmp) / f"run{n}"),
+                    "max_tokens": max_tokens,
+                    "max_search_rounds": rounds,
+                    "dataset": {"name": "factcheck", "entities": 30, "seed": 0, "n": items},
+                }
+            )
             for label in ("fresh", "cache hit"):
                 if label == "cache hit":
                     for f in Path(cfg.out).glob("*"):
@@ -66,9 +79,21 @@ def bench_rater(model: str, items: int, samples: list[int], max_tokens: int, rou
                 t = time.perf_counter()
                 res = asyncio.run(rate(cfg))
                 dt = time.perf_counter() - t
-                out.append({"samples": n, "run": label, "items": items, "s_per_item": round(dt / items, 2),
-                            "verified_share": round(sum(r.n_verified for r in res.ratings) / max(1, n * items), 3)})
-                print(f"rater N={n:<3} {label:<9} {dt / items:8.2f} s/item  (verified share {out[-1]['verified_share']})", flush=True)
+                out.append(
+                    {
+                        "samples": n,
+                        "run": label,
+                        "items": items,
+                        "s_per_item": round(dt / items, 2),
+                        "verified_share": round(
+                            sum(r.n_verified for r in res.ratings) / max(1, n * items), 3
+                        ),
+                    }
+                )
+                print(
+                    f"rater N={n:<3} {label:<9} {dt / items:8.2f} s/item  (verified share {out[-1]['verified_share']})",
+                    flush=True,
+                )
     return out
 
 
@@ -90,7 +115,9 @@ def main() -> None:
     print(f"corpus: {s['pages']} pages  generate {s['generate_s']} s  index {s['index_s']} s")
     print(f"search: {s['queries']} queries in {s['search_s']} s = {s['queries_per_s']} queries/s (top 5)")
     if a.rater:
-        res["rater"] = bench_rater(a.model, a.items, [int(x) for x in a.samples.split(",")], a.max_tokens, a.rounds)
+        res["rater"] = bench_rater(
+            a.model, a.items, [int(x) for x in a.samples.split(",")], a.max_tokens, a.rounds
+        )
     if a.json:
         a.json.write_text(json.dumps(res, indent=2))
 

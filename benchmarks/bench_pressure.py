@@ -35,7 +35,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "bon"
         cfg = ExperimentConfig.from_yaml(REPO / "examples" / "best_of_n.yaml").with_updates(
-            out=str(run), dataset={"name": "arithmetic", "n": args.questions, "seed": 0})
+            out=str(run), dataset={"name": "arithmetic", "n": args.questions, "seed": 0}
+        )
         t = time.perf_counter()
         Experiment(cfg).run()
         out["run_s"] = time.perf_counter() - t

@@ -22,10 +22,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-PROTOCOLS = ["NaiveJudge", "BlindTrust", "Consultancy", "OpenConsultancy", "SimultaneousDebate", "SequentialDebate"]
+PROTOCOLS = [
+    "NaiveJudge",
+    "BlindTrust",
+    "Consultancy",
+    "OpenConsultancy",
+    "SimultaneousDebate",
+    "SequentialDebate",
+]
 CHROMIUM = "/usr/bin/chromium"
 
-RESPONDERS = '''
+RESPONDERS = """
 from seerbench.models import register_scripted
 
 
@@ -35,19 +42,28 @@ def instant(messages, config, seed):
 
 
 register_scripted("instant", instant, replace=True)
-'''
+"""
 
 
 def make_run(folder: Path, n: int) -> Path:
     from seerbench.experiment import Experiment, ExperimentConfig
 
     (folder / "responders.py").write_text(RESPONDERS)
-    cfg = ExperimentConfig.parse({
-        "name": f"report{n}", "plugins": [str(folder / "responders.py")],
-        "dataset": {"name": "arithmetic", "n": n, "seed": 0},
-        "judge_models": ["scripted:instant"], "agent_models": ["scripted:instant"], "protocols": PROTOCOLS,
-        "elicitation": {"order": ["verbalized"]}, "concurrency": 64, "n_boot": 1000, "out": str(folder / f"run{n}"),
-    }, base_dir=folder)
+    cfg = ExperimentConfig.parse(
+        {
+            "name": f"report{n}",
+            "plugins": [str(folder / "responders.py")],
+            "dataset": {"name": "arithmetic", "n": n, "seed": 0},
+            "judge_models": ["scripted:instant"],
+            "agent_models": ["scripted:instant"],
+            "protocols": PROTOCOLS,
+            "elicitation": {"order": ["verbalized"]},
+            "concurrency": 64,
+            "n_boot": 1000,
+            "out": str(folder / f"run{n}"),
+        },
+        base_dir=folder,
+    )
     t0 = time.perf_counter()
     Experiment(cfg).run()
     print(f"run: {n} questions x {len(PROTOCOLS)} protocols in {time.perf_counter() - t0:.1f} s", flush=True)
@@ -59,7 +75,10 @@ def _child_report(run: Path, out: Path) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     build_report([run], out)
-    return {"report_s": time.perf_counter() - t0, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "report_s": time.perf_counter() - t0,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def open_in_chromium(path: Path) -> dict[str, Any]:
@@ -68,10 +87,15 @@ def open_in_chromium(path: Path) -> dict[str, Any]:
     url = path.resolve().as_uri()
     out: dict[str, Any] = {}
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"], headless=True)
+        b = p.chromium.launch(
+            executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"], headless=True
+        )
         ctx = b.new_context(offline=True)
         blocked: list[str] = []
-        ctx.route("**/*", lambda r: r.continue_() if r.request.url == url else (blocked.append(r.request.url), r.abort()))
+        ctx.route(
+            "**/*",
+            lambda r: r.continue_() if r.request.url == url else (blocked.append(r.request.url), r.abort()),
+        )
         page = ctx.new_page()
         t0 = time.perf_counter()
         page.goto(url, wait_until="load", timeout=300_000)
@@ -84,10 +108,14 @@ def open_in_chromium(path: Path) -> dict[str, Any]:
         out["js_heap_mb"] = None if heap is None else heap / 1e6
         t1 = time.perf_counter()
         page.fill("#tb-search", "tank")
-        page.wait_for_function("() => document.getElementById('tb-status').textContent.indexOf('of') >= 0 && "
-                               "document.getElementById('tb-search').value === 'tank'")
+        page.wait_for_function(
+            "() => document.getElementById('tb-status').textContent.indexOf('of') >= 0 && "
+            "document.getElementById('tb-search').value === 'tank'"
+        )
         page.wait_for_timeout(200)  # the search runs 150 ms after the last keystroke
-        page.wait_for_function("() => /rows 1–|no rows/.test(document.getElementById('tb-status').textContent)")
+        page.wait_for_function(
+            "() => /rows 1–|no rows/.test(document.getElementById('tb-status').textContent)"
+        )
         out["search_s_incl_200ms_debounce"] = time.perf_counter() - t1
         out["status_after_search"] = page.locator("#tb-status").text_content()
         out["blocked_requests"] = len(blocked)
@@ -104,8 +132,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run = args.run or make_run(Path(tmp), args.questions)
         out = Path(tmp) / "report.html"
-        code = f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import bench_report as b; from pathlib import Path; " \
-               f"print(json.dumps(b._child_report(Path({str(run)!r}), Path({str(out)!r}))))"
+        code = (
+            f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import bench_report as b; from pathlib import Path; "
+            f"print(json.dumps(b._child_report(Path({str(run)!r}), Path({str(out)!r}))))"
+        )
         child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
         res: dict[str, Any] = {"run": str(run), **json.loads(child.stdout.strip().splitlines()[-1])}
         res["file_mb"] = out.stat().st_size / 1e6

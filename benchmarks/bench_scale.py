@@ -22,9 +22,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-PROTOCOLS = ["NaiveJudge", "BlindTrust", "Consultancy", "OpenConsultancy", "SimultaneousDebate", "SequentialDebate"]
+PROTOCOLS = [
+    "NaiveJudge",
+    "BlindTrust",
+    "Consultancy",
+    "OpenConsultancy",
+    "SimultaneousDebate",
+    "SequentialDebate",
+]
 
-RESPONDERS = '''
+RESPONDERS = """
 from seerbench.models import register_scripted
 
 
@@ -34,25 +41,28 @@ def instant(messages, config, seed):
 
 
 register_scripted("instant", instant, replace=True)
-'''
+"""
 
 
 def _child_run(folder: Path, n: int, executor: str) -> dict[str, object]:
     from seerbench.experiment import Experiment, ExperimentConfig
     from seerbench.models import default_tracker
 
-    cfg = ExperimentConfig.parse({
-        "name": f"scale{n}",
-        "plugins": [str(folder / "responders.py")],
-        "dataset": {"name": "arithmetic", "n": n, "seed": 0},
-        "judge_models": ["scripted:instant"],
-        "agent_models": ["scripted:instant"],
-        "protocols": PROTOCOLS,
-        "elicitation": {"order": ["verbalized"]},
-        "concurrency": 64,
-        "n_boot": 1000,
-        "out": str(folder / f"run{n}"),
-    }, base_dir=folder)
+    cfg = ExperimentConfig.parse(
+        {
+            "name": f"scale{n}",
+            "plugins": [str(folder / "responders.py")],
+            "dataset": {"name": "arithmetic", "n": n, "seed": 0},
+            "judge_models": ["scripted:instant"],
+            "agent_models": ["scripted:instant"],
+            "protocols": PROTOCOLS,
+            "elicitation": {"order": ["verbalized"]},
+            "concurrency": 64,
+            "n_boot": 1000,
+            "out": str(folder / f"run{n}"),
+        },
+        base_dir=folder,
+    )
     exp = Experiment(cfg)
     if executor == "ray":
         from seerbench.experiment import RayExecutor
@@ -95,18 +105,29 @@ def main() -> None:
     (tmp / "responders.py").write_text(RESPONDERS)
     rows = []
     for n in args.sizes:
-        row: dict[str, Any] = {"questions": n, "protocols": len(PROTOCOLS), "executor": args.executor,
-                               "load_average_before": [round(x, 2) for x in os.getloadavg()]}
+        row: dict[str, Any] = {
+            "questions": n,
+            "protocols": len(PROTOCOLS),
+            "executor": args.executor,
+            "load_average_before": [round(x, 2) for x in os.getloadavg()],
+        }
         for what in ("run", "stats"):
-            out = subprocess.run([sys.executable, __file__, "--child", what, str(tmp), str(n), args.executor],
-                                 check=True, capture_output=True, text=True).stdout
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", what, str(tmp), str(n), args.executor],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
             res = json.loads(out.strip().splitlines()[-1])
             row.update({f"{what}_{k}": v for k, v in res.items()})
         row["calls_per_s"] = round(row["run_model_calls"] / row["run_seconds"])
         rows.append(row)
-        print(f"{n:>7} questions x {len(PROTOCOLS)}  run {row['run_seconds']:>8} s  {row['run_model_calls']:>8} calls  "
-              f"{row['calls_per_s']:>6} calls/s  peak RSS {row['run_peak_rss_mb']:>5} MB  |  "
-              f"stats {row['stats_seconds']:>6} s  peak RSS {row['stats_peak_rss_mb']:>5} MB", flush=True)
+        print(
+            f"{n:>7} questions x {len(PROTOCOLS)}  run {row['run_seconds']:>8} s  {row['run_model_calls']:>8} calls  "
+            f"{row['calls_per_s']:>6} calls/s  peak RSS {row['run_peak_rss_mb']:>5} MB  |  "
+            f"stats {row['stats_seconds']:>6} s  peak RSS {row['stats_peak_rss_mb']:>5} MB",
+            flush=True,
+        )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
 

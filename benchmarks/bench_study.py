@@ -57,8 +57,20 @@ def _question(i: int) -> dict[str, Any]:
         "text": f"Question {i}?",
         "source_text": passage,
         "answer_cases": [
-            {"short": "A", "long": "yes", "value": 1.0, "argument": "Because (#1).", "quotes": [f"The answer to {i} is here."]},
-            {"short": "B", "long": "no", "value": 0.0, "argument": "Not so (#1).", "quotes": ["The keeper wrote in her log."]},
+            {
+                "short": "A",
+                "long": "yes",
+                "value": 1.0,
+                "argument": "Because (#1).",
+                "quotes": [f"The answer to {i} is here."],
+            },
+            {
+                "short": "B",
+                "long": "no",
+                "value": 0.0,
+                "argument": "Not so (#1).",
+                "quotes": ["The keeper wrote in her log."],
+            },
         ],
     }
 
@@ -94,10 +106,28 @@ def _serve(db: str, workers: int) -> tuple[subprocess.Popen[bytes], str]:
     env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH") or str(ROOT / "src")}
     if workers > 1:
         env["SEERBENCH_STUDY_DB"] = db
-        cmd = [sys.executable, "-m", "uvicorn", "--factory", "seerbench.study:app_from_env", "--workers", str(workers)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            "seerbench.study:app_from_env",
+            "--workers",
+            str(workers),
+        ]
         cmd += ["--port", str(port), "--log-level", "warning", "--backlog", "2048"]
     else:
-        cmd = [sys.executable, "-c", "from seerbench.cli import main; main()", "study", "serve", "--db", db, "--port", str(port)]
+        cmd = [
+            sys.executable,
+            "-c",
+            "from seerbench.cli import main; main()",
+            "study",
+            "serve",
+            "--db",
+            db,
+            "--port",
+            str(port),
+        ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
@@ -116,7 +146,9 @@ def _cpu_s(proc: subprocess.Popen[bytes]) -> float | None:
     workers), from /proc; None where there is no /proc."""
     pids = [proc.pid]
     try:
-        out = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True, check=False).stdout
+        out = subprocess.run(
+            ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True, check=False
+        ).stdout
         pids += [int(x) for x in out.split()]
         total = 0
         for pid in pids:
@@ -163,7 +195,9 @@ async def _burst(url: str, raters: int, rounds: int) -> dict[str, Any]:
 
             async def submit(i: int, aid: str) -> float:
                 t0 = time.perf_counter()
-                r = await clients[i].post(f"/task/{aid}/submit", data={"csrf": csrfs[i], "answer": "A", "probability": "80"})
+                r = await clients[i].post(
+                    f"/task/{aid}/submit", data={"csrf": csrfs[i], "answer": "A", "probability": "80"}
+                )
                 assert r.status_code == 303, r.status_code
                 return time.perf_counter() - t0
 
@@ -190,7 +224,9 @@ async def _burst(url: str, raters: int, rounds: int) -> dict[str, Any]:
 
 def _paced(url: str, raters: int, tasks: int, scale: float, think: tuple[float, float]) -> dict[str, Any]:
     t0 = time.perf_counter()
-    logs = asyncio.run(simulate_paced(url, raters, quiz={"q0": "0"}, think_s=think, time_scale=scale, max_tasks=tasks))
+    logs = asyncio.run(
+        simulate_paced(url, raters, quiz={"q0": "0"}, think_s=think, time_scale=scale, max_tasks=tasks)
+    )
     wall = time.perf_counter() - t0
     subs = [x for log in logs for x in log.latencies]
     every = [x for log in logs for _, x in log.requests]
@@ -207,7 +243,9 @@ def _paced(url: str, raters: int, tasks: int, scale: float, think: tuple[float, 
         "p99_ms": _pct(subs, 0.99),
         "all_p50_ms": _pct(every, 0.5),
         "all_p99_ms": _pct(every, 0.99),
-        "p99_ms_by_kind": {k: _pct([x for log in logs for kk, x in log.requests if kk == k], 0.99) for k in kinds},
+        "p99_ms_by_kind": {
+            k: _pct([x for log in logs for kk, x in log.requests if kk == k], 0.99) for k in kinds
+        },
         "errors": sum(len(log.errors) for log in logs),
     }
 
@@ -287,16 +325,25 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=5, help="tasks per rater (rounds of the burst mode)")
     ap.add_argument("--modes", nargs="+", choices=["paced", "burst", "mixed"], default=["paced", "burst"])
     ap.add_argument("--time-scale", type=float, default=10.0, help="paced: think time divided by this")
-    ap.add_argument("--think", type=float, nargs=2, default=[30.0, 120.0], help="paced: seconds per task, min max")
+    ap.add_argument(
+        "--think", type=float, nargs=2, default=[30.0, 120.0], help="paced: seconds per task, min max"
+    )
     ap.add_argument("--workers", type=int, default=1, help="server processes")
     ap.add_argument(
-        "--questions", type=int, default=None,
+        "--questions",
+        type=int,
+        default=None,
         help="questions in the study (x 2 conditions = slots; default: just enough; 1472 = single_turn_debate)",
     )
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--backends", nargs="+", choices=["sqlite", "postgresql"], default=None)
     args = ap.parse_args()
-    results: dict[str, Any] = {"cpu_count": os.cpu_count(), "load_average": os.getloadavg(), "args": vars(args), "runs": []}
+    results: dict[str, Any] = {
+        "cpu_count": os.cpu_count(),
+        "load_average": os.getloadavg(),
+        "args": vars(args),
+        "runs": [],
+    }
     backends: list[tuple[str, str | None]] = [("sqlite", None)]
     if os.environ.get("SEERBENCH_BENCH_POSTGRES_URL"):
         backends.append(("postgresql", os.environ["SEERBENCH_BENCH_POSTGRES_URL"]))
@@ -307,7 +354,9 @@ def main() -> None:
             for mode in args.modes:
                 for _ in range(args.repeat):
                     r = run_one(url, mode, n, args)
-                    results["runs"].append({"backend": name, "raters": n, "mode": mode, "workers": args.workers, **r})
+                    results["runs"].append(
+                        {"backend": name, "raters": n, "mode": mode, "workers": args.workers, **r}
+                    )
                     print(_line(name, n, mode, r, args.workers), flush=True)
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)

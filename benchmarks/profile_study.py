@@ -43,7 +43,9 @@ async def _flow(app: Any, raters: int, tasks: int) -> dict[str, list[float]]:
     for i in range(raters):
         async with httpx.AsyncClient(transport=transport, base_url="http://bench") as c:
 
-            async def req(kind: str, method: str, url: str, c: httpx.AsyncClient = c, **kw: Any) -> httpx.Response:
+            async def req(
+                kind: str, method: str, url: str, c: httpx.AsyncClient = c, **kw: Any
+            ) -> httpx.Response:
                 t0 = time.perf_counter()
                 r = await c.request(method, url, **kw)
                 times[kind].append(time.perf_counter() - t0)
@@ -51,7 +53,9 @@ async def _flow(app: Any, raters: int, tasks: int) -> dict[str, list[float]]:
                     t0 = time.perf_counter()
                     loc = r.headers["location"]
                     r = await c.get(loc)
-                    times["page " + re.sub(r"/task/[^/]+", "/task/ID", loc.split("?")[0])].append(time.perf_counter() - t0)
+                    times["page " + re.sub(r"/task/[^/]+", "/task/ID", loc.split("?")[0])].append(
+                        time.perf_counter() - t0
+                    )
                 return r
 
             r = await req("start link", "GET", f"/start?PROLIFIC_PID=prof{i}")
@@ -62,7 +66,12 @@ async def _flow(app: Any, raters: int, tasks: int) -> dict[str, list[float]]:
                     break
                 aid = r.url.path.split("/")[2]
                 r = await req("start POST", "POST", f"/task/{aid}/start", data={"csrf": csrf})
-                r = await req("submit POST", "POST", f"/task/{aid}/submit", data={"csrf": csrf, "answer": "A", "probability": "70"})
+                r = await req(
+                    "submit POST",
+                    "POST",
+                    f"/task/{aid}/submit",
+                    data={"csrf": csrf, "answer": "A", "probability": "70"},
+                )
                 r = await req("next GET", "GET", "/next")
     return times
 

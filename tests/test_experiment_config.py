@@ -33,7 +33,10 @@ def test_unknown_top_level_key_lists_allowed_keys() -> None:
 
 def test_unknown_nested_key_lists_that_sections_keys() -> None:
     msg = _err(elicitation={"orders": ["vote"]})
-    assert "elicitation.orders: unknown key (did you mean order?); allowed keys: order, vote_samples, vote_temperature" in msg
+    assert (
+        "elicitation.orders: unknown key (did you mean order?); allowed keys: order, vote_samples, vote_temperature"
+        in msg
+    )
     msg = _err(agent_generation={"temp": 0.3})
     assert "agent_generation.temp: unknown key; allowed keys: max_tokens, max_words, temperature" in msg
 
@@ -41,8 +44,10 @@ def test_unknown_nested_key_lists_that_sections_keys() -> None:
 def test_unknown_protocol_lists_known_ones() -> None:
     msg = _err(protocols=["NaiveJudge", "Debate"])
     assert "protocols.1.name" in msg and "unknown protocol 'Debate'" in msg
-    assert "known protocols: NaiveJudge, BlindTrust, Consultancy, RandomConsultancy, OpenConsultancy, " \
+    assert (
+        "known protocols: NaiveJudge, BlindTrust, Consultancy, RandomConsultancy, OpenConsultancy, "
         "SimultaneousDebate, SequentialDebate, EvidenceDebate" in msg
+    )
 
 
 def test_bad_values_name_key_and_allowed_values() -> None:
@@ -75,37 +80,59 @@ def test_yaml_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as e:
         ExperimentConfig.from_yaml(bad)
     # the file and the place, not pyyaml's "<unicode string>"
-    assert str(e.value) == f"config file {bad} is not valid YAML (line 2, column 1: expected ',' or ']', but got '<stream end>')"
+    assert (
+        str(e.value)
+        == f"config file {bad} is not valid YAML (line 2, column 1: expected ',' or ']', but got '<stream end>')"
+    )
     # a key written twice is refused (pyyaml alone keeps the last one, silently)
     bad.write_text("dataset: arithmetic\nprotocols: [NaiveJudge]\njudges: [scripted]\nprotocols: [Debate]\n")
     with pytest.raises(ConfigError) as e:
         ExperimentConfig.from_yaml(bad)
-    assert str(e.value) == (f"config file {bad} is not valid YAML (line 4, column 1: key 'protocols' is written twice "
-                            "(first at line 2))")
+    assert str(e.value) == (
+        f"config file {bad} is not valid YAML (line 4, column 1: key 'protocols' is written twice "
+        "(first at line 2))"
+    )
     # nested too; a `<<: *anchor` merge that a key overrides is not a repeat
     bad.write_text("dataset: {name: arithmetic, split: a, split: b}\n")
-    with pytest.raises(ConfigError, match=r"line 1, column 39: key 'split' is written twice \(first at line 1\)"):
+    with pytest.raises(
+        ConfigError, match=r"line 1, column 39: key 'split' is written twice \(first at line 1\)"
+    ):
         ExperimentConfig.from_yaml(bad)
     from seerbench.config import load_yaml
 
-    assert load_yaml("a: &x {p: 1, q: 2}\nb:\n  <<: *x\n  p: 3\n") == {"a": {"p": 1, "q": 2}, "b": {"p": 3, "q": 2}}
+    assert load_yaml("a: &x {p: 1, q: 2}\nb:\n  <<: *x\n  p: 3\n") == {
+        "a": {"p": 1, "q": 2},
+        "b": {"p": 3, "q": 2},
+    }
     bad.write_text("- a list\n")
     with pytest.raises(ConfigError, match="mapping"):
         ExperimentConfig.from_yaml(bad)
     bad.write_text("dataset: arithmetic\nprotocols: [NaiveJudge]\nparse_failure: half\n")
-    with pytest.raises(ConfigError, match=rf"invalid {bad}: parse_failure: unknown key \(did you mean parse_failures\?\)"):
+    with pytest.raises(
+        ConfigError, match=rf"invalid {bad}: parse_failure: unknown key \(did you mean parse_failures\?\)"
+    ):
         ExperimentConfig.from_yaml(bad)
 
 
 def test_unknown_model_is_refused_before_the_out_folder_is_written(tmp_path: Path) -> None:
     out = tmp_path / "out"
     cfg = _parse(judge_models=["gpt-4o"], out=str(out))
-    with pytest.raises(UnknownModelError, match=r"unknown model spec 'gpt-4o'. Valid forms: local; .*openai/<model>.*scripted"):
+    with pytest.raises(
+        UnknownModelError,
+        match=r"unknown model spec 'gpt-4o'. Valid forms: local; .*openai/<model>.*scripted",
+    ):
         Experiment(cfg, questions=[_binary("q0")]).run()
     # nothing recorded, so fixing the typo does not meet a "different config" refusal
     assert not (out / "experiment.json").exists()
-    cfg = _parse(agent_models=["scripted:no-such-responder"], protocols=["Consultancy"], judge_models=["scripted:coin"], out=str(out))
-    with pytest.raises(UnknownModelError, match=r"no scripted responder named 'no-such-responder'; registered: .*coin"):
+    cfg = _parse(
+        agent_models=["scripted:no-such-responder"],
+        protocols=["Consultancy"],
+        judge_models=["scripted:coin"],
+        out=str(out),
+    )
+    with pytest.raises(
+        UnknownModelError, match=r"no scripted responder named 'no-such-responder'; registered: .*coin"
+    ):
         Experiment(cfg, questions=[_binary("q0")]).run()
     assert not (out / "experiment.json").exists()
 
@@ -119,8 +146,13 @@ def test_grid_cells_and_folder_names() -> None:
         judge_models=["scripted:j1", "scripted:j2"],
         agent_models=["scripted:a"],
         agent_tools=[[], ["calculator"]],
-        protocols=["NaiveJudge", "BlindTrust", "Consultancy", {"name": "EvidenceDebate", "condition": ["S", "PSA"]},
-                   {"name": "SequentialDebate", "num_turns": 3}],
+        protocols=[
+            "NaiveJudge",
+            "BlindTrust",
+            "Consultancy",
+            {"name": "EvidenceDebate", "condition": ["S", "PSA"]},
+            {"name": "SequentialDebate", "num_turns": 3},
+        ],
         num_turns=[1, 2],
         best_of_n=[1, 4],
     )
@@ -135,7 +167,10 @@ def test_grid_cells_and_folder_names() -> None:
     assert "Consultancy_t2/A_scripted-a_T_calculator_bo4_J_scripted-j2" in cons
     assert "Consultancy_t1/A_scripted-a_J_scripted-j1" in cons
     # EvidenceDebate: 2 conditions, no turns; SequentialDebate: its own num_turns overrides the grid's
-    assert {k.split("/")[0] for k in keys if k.startswith("Evidence")} == {"EvidenceDebate_S", "EvidenceDebate_PSA"}
+    assert {k.split("/")[0] for k in keys if k.startswith("Evidence")} == {
+        "EvidenceDebate_S",
+        "EvidenceDebate_PSA",
+    }
     assert {k.split("/")[0] for k in keys if k.startswith("Sequential")} == {"SequentialDebate_t3"}
     assert len(keys) == 2 + 1 + 16 + 16 + 8
 
@@ -146,8 +181,11 @@ def test_grid_cells_and_folder_names() -> None:
 
 def _binary(qid: str, n_true: int = 1, k: int = 2) -> Question:
     return Question(
-        id=qid, text=f"question {qid}",
-        answer_cases=[AnswerCase(short="ABCD"[i], long=f"opt{i}", value=1.0 if i < n_true else 0.0) for i in range(k)],
+        id=qid,
+        text=f"question {qid}",
+        answer_cases=[
+            AnswerCase(short="ABCD"[i], long=f"opt{i}", value=1.0 if i < n_true else 0.0) for i in range(k)
+        ],
     )
 
 
@@ -160,7 +198,10 @@ def test_dataset_without_binary_compatible_questions_says_so() -> None:
 
 
 def test_dataset_view_converts_and_skips() -> None:
-    exp = Experiment(_parse(limit=2), questions=[_binary("q0", k=4), _binary("bad", n_true=2), _binary("q2"), _binary("q3")])
+    exp = Experiment(
+        _parse(limit=2),
+        questions=[_binary("q0", k=4), _binary("bad", n_true=2), _binary("q2"), _binary("q3")],
+    )
     qs = exp.questions()
     assert [q.id for q in qs] == ["q0", "q2"]  # limit 2 of the 3 usable
     assert all(q.k == 2 and q.is_binary for q in qs)
@@ -186,10 +227,14 @@ def test_a_misspelt_dataset_name_is_named_as_written(tmp_path: Path) -> None:
     # not taken for a file in the config's folder ('sub/arithmetc'): the name, and the closest one
     (tmp_path / "sub").mkdir()
     cfg = tmp_path / "sub" / "d.yaml"
-    cfg.write_text("name: x\ndataset: {name: arithmetc}\njudge_models: [scripted:coin]\nprotocols: [NaiveJudge]\n")
+    cfg.write_text(
+        "name: x\ndataset: {name: arithmetc}\njudge_models: [scripted:coin]\nprotocols: [NaiveJudge]\n"
+    )
     with pytest.raises(ConfigError) as e:
         Experiment(ExperimentConfig.from_yaml(cfg)).questions()
-    assert str(e.value).startswith("unknown dataset 'arithmetc' (did you mean arithmetic?); known datasets: arithmetic, ")
+    assert str(e.value).startswith(
+        "unknown dataset 'arithmetc' (did you mean arithmetic?); known datasets: arithmetic, "
+    )
     # a file name is still read from the config's folder
     cfg.write_text("name: x\ndataset: nope.jsonl\njudge_models: [scripted:coin]\nprotocols: [NaiveJudge]\n")
     with pytest.raises(DataError, match=re.escape(str(tmp_path / "sub" / "nope.jsonl"))):

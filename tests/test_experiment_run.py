@@ -46,8 +46,12 @@ register_scripted("xp-agent", _agent, replace=True)
 
 QUESTIONS = [
     Question(
-        id=f"q{i}", text=f"This is question number {i}. Which is right?",
-        answer_cases=[AnswerCase(short="A", long=f"yes {i}", value=1.0), AnswerCase(short="B", long=f"no {i}", value=0.0)],
+        id=f"q{i}",
+        text=f"This is question number {i}. Which is right?",
+        answer_cases=[
+            AnswerCase(short="A", long=f"yes {i}", value=1.0),
+            AnswerCase(short="B", long=f"no {i}", value=0.0),
+        ],
     )
     for i in range(6)
 ]
@@ -55,10 +59,18 @@ PROTOCOLS = ["NaiveJudge", "BlindTrust", "Consultancy", "SimultaneousDebate", "R
 
 
 def _cfg(**kw: Any) -> ExperimentConfig:
-    return ExperimentConfig.parse({
-        "name": "xp", "dataset": "arithmetic", "judge_models": [JUDGE], "agent_models": [AGENT],
-        "protocols": PROTOCOLS, "elicitation": {"order": ["verbalized"]}, "n_boot": 200, **kw,
-    })
+    return ExperimentConfig.parse(
+        {
+            "name": "xp",
+            "dataset": "arithmetic",
+            "judge_models": [JUDGE],
+            "agent_models": [AGENT],
+            "protocols": PROTOCOLS,
+            "elicitation": {"order": ["verbalized"]},
+            "n_boot": 200,
+            **kw,
+        }
+    )
 
 
 def _calls() -> int:
@@ -85,7 +97,9 @@ CONS = "Consultancy_t1/A_scripted-xp-agent_J_scripted-xp-judge"
 
 def test_layout_and_experiment_json(finished: Path) -> None:
     cells = {
-        "NaiveJudge/J_scripted-xp-judge", "BlindTrust/J_trust", CONS,
+        "NaiveJudge/J_scripted-xp-judge",
+        "BlindTrust/J_trust",
+        CONS,
         "SimultaneousDebate_t1/A_scripted-xp-agent_J_scripted-xp-judge",
         "RandomConsultancy_t1/A_scripted-xp-agent_J_scripted-xp-judge",
     }
@@ -103,13 +117,18 @@ def test_consultancy_lines_by_hand(finished: Path) -> None:
     lines = _lines(finished / CONS / "results.jsonl")
     assert [ln["question_id"] for ln in lines] == [f"q{i}" for i in range(6)]  # dataset order
     for ln in lines:
-        assert {"asd", "jse_b0", "jse_b1", "jse_binf", "ase_b0", "ase_b1", "ase_binf"} <= set(ln) or ln["excluded"]
+        assert {"asd", "jse_b0", "jse_b1", "jse_binf", "ase_b0", "ase_b1", "ase_binf"} <= set(ln) or ln[
+            "excluded"
+        ]
         assert ln["protocol"] == "Consultancy_t1" and ln["agent"] == AGENT and ln["judge"] == JUDGE
         assert ln["eps"] == 1e-6 and ln["parse_failure_policy"] == "exclude"
         assert [c["short"] for c in ln["answer_cases"]] == ["A", "B"]
         if ln["question_id"] == "q3":
             assert ln["excluded"] and ln["asd"] is None and ln["parse_failures"] == 2
-            assert all(c["case_probs"]["parse_status"] == "failed" and c["agent_score"] is None for c in ln["answer_cases"])
+            assert all(
+                c["case_probs"]["parse_status"] == "failed" and c["agent_score"] is None
+                for c in ln["answer_cases"]
+            )
             continue
         t = _true(ln)
         f = "B" if t == "A" else "A"
@@ -162,7 +181,9 @@ def test_stats_files(finished: Path) -> None:
     b = json.loads((finished / "BlindTrust/J_trust/stats.json").read_text())
     assert b["metrics"]["asd"]["log"]["mean"] == 0.0 and b["n_scored"] == 6 and b["agent"] is None
     # RandomConsultancy: one case per question, so no ASD; accuracy only
-    r = json.loads((finished / "RandomConsultancy_t1/A_scripted-xp-agent_J_scripted-xp-judge/stats.json").read_text())
+    r = json.loads(
+        (finished / "RandomConsultancy_t1/A_scripted-xp-agent_J_scripted-xp-judge/stats.json").read_text()
+    )
     assert r["metrics"]["asd"] == {"log": None, "logodds": None, "brier": None, "accuracy": None}
     assert r["metrics"]["judge_accuracy"]["n"] == 5
     # symmetric debate: one run, stored under both cases, counted once
@@ -180,13 +201,20 @@ def test_second_run_makes_no_model_calls_and_changes_nothing(finished: Path) -> 
 
 
 def test_config_change_refused_unless_new(finished: Path) -> None:
-    with pytest.raises(ConfigError, match=r"holds results this config would change: 5 cells \(differs in: eps, parse_failures; e\.g\. NaiveJudge/.*--new"):
+    with pytest.raises(
+        ConfigError,
+        match=r"holds results this config would change: 5 cells \(differs in: eps, parse_failures; e\.g\. NaiveJudge/.*--new",
+    ):
         Experiment(_cfg(eps=1e-3, parse_failures="half"), questions=QUESTIONS, out=finished).run()
     with pytest.raises(ConfigError) as e:
         Experiment(_cfg(eps=1e-3, parse_failures="half"), questions=QUESTIONS, out=finished).run()
     assert f"`seerbench stats {finished} --eps X --parse-failures half|exclude` rescores" in str(e.value)
     with pytest.raises(ConfigError) as e:  # a change past scoring: no rescoring hint
-        Experiment(_cfg(eps=1e-3, elicitation={"order": ["verbalized"], "vote_samples": 3}), questions=QUESTIONS, out=finished).run()
+        Experiment(
+            _cfg(eps=1e-3, elicitation={"order": ["verbalized"], "vote_samples": 3}),
+            questions=QUESTIONS,
+            out=finished,
+        ).run()
     assert "rescores" not in str(e.value)
     # limit and concurrency do not change results: allowed
     Experiment(_cfg(limit=2, concurrency=1), questions=QUESTIONS, out=finished).prepare_out()
@@ -201,7 +229,12 @@ def test_half_policy_scores_failures_as_half(tmp_path: Path) -> None:
     out = tmp_path / "half"
     Experiment(_cfg(parse_failures="half", protocols=["Consultancy"]), questions=QUESTIONS, out=out).run()
     s = json.loads((out / CONS / "stats.json").read_text())
-    assert (s["n_scored"], s["n_excluded"], s["parse_failures"], s["parse_failure_policy"]) == (6, 0, 2, "half")
+    assert (s["n_scored"], s["n_excluded"], s["parse_failures"], s["parse_failure_policy"]) == (
+        6,
+        0,
+        2,
+        "half",
+    )
     q3 = _lines(out / CONS / "results.jsonl")[3]
     # q = (0.5, 0.5) in both cases: ASD = 0, judge accuracy 0.5 (a tie)
     assert q3["asd"]["log"] == 0.0 and q3["judge_accuracy"] == 0.5
@@ -216,7 +249,11 @@ def _qr(probs: dict[str, dict[str, float] | None], *, symmetric: bool = False) -
     q = QUESTIONS[0]
     runs = {}
     for a, p in probs.items():
-        v = Verdict(probabilities=p) if p is not None else Verdict.failure(raw="?", error="no probability found")
+        v = (
+            Verdict(probabilities=p)
+            if p is not None
+            else Verdict.failure(raw="?", error="no probability found")
+        )
         runs[a] = CaseRun(a, Transcript(question_id=q.id, protocol="P"), v)
     if symmetric:
         runs = {a: runs["A"] for a in "AB"}
@@ -224,7 +261,12 @@ def _qr(probs: dict[str, dict[str, float] | None], *, symmetric: bool = False) -
 
 
 def test_result_line_and_rescore() -> None:
-    ln = result_line(_qr({"A": {"A": 0.8, "B": 0.2}, "B": {"A": 0.4, "B": 0.6}}), {"protocol": "P"}, eps=1e-6, policy="exclude")
+    ln = result_line(
+        _qr({"A": {"A": 0.8, "B": 0.2}, "B": {"A": 0.4, "B": 0.6}}),
+        {"protocol": "P"},
+        eps=1e-6,
+        policy="exclude",
+    )
     assert ln["asd"]["log"] == pytest.approx(math.log(0.8 / 0.6))  # the seed's example
     assert ln["protocol"] == "P" and ln["question_id"] == "q0" and not ln["excluded"]
     # rescoring with another eps/beta changes only scores
@@ -238,7 +280,9 @@ def test_result_line_and_rescore() -> None:
 
 
 def test_run_stats_counts_failures_and_says_policy() -> None:
-    good = result_line(_qr({"A": {"A": 0.8, "B": 0.2}, "B": {"A": 0.4, "B": 0.6}}), {}, eps=1e-6, policy="exclude")
+    good = result_line(
+        _qr({"A": {"A": 0.8, "B": 0.2}, "B": {"A": 0.4, "B": 0.6}}), {}, eps=1e-6, policy="exclude"
+    )
     bad = result_line(_qr({"A": {"A": 0.8, "B": 0.2}, "B": None}), {}, eps=1e-6, policy="exclude")
     s = run_stats([good, bad], {"protocol": "P"}, eps=1e-6, policy="exclude", n_boot=100)
     assert (s["n_questions"], s["n_scored"], s["n_excluded"], s["parse_failures"]) == (2, 1, 1, 1)
@@ -247,7 +291,9 @@ def test_run_stats_counts_failures_and_says_policy() -> None:
     s = run_stats([good, bad], {}, eps=1e-6, policy="half", n_boot=100)
     # half: bad's B case is (0.5, 0.5): ASD = log 0.8 - log 0.5
     assert s["parse_failure_policy"] == "half" and s["n_scored"] == 2
-    assert s["metrics"]["asd"]["log"]["mean"] == pytest.approx((math.log(0.8 / 0.6) + math.log(0.8 / 0.5)) / 2)
+    assert s["metrics"]["asd"]["log"]["mean"] == pytest.approx(
+        (math.log(0.8 / 0.6) + math.log(0.8 / 0.5)) / 2
+    )
     # paired: a - b over the questions both scored
     lines_b = [dict(good, asd={**good["asd"], "log": 0.1})]
     d = paired([good], lines_b, "asd")
@@ -268,8 +314,17 @@ def test_cli_stats_json(finished: Path) -> None:
     data = json.loads(r.stdout)
     cells = {c["protocol"]: c for c in data["cells"]}
     # in the config's order, as `seerbench run` showed them (not by name)
-    assert list(cells) == ["NaiveJudge", "BlindTrust", "Consultancy_t1", "SimultaneousDebate_t1", "RandomConsultancy_t1"]
-    assert cells["Consultancy_t1"]["parse_failures"] == 2 and cells["Consultancy_t1"]["parse_failure_policy"] == "exclude"
+    assert list(cells) == [
+        "NaiveJudge",
+        "BlindTrust",
+        "Consultancy_t1",
+        "SimultaneousDebate_t1",
+        "RandomConsultancy_t1",
+    ]
+    assert (
+        cells["Consultancy_t1"]["parse_failures"] == 2
+        and cells["Consultancy_t1"]["parse_failure_policy"] == "exclude"
+    )
     assert data["paired"] == []
     # the same run rescored with the half policy
     r = runner.invoke(app, ["stats", str(finished), "--json", "--parse-failures", "half"])
@@ -281,7 +336,11 @@ def test_cli_stats_baseline(finished: Path) -> None:
     lines = _lines(finished / CONS / "results.jsonl")
     trues = {ln["question_id"]: _true(ln) for ln in lines}
     # Consultancy ASD = +-log(7/6); NaiveJudge (q = (0.55, 0.45)) ASD = +-log(11/9); same sign per question
-    per_q = {q: (1 if t == "A" else -1) * (math.log(7 / 6) - math.log(11 / 9)) for q, t in trues.items() if q != "q3"}
+    per_q = {
+        q: (1 if t == "A" else -1) * (math.log(7 / 6) - math.log(11 / 9))
+        for q, t in trues.items()
+        if q != "q3"
+    }
     r = runner.invoke(app, ["stats", str(finished), "--json", "--baseline", "NaiveJudge"])
     assert r.exit_code == 0, r.output
     cmp = {c["protocol"]: c for c in json.loads(r.stdout)["paired"]}
@@ -292,16 +351,24 @@ def test_cli_stats_baseline(finished: Path) -> None:
     acc = [0.5 - (1.0 if trues[q] == "A" else 0.0) for q in per_q]
     assert cmp["Consultancy_t1"]["accuracy_diff"]["mean"] == pytest.approx(sum(acc) / 5)
     # with --parse-failures half the pairs include q3 (ASD 0 under both)
-    r = runner.invoke(app, ["stats", str(finished), "--json", "--baseline", "NaiveJudge", "--parse-failures", "half"])
+    r = runner.invoke(
+        app, ["stats", str(finished), "--json", "--baseline", "NaiveJudge", "--parse-failures", "half"]
+    )
     cmp = {c["protocol"]: c for c in json.loads(r.stdout)["paired"]}
     assert cmp["Consultancy_t1"]["asd_diff"]["n"] == 6
     assert cmp["Consultancy_t1"]["asd_diff"]["mean"] == pytest.approx(sum(per_q.values()) / 6)
     # the table form
     r = runner.invoke(app, ["stats", str(finished), "--baseline", "NaiveJudge"])
     assert r.exit_code == 0 and "paired differences" in r.stdout and "ΔASD(log)" in r.stdout
-    assert "Not compared (no NaiveJudge cell with the same judge): BlindTrust/J_trust" in " ".join(r.stdout.split())
+    assert "Not compared (no NaiveJudge cell with the same judge): BlindTrust/J_trust" in " ".join(
+        r.stdout.split()
+    )
     r = runner.invoke(app, ["stats", str(finished), "--baseline", "BlindTrust"], terminal_width=300)
-    assert r.exit_code == 0 and "No paired differences: no cell shares a judge with a BlindTrust cell." in " ".join(r.stdout.split())
+    assert (
+        r.exit_code == 0
+        and "No paired differences: no cell shares a judge with a BlindTrust cell."
+        in " ".join(r.stdout.split())
+    )
 
 
 def test_cli_stats_errors(finished: Path, tmp_path: Path) -> None:
@@ -326,7 +393,10 @@ def test_cli_run_on_yaml(tmp_path: Path) -> None:
     r = runner.invoke(app, ["run", str(cfg), "--out", str(out), "--limit", "3", "--json"])
     assert r.exit_code == 0, r.output
     cells = json.loads(r.stdout)["cells"]
-    assert [c["cell"] for c in cells] == ["NaiveJudge/J_scripted-xp-judge", "SequentialDebate_t1/A_scripted-xp-agent_J_scripted-xp-judge"]
+    assert [c["cell"] for c in cells] == [
+        "NaiveJudge/J_scripted-xp-judge",
+        "SequentialDebate_t1/A_scripted-xp-agent_J_scripted-xp-judge",
+    ]
     assert all(s["n_questions"] == 3 for s in cells)
     # `stats --json` prints the same shape
     r2 = runner.invoke(app, ["stats", str(out), "--json"])
@@ -359,16 +429,25 @@ register_scripted("xp-flaky", _flaky_on_q2, replace=True)
 def test_a_model_that_is_down_stops_the_run_after_one_failed_batch(tmp_path: Path) -> None:
     from seerbench.errors import ModelUnavailableError
 
-    cfg = _cfg(judge_models=["scripted:xp-down"], protocols=["NaiveJudge"], concurrency=2, out=str(tmp_path / "o"))
+    cfg = _cfg(
+        judge_models=["scripted:xp-down"], protocols=["NaiveJudge"], concurrency=2, out=str(tmp_path / "o")
+    )
     with pytest.raises(ModelUnavailableError, match="first 2 questions all failed"):
         Experiment(cfg, questions=QUESTIONS).run()
 
 
 def test_a_failing_question_among_working_ones_is_skipped_and_retried_next_run(tmp_path: Path) -> None:
-    cfg = _cfg(judge_models=["scripted:xp-flaky"], protocols=["NaiveJudge"], concurrency=1, out=str(tmp_path / "o"))
+    cfg = _cfg(
+        judge_models=["scripted:xp-flaky"], protocols=["NaiveJudge"], concurrency=1, out=str(tmp_path / "o")
+    )
     [res] = Experiment(cfg, questions=QUESTIONS).run()
     assert res.n_errors == 1 and res.errors[0].startswith("q2:")
-    ids = [json.loads(x)["question_id"] for x in (tmp_path / "o" / "NaiveJudge" / "J_scripted-xp-flaky" / "results.jsonl").read_text().splitlines()]
+    ids = [
+        json.loads(x)["question_id"]
+        for x in (tmp_path / "o" / "NaiveJudge" / "J_scripted-xp-flaky" / "results.jsonl")
+        .read_text()
+        .splitlines()
+    ]
     assert ids == ["q0", "q1", "q3", "q4", "q5"]  # q2 not written, so a rerun tries it again
 
 
@@ -398,40 +477,68 @@ register_scripted("xp-unparsed", _no_number, replace=True)
 
 def test_parse_failures_that_decide_the_numbers_are_warned_about(tmp_path: Path) -> None:
     # questions 1 and 2 of 6 get a letter where a probability is asked: 2/6 > 10% left out
-    stats = Experiment(_cfg(judge_models=["scripted:xp-unparsed"], protocols=["NaiveJudge"]),
-                       questions=QUESTIONS, out=tmp_path / "a").run()[0].stats
+    stats = (
+        Experiment(
+            _cfg(judge_models=["scripted:xp-unparsed"], protocols=["NaiveJudge"]),
+            questions=QUESTIONS,
+            out=tmp_path / "a",
+        )
+        .run()[0]
+        .stats
+    )
     assert stats["n_scored"] == 4
     assert stats["diagnostics"]["warnings"][0] == (
         "2 of 6 questions (33%) left out for verdicts that failed to parse (e.g. 'verbalized: no probability found'), "
         "so the numbers are over the rest; the judge's answers do not fit the elicitation order: add logprobs or vote "
-        "to `elicitation.order`")
+        "to `elicitation.order`"
+    )
     # a judge that never gives a probability: nothing scored, said first
-    stats = Experiment(_cfg(judge_models=["scripted:coin"], protocols=["NaiveJudge"]),
-                       questions=QUESTIONS, out=tmp_path / "b").run()[0].stats
+    stats = (
+        Experiment(
+            _cfg(judge_models=["scripted:coin"], protocols=["NaiveJudge"]),
+            questions=QUESTIONS,
+            out=tmp_path / "b",
+        )
+        .run()[0]
+        .stats
+    )
     assert stats["n_scored"] == 0
-    assert stats["diagnostics"]["warnings"][0].startswith("no question scored: all 6 had a verdict that failed to parse")
+    assert stats["diagnostics"]["warnings"][0].startswith(
+        "no question scored: all 6 had a verdict that failed to parse"
+    )
     r = runner.invoke(app, ["stats", str(tmp_path / "b")], terminal_width=300)
     assert r.exit_code == 0 and "warning NaiveJudge/J_scripted-coin: no question scored" in r.output
     # the other tests' judge fails on question 3 only: 1 of 6 is over 10%, 0 of 3 is not
     one = Experiment(_cfg(protocols=["NaiveJudge"]), questions=QUESTIONS, out=tmp_path / "c").run()[0].stats
     assert one["diagnostics"]["warnings"][0].startswith("1 of 6 questions (17%) left out")
-    ok = Experiment(_cfg(protocols=["NaiveJudge"]), questions=QUESTIONS[:3], out=tmp_path / "d").run()[0].stats
+    ok = (
+        Experiment(_cfg(protocols=["NaiveJudge"]), questions=QUESTIONS[:3], out=tmp_path / "d").run()[0].stats
+    )
     assert not any("parse" in w for w in ok["diagnostics"]["warnings"])
 
 
 def test_run_table_says_when_the_folder_holds_more_questions_than_this_run(tmp_path: Path) -> None:
     cfg = tmp_path / "xp.yaml"
-    cfg.write_text(f"name: m\ndataset: {{name: arithmetic, n: 5}}\njudge_models: [{JUDGE}]\nprotocols: [NaiveJudge]\n"
-                   f"elicitation: {{order: [verbalized]}}\nn_boot: 100\nout: {tmp_path / 'out'}\n")
+    cfg.write_text(
+        f"name: m\ndataset: {{name: arithmetic, n: 5}}\njudge_models: [{JUDGE}]\nprotocols: [NaiveJudge]\n"
+        f"elicitation: {{order: [verbalized]}}\nn_boot: 100\nout: {tmp_path / 'out'}\n"
+    )
     r = runner.invoke(app, ["run", str(cfg)], terminal_width=300)
     assert r.exit_code == 0 and "The table counts" not in r.output
     r = runner.invoke(app, ["run", str(cfg), "--limit", "2"], terminal_width=300)
     assert r.exit_code == 0, r.output
-    assert "The table counts every question the folder holds (up to 5); this run's dataset and limit gave 2." in " ".join(r.output.split())
+    assert (
+        "The table counts every question the folder holds (up to 5); this run's dataset and limit gave 2."
+        in " ".join(r.output.split())
+    )
 
 
 def test_baseline_pairs_each_cell_with_the_baseline_cell_of_its_agent_and_n(tmp_path: Path) -> None:
-    exp = Experiment(_cfg(protocols=["Consultancy", "SimultaneousDebate"], best_of_n=[1, 2]), questions=QUESTIONS, out=tmp_path / "o")
+    exp = Experiment(
+        _cfg(protocols=["Consultancy", "SimultaneousDebate"], best_of_n=[1, 2]),
+        questions=QUESTIONS,
+        out=tmp_path / "o",
+    )
     exp.run()
     r = runner.invoke(app, ["stats", str(tmp_path / "o"), "--json", "--baseline", "Consultancy_t1"])
     assert r.exit_code == 0, r.output

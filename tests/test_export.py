@@ -43,7 +43,10 @@ register_scripted("export-agent", lambda messages, config, seed: "My side is rig
 
 
 def _question(i: int) -> Question:
-    cases = [AnswerCase(short="A", long=f"yes {i}", value=1.0), AnswerCase(short="B", long=f"no {i}", value=0.0)]
+    cases = [
+        AnswerCase(short="A", long=f"yes {i}", value=1.0),
+        AnswerCase(short="B", long=f"no {i}", value=0.0),
+    ]
     return Question(id=f"q{i}", text=f"This is question number {i}. Which is right?", answer_cases=cases)
 
 
@@ -61,11 +64,18 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def make_run(out: Path) -> Path:
     """The run these tests read (also tests/test_export_inspect.py's), written to ``out``."""
-    cfg = ExperimentConfig.parse({
-        "name": "export", "dataset": "arithmetic", "judge_models": [JUDGE], "agent_models": [AGENT],
-        "agent_tools": [[], ["calculator"]], "protocols": ["NaiveJudge", "BlindTrust", "Consultancy", "RandomConsultancy"],
-        "elicitation": {"order": ["verbalized"]}, "n_boot": 100,
-    })
+    cfg = ExperimentConfig.parse(
+        {
+            "name": "export",
+            "dataset": "arithmetic",
+            "judge_models": [JUDGE],
+            "agent_models": [AGENT],
+            "agent_tools": [[], ["calculator"]],
+            "protocols": ["NaiveJudge", "BlindTrust", "Consultancy", "RandomConsultancy"],
+            "elicitation": {"order": ["verbalized"]},
+            "n_boot": 100,
+        }
+    )
     Experiment(cfg, questions=QUESTIONS, out=out).run()
     return out
 
@@ -88,36 +98,95 @@ L = math.log
 # Per true option T: the t_ case (agent argued T) and the f_ case (agent argued the other one).
 CONSULTANCY = {
     "A": {
-        "t_p_true": 0.8, "t_choice": "A", "t_judge_log": L(0.8), "t_judge_brier": -0.08, "t_judge_accuracy": 1.0,
-        "t_agent_log": L(0.8), "t_agent_brier": -0.08, "t_agent_accuracy": 1.0,
-        "f_p_true": 0.3, "f_choice": "B", "f_judge_log": L(0.3), "f_judge_brier": -0.98, "f_judge_accuracy": 0.0,
-        "f_agent_log": L(0.7), "f_agent_brier": -0.18, "f_agent_accuracy": 1.0,
+        "t_p_true": 0.8,
+        "t_choice": "A",
+        "t_judge_log": L(0.8),
+        "t_judge_brier": -0.08,
+        "t_judge_accuracy": 1.0,
+        "t_agent_log": L(0.8),
+        "t_agent_brier": -0.08,
+        "t_agent_accuracy": 1.0,
+        "f_p_true": 0.3,
+        "f_choice": "B",
+        "f_judge_log": L(0.3),
+        "f_judge_brier": -0.98,
+        "f_judge_accuracy": 0.0,
+        "f_agent_log": L(0.7),
+        "f_agent_brier": -0.18,
+        "f_agent_accuracy": 1.0,
         # ASD = AS_T - AS_F
-        "asd_log": L(0.8) - L(0.7), "asd_logodds": L(0.8 / 0.2) - L(0.7 / 0.3), "asd_brier": 0.10, "asd_accuracy": 0.0,
+        "asd_log": L(0.8) - L(0.7),
+        "asd_logodds": L(0.8 / 0.2) - L(0.7 / 0.3),
+        "asd_brier": 0.10,
+        "asd_accuracy": 0.0,
         # beta 0: ASD > 0, so the free agent argues T; beta inf: the mean of both cases;
         # beta 1: p_T = sigmoid(log(0.8 / 0.7)) = 0.8 / 1.5
-        "jse_b0_log": L(0.8), "ase_b0_log": L(0.8),
-        "jse_binf_log": (L(0.8) + L(0.3)) / 2, "ase_binf_log": (L(0.8) + L(0.7)) / 2,
-        "jse_b1_log": 0.8 / 1.5 * L(0.8) + 0.7 / 1.5 * L(0.3), "ase_b1_log": 0.8 / 1.5 * L(0.8) + 0.7 / 1.5 * L(0.7),
+        "jse_b0_log": L(0.8),
+        "ase_b0_log": L(0.8),
+        "jse_binf_log": (L(0.8) + L(0.3)) / 2,
+        "ase_binf_log": (L(0.8) + L(0.7)) / 2,
+        "jse_b1_log": 0.8 / 1.5 * L(0.8) + 0.7 / 1.5 * L(0.3),
+        "ase_b1_log": 0.8 / 1.5 * L(0.8) + 0.7 / 1.5 * L(0.7),
         "judge_accuracy": 0.5,
     },
     "B": {
-        "t_p_true": 0.7, "t_choice": "B", "t_judge_log": L(0.7), "t_judge_brier": -0.18, "t_judge_accuracy": 1.0,
-        "t_agent_log": L(0.7), "t_agent_brier": -0.18, "t_agent_accuracy": 1.0,
-        "f_p_true": 0.2, "f_choice": "A", "f_judge_log": L(0.2), "f_judge_brier": -1.28, "f_judge_accuracy": 0.0,
-        "f_agent_log": L(0.8), "f_agent_brier": -0.08, "f_agent_accuracy": 1.0,
-        "asd_log": L(0.7) - L(0.8), "asd_logodds": L(0.7 / 0.3) - L(0.8 / 0.2), "asd_brier": -0.10, "asd_accuracy": 0.0,
+        "t_p_true": 0.7,
+        "t_choice": "B",
+        "t_judge_log": L(0.7),
+        "t_judge_brier": -0.18,
+        "t_judge_accuracy": 1.0,
+        "t_agent_log": L(0.7),
+        "t_agent_brier": -0.18,
+        "t_agent_accuracy": 1.0,
+        "f_p_true": 0.2,
+        "f_choice": "A",
+        "f_judge_log": L(0.2),
+        "f_judge_brier": -1.28,
+        "f_judge_accuracy": 0.0,
+        "f_agent_log": L(0.8),
+        "f_agent_brier": -0.08,
+        "f_agent_accuracy": 1.0,
+        "asd_log": L(0.7) - L(0.8),
+        "asd_logodds": L(0.7 / 0.3) - L(0.8 / 0.2),
+        "asd_brier": -0.10,
+        "asd_accuracy": 0.0,
         # beta 0: ASD < 0, so the free agent argues F; p_T(beta 1) = 0.7 / 1.5
-        "jse_b0_log": L(0.2), "ase_b0_log": L(0.8),
-        "jse_binf_log": (L(0.7) + L(0.2)) / 2, "ase_binf_log": (L(0.7) + L(0.8)) / 2,
-        "jse_b1_log": 0.7 / 1.5 * L(0.7) + 0.8 / 1.5 * L(0.2), "ase_b1_log": 0.7 / 1.5 * L(0.7) + 0.8 / 1.5 * L(0.8),
+        "jse_b0_log": L(0.2),
+        "ase_b0_log": L(0.8),
+        "jse_binf_log": (L(0.7) + L(0.2)) / 2,
+        "ase_binf_log": (L(0.7) + L(0.8)) / 2,
+        "jse_b1_log": 0.7 / 1.5 * L(0.7) + 0.8 / 1.5 * L(0.2),
+        "ase_b1_log": 0.7 / 1.5 * L(0.7) + 0.8 / 1.5 * L(0.8),
         "judge_accuracy": 0.5,
     },
 }
-CASE_SCORES = [f"{r}_{k}" for r in "tf" for k in ("p_true", "choice", "judge_log", "judge_brier", "judge_accuracy",
-                                                  "agent_log", "agent_brier", "agent_accuracy")]
-METRICS = ["asd_log", "asd_logodds", "asd_brier", "asd_accuracy", "jse_b0_log", "jse_b1_log", "jse_binf_log",
-           "ase_b0_log", "ase_b1_log", "ase_binf_log", "judge_accuracy"]
+CASE_SCORES = [
+    f"{r}_{k}"
+    for r in "tf"
+    for k in (
+        "p_true",
+        "choice",
+        "judge_log",
+        "judge_brier",
+        "judge_accuracy",
+        "agent_log",
+        "agent_brier",
+        "agent_accuracy",
+    )
+]
+METRICS = [
+    "asd_log",
+    "asd_logodds",
+    "asd_brier",
+    "asd_accuracy",
+    "jse_b0_log",
+    "jse_b1_log",
+    "jse_binf_log",
+    "ase_b0_log",
+    "ase_b1_log",
+    "ase_binf_log",
+    "judge_accuracy",
+]
 
 
 def _check(row: dict[str, Any], expected: dict[str, Any]) -> None:
@@ -133,9 +202,18 @@ def test_consultancy_rows_by_hand(run_dir: Path) -> None:
     for key, tools in ((CONS, ""), (CONS_CALC, "calculator")):
         rows = cells[key]
         assert [r["question_id"] for r in rows] == ["q0", "q1", "q2", "q3", "q4"]
-        assert {r["true_option"] for r in rows} == {"A", "B"}  # the binary view shuffles: both branches checked
+        assert {r["true_option"] for r in rows} == {
+            "A",
+            "B",
+        }  # the binary view shuffles: both branches checked
         for r in rows:
-            assert (r["protocol"], r["agent"], r["judge"], r["tools"], r["best_of_n"]) == ("Consultancy_t1", AGENT, JUDGE, tools, 1)
+            assert (r["protocol"], r["agent"], r["judge"], r["tools"], r["best_of_n"]) == (
+                "Consultancy_t1",
+                AGENT,
+                JUDGE,
+                tools,
+                1,
+            )
             assert r["true_answer"] == f"yes {r['question_id'][1]}" and r["chosen_case"] is None
             assert (r["eps"], r["parse_failure_policy"]) == (1e-6, "exclude")
             assert r["t_method"] == r["f_method"] == "verbalized"
@@ -162,21 +240,50 @@ def test_other_protocols_rows_by_hand(run_dir: Path) -> None:
             assert r["excluded"] is True and r["parse_failures"] == 1  # one verdict, counted once
             continue
         p = 0.6 if r["true_option"] == "A" else 0.4
-        _check(r, {"t_p_true": p, "f_p_true": p, "t_choice": "A", "f_choice": "A", "asd_log": L(p) - L(1 - p),
-                   "judge_accuracy": 1.0 if p > 0.5 else 0.0, "t_judge_brier": -2 * (1 - p) ** 2})
+        _check(
+            r,
+            {
+                "t_p_true": p,
+                "f_p_true": p,
+                "t_choice": "A",
+                "f_choice": "A",
+                "asd_log": L(p) - L(1 - p),
+                "judge_accuracy": 1.0 if p > 0.5 else 0.0,
+                "t_judge_brier": -2 * (1 - p) ** 2,
+            },
+        )
     # BlindTrust: the judge adopts the argued answer (P = 1 or 0, clipped to eps = 1e-6 for logs)
     for r in cells[TRUST]:
-        assert (r["judge"], r["agent"], r["t_method"], r["f_method"], r["excluded"]) == ("trust", None, "trust", "trust", False)
-        _check(r, {"t_p_true": 1.0, "f_p_true": 0.0, "t_judge_log": L(1 - 1e-6), "f_judge_log": L(1e-6),
-                   "f_agent_log": L(1 - 1e-6), "asd_log": 0.0, "asd_brier": 0.0, "judge_accuracy": 0.5,
-                   "jse_binf_log": (L(1 - 1e-6) + L(1e-6)) / 2})
+        assert (r["judge"], r["agent"], r["t_method"], r["f_method"], r["excluded"]) == (
+            "trust",
+            None,
+            "trust",
+            "trust",
+            False,
+        )
+        _check(
+            r,
+            {
+                "t_p_true": 1.0,
+                "f_p_true": 0.0,
+                "t_judge_log": L(1 - 1e-6),
+                "f_judge_log": L(1e-6),
+                "f_agent_log": L(1 - 1e-6),
+                "asd_log": 0.0,
+                "asd_brier": 0.0,
+                "judge_accuracy": 0.5,
+                "jse_binf_log": (L(1 - 1e-6) + L(1e-6)) / 2,
+            },
+        )
     # RandomConsultancy: only the case the coin chose ran; no ASD
     random_cells = [k for k in cells if k.startswith("RandomConsultancy")]
     assert len(random_cells) == 2
     for r in cells[random_cells[0]]:
         assert r["asd_log"] is None and r["chosen_case"] in ("A", "B")
         ran, empty = ("t", "f") if r["chosen_case"] == r["true_option"] else ("f", "t")
-        assert all(r[f"{empty}_{k}"] is None for k in ("p_true", "choice", "judge_log", "agent_log", "method"))
+        assert all(
+            r[f"{empty}_{k}"] is None for k in ("p_true", "choice", "judge_log", "agent_log", "method")
+        )
         if r["question_id"] == "q2":
             assert r["excluded"] is True and r[f"{ran}_parse_status"] == "failed"
             continue
@@ -193,10 +300,14 @@ def _parse(value: str, kind: str) -> Any:
     return {"str": str, "int": int, "float": float}[kind](value)
 
 
-def test_csv_through_the_cli(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_csv_through_the_cli(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     rows = export_rows(run_dir).rows
     target = tmp_path / "flat.csv"
-    code, out, err = run_main(["export", str(run_dir), "--format", "csv", "--out", str(target)], capsys, monkeypatch)
+    code, out, err = run_main(
+        ["export", str(run_dir), "--format", "csv", "--out", str(target)], capsys, monkeypatch
+    )
     assert (code, err) == (0, "") and out == f"wrote 30 row(s) from 6 cell(s) to {target}\n"
     with target.open(newline="") as f:
         reader = csv.reader(f)
@@ -212,46 +323,61 @@ def test_csv_through_the_cli(run_dir: Path, tmp_path: Path, capsys: pytest.Captu
     assert not list(run_dir.glob("export.*"))  # --out given: nothing written into the run folder
 
 
-def test_default_out_quiet_json_and_stdout(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_out_quiet_json_and_stdout(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     run = _copy(run_dir, tmp_path)
     code, out, err = run_main(["-q", "export", str(run)], capsys, monkeypatch)
     assert (code, out, err) == (0, "", "")
     assert (run / "export.csv").read_text() == to_csv(export_rows(run).rows)
     code, out, _ = run_main(["export", str(run), "--json"], capsys, monkeypatch)
-    assert code == 0 and json.loads(out) == {"out": str(run / "export.csv"), "format": "csv", "rows": 30, "cells": 6,
-                                             "skipped_lines": {}}
+    assert code == 0 and json.loads(out) == {
+        "out": str(run / "export.csv"),
+        "format": "csv",
+        "rows": 30,
+        "cells": 6,
+        "skipped_lines": {},
+    }
     code, out, err = run_main(["export", str(run), "--out", "-"], capsys, monkeypatch)
     assert code == 0 and out == (run / "export.csv").read_text()
     assert err == "wrote 30 row(s) from 6 cell(s) to stdout\n"
 
 
-def test_parquet(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parquet(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
     rows = export_rows(run_dir).rows
     target = tmp_path / "flat.parquet"
-    code, out, _ = run_main(["export", str(run_dir), "--out", str(target)], capsys, monkeypatch)  # format from the suffix
+    code, out, _ = run_main(
+        ["export", str(run_dir), "--out", str(target)], capsys, monkeypatch
+    )  # format from the suffix
     assert code == 0 and out == f"wrote 30 row(s) from 6 cell(s) to {target}\n"
     table = pq.read_table(target)
     assert table.column_names == list(COLUMNS)
     kinds = dict(SCHEMA)
     assert {c: str(table.schema.field(c).type) for c in COLUMNS} == {
-        c: {"str": "string", "int": "int64", "float": "double", "bool": "bool"}[kinds[c]] for c in COLUMNS}
+        c: {"str": "string", "int": "int64", "float": "double", "bool": "bool"}[kinds[c]] for c in COLUMNS
+    }
     assert table.to_pylist() == rows
 
 
-def test_parquet_without_pyarrow_is_one_line(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parquet_without_pyarrow_is_one_line(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # makes `import pyarrow` fail
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     target = tmp_path / "x.parquet"
-    code, _, err = run_main(["export", str(run_dir), "--format", "parquet", "--out", str(target)], capsys, monkeypatch)
+    code, _, err = run_main(
+        ["export", str(run_dir), "--format", "parquet", "--out", str(target)], capsys, monkeypatch
+    )
     assert code == 2 and "pip install 'seerbench[parquet]'" in one_line_error(err)
     assert not target.exists()
 
 
-def test_torn_last_line_is_skipped_and_reported(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_torn_last_line_is_skipped_and_reported(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     run = _copy(run_dir, tmp_path)
     results = run / CONS / "results.jsonl"
     lines = results.read_text().splitlines(keepends=True)
@@ -269,8 +395,9 @@ def test_torn_last_line_is_skipped_and_reported(run_dir: Path, tmp_path: Path, c
     assert json.loads(out)["skipped_lines"] == {CONS: 1}
 
 
-def test_user_errors_are_one_line(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_user_errors_are_one_line(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     def error(*argv: str) -> str:
         code, _, err = run_main(["export", *argv], capsys, monkeypatch)
         assert code == 2, err
@@ -278,16 +405,22 @@ def test_user_errors_are_one_line(run_dir: Path, tmp_path: Path, capsys: pytest.
 
     assert "no experiment.json" in error(str(tmp_path))
     assert "is not a folder" in error(str(tmp_path / "missing"))
-    assert "--format must be one of csv, parquet, inspect; got 'xlsx'" in error(str(run_dir), "--format", "xlsx")
+    assert "--format must be one of csv, parquet, inspect; got 'xlsx'" in error(
+        str(run_dir), "--format", "xlsx"
+    )
     assert "stdout" in error(str(run_dir), "--format", "parquet", "--out", "-")
     # a CSV under another format's name (it was written silently)
     for name in ("x.parquet", "x.xlsx"):
         msg = error(str(run_dir), "--format", "csv", "--out", str(tmp_path / name))
         assert "does not end like a csv file (.csv)" in msg and not (tmp_path / name).exists()
-    assert "does not end like a parquet file" in error(str(run_dir), "--format", "parquet", "--out", str(tmp_path / "x.csv"))
+    assert "does not end like a parquet file" in error(
+        str(run_dir), "--format", "parquet", "--out", str(tmp_path / "x.csv")
+    )
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
-    assert error(str(run_dir), "--out", str(blocker / "flat.csv")).startswith(f"error: cannot write {blocker / 'flat.csv'}: ")
+    assert error(str(run_dir), "--out", str(blocker / "flat.csv")).startswith(
+        f"error: cannot write {blocker / 'flat.csv'}: "
+    )
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "experiment.json").write_text((run_dir / "experiment.json").read_text())
@@ -301,7 +434,10 @@ def test_csv_quotes_awkward_text() -> None:
     row.update(cell="P/J", question_id='q,"1"\nx', excluded=False, true_answer="a, b")
     text = to_csv([row])
     back = list(csv.reader(io.StringIO(text)))
-    assert back[1][COLUMNS.index("question_id")] == 'q,"1"\nx' and back[1][COLUMNS.index("true_answer")] == "a, b"
+    assert (
+        back[1][COLUMNS.index("question_id")] == 'q,"1"\nx'
+        and back[1][COLUMNS.index("true_answer")] == "a, b"
+    )
     assert back[1][COLUMNS.index("excluded")] == "false" and back[1][COLUMNS.index("asd_log")] == ""
 
 

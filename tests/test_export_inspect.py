@@ -94,7 +94,9 @@ def test_scores_equal_the_run(run_dir: Path, exported: Path) -> None:
         acc = next(s for s in log.results.scores if s.name == "judge_accuracy")
         want = cell["metrics"]["judge_accuracy"]
         assert acc.metrics["mean"].value == pytest.approx(want["mean"])
-        assert (acc.metrics["ci_low"].value, acc.metrics["ci_high"].value) == pytest.approx((want["ci_low"], want["ci_high"]))
+        assert (acc.metrics["ci_low"].value, acc.metrics["ci_high"].value) == pytest.approx(
+            (want["ci_low"], want["ci_high"])
+        )
         assert acc.scored_samples == cell["n_scored"]
         assert acc.unscored_samples == 5 - cell["n_scored"]
         assert log.samples is not None
@@ -125,20 +127,28 @@ def test_transcript_as_messages(exported: Path) -> None:
 def test_inspect_cli_reads_the_logs(exported: Path) -> None:
     """Inspect's own command line dumps a log (what `inspect view` serves)."""
     inspect_bin = Path(sys.executable).parent / "inspect"
-    res = subprocess.run([str(inspect_bin), "log", "dump", str(_log_of(exported, CONS))],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [str(inspect_bin), "log", "dump", str(_log_of(exported, CONS))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     assert len(json.loads(res.stdout)["samples"]) == 5
 
 
-def test_cli(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     run = tmp_path / "run"
     shutil.copytree(run_dir, run)
     code, out, _ = run_main(["export", str(run), "--format", "inspect", "--json"], capsys, monkeypatch)
     assert code == 0
     d = json.loads(out)
     assert d["out"] == str(run / "inspect") and d["cells"] == 6 and d["samples"] == 30
-    assert sorted(p.name for p in (run / "inspect").glob("*.eval")) == sorted(Path(p).name for p in d["logs"].values())
+    assert sorted(p.name for p in (run / "inspect").glob("*.eval")) == sorted(
+        Path(p).name for p in d["logs"].values()
+    )
     code, _, err = run_main(["export", str(run), "-f", "inspect", "--out", "-"], capsys, monkeypatch)
     assert code == 2 and "folder" in one_line_error(err)
     a_file = tmp_path / "x.txt"
@@ -152,8 +162,9 @@ def test_cli(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], 
     assert code == 2 and "seerbench[inspect]" in one_line_error(err)
 
 
-def test_torn_line_is_skipped_and_reported(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_torn_line_is_skipped_and_reported(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     run = tmp_path / "run"
     shutil.copytree(run_dir, run)
     f = run / CONS / "results.jsonl"

@@ -61,24 +61,42 @@ def _setup(tmp_path: Path, tag: str, **cfg: Any) -> Path:
     """A config folder holding a plugin file in a subfolder and a config naming it by path."""
     (tmp_path / "lib").mkdir(parents=True, exist_ok=True)
     (tmp_path / "lib" / f"plug_{tag}.py").write_text(textwrap.dedent(PLUGIN.format(tag=tag)))
-    raw = {"name": "ext", "plugins": [f"lib/plug_{tag}.py"], "dataset": {"name": "arithmetic", "n": 3, "seed": 0},
-           "judge_models": ["scripted:coin"], "agent_models": ["scripted:coin"], "protocols": [f"TwoVoices{tag}"],
-           "elicitation": {"order": ["verbalized"]}, "n_boot": 100, "out": str(tmp_path / "out"), **cfg}
+    raw = {
+        "name": "ext",
+        "plugins": [f"lib/plug_{tag}.py"],
+        "dataset": {"name": "arithmetic", "n": 3, "seed": 0},
+        "judge_models": ["scripted:coin"],
+        "agent_models": ["scripted:coin"],
+        "protocols": [f"TwoVoices{tag}"],
+        "elicitation": {"order": ["verbalized"]},
+        "n_boot": 100,
+        "out": str(tmp_path / "out"),
+        **cfg,
+    }
     p = tmp_path / "xp.yaml"
     p.write_text(yaml.safe_dump(raw))
     return p
 
 
 def test_a_plugin_protocol_and_judge_run_from_the_cli(tmp_path: Path) -> None:
-    cfg = _setup(tmp_path, "a", judge_models=["scripted:coin", {"class": "lib/plug_a.py:HalfJudge", "label": "h"}])
+    cfg = _setup(
+        tmp_path, "a", judge_models=["scripted:coin", {"class": "lib/plug_a.py:HalfJudge", "label": "h"}]
+    )
     r = runner.invoke(app, ["run", str(cfg), "--json"])
     assert r.exit_code == 0, r.output
     cells = {c["cell"]: c for c in json.loads(r.stdout)["cells"]}
-    assert set(cells) == {"TwoVoicesa/A_scripted-coin_J_scripted-coin", "TwoVoicesa/A_scripted-coin_J_HalfJudge-label-h"}
+    assert set(cells) == {
+        "TwoVoicesa/A_scripted-coin_J_scripted-coin",
+        "TwoVoicesa/A_scripted-coin_J_HalfJudge-label-h",
+    }
     half = cells["TwoVoicesa/A_scripted-coin_J_HalfJudge-label-h"]
     # P = 1/2 for both options whatever was argued: ASD = log(1/2) - log(1/2) = 0, accuracy 1/2 (a tie)
     assert half["metrics"]["asd"]["log"]["mean"] == 0.0 and half["metrics"]["judge_accuracy"]["mean"] == 0.5
-    line = json.loads((tmp_path / "out" / "TwoVoicesa" / "A_scripted-coin_J_HalfJudge-label-h" / "results.jsonl").read_text().splitlines()[0])
+    line = json.loads(
+        (tmp_path / "out" / "TwoVoicesa" / "A_scripted-coin_J_HalfJudge-label-h" / "results.jsonl")
+        .read_text()
+        .splitlines()[0]
+    )
     assert [t["speaker"] for t in line["answer_cases"][0]["case_probs"]["transcript"]] == ["c", "c"]
 
 
@@ -100,7 +118,9 @@ def test_a_plugin_keyword_that_the_folder_name_does_not_show_is_added_to_it(tmp_
 def test_editing_a_plugin_is_a_config_change(tmp_path: Path) -> None:
     cfg = _setup(tmp_path, "b")
     Experiment(ExperimentConfig.from_yaml(cfg)).run()
-    ident = json.loads((tmp_path / "out" / "TwoVoicesb" / "A_scripted-coin_J_scripted-coin" / "cell.json").read_text())["identity"]
+    ident = json.loads(
+        (tmp_path / "out" / "TwoVoicesb" / "A_scripted-coin_J_scripted-coin" / "cell.json").read_text()
+    )["identity"]
     assert list(ident["code"]) == [next(k for k in ident["code"] if k.endswith(":TwoVoices"))]
     plugin = tmp_path / "lib" / "plug_b.py"
     plugin.write_text(plugin.read_text() + "\n# a change to the protocol's module\n")
@@ -108,13 +128,22 @@ def test_editing_a_plugin_is_a_config_change(tmp_path: Path) -> None:
         Experiment(ExperimentConfig.from_yaml(cfg)).run()
 
 
-@pytest.mark.parametrize("tag, entry, needle", [
-    ("c1", {"class": "lib/plug_c1.py:HalfJudge", "colour": "red"}, "unknown argument(s) colour; it takes: label"),
-    ("c2", {"class": "lib/plug_c2.py:NotAJudge"}, "is not a judge"),
-    ("c3", {"class": "lib/plug_c3.py:Missing"}, "has no 'Missing'"),
-    ("c4", {"class": "NoSuchJudge"}, "unknown judge 'NoSuchJudge'; known judges: ModelJudge, TrustJudge"),
-])
-def test_bad_class_entries_are_refused_when_the_config_is_read(tmp_path: Path, tag: str, entry: dict[str, Any], needle: str) -> None:
+@pytest.mark.parametrize(
+    "tag, entry, needle",
+    [
+        (
+            "c1",
+            {"class": "lib/plug_c1.py:HalfJudge", "colour": "red"},
+            "unknown argument(s) colour; it takes: label",
+        ),
+        ("c2", {"class": "lib/plug_c2.py:NotAJudge"}, "is not a judge"),
+        ("c3", {"class": "lib/plug_c3.py:Missing"}, "has no 'Missing'"),
+        ("c4", {"class": "NoSuchJudge"}, "unknown judge 'NoSuchJudge'; known judges: ModelJudge, TrustJudge"),
+    ],
+)
+def test_bad_class_entries_are_refused_when_the_config_is_read(
+    tmp_path: Path, tag: str, entry: dict[str, Any], needle: str
+) -> None:
     cfg = _setup(tmp_path, tag, judge_models=[entry])
     r = runner.invoke(app, ["run", str(cfg)])
     assert isinstance(r.exception, SeerbenchError) and needle in str(r.exception), r.output
@@ -124,7 +153,9 @@ def test_bad_class_entries_are_refused_when_the_config_is_read(tmp_path: Path, t
 def test_a_missing_plugin_is_one_line(tmp_path: Path) -> None:
     cfg = _setup(tmp_path, "d", plugins=["no_such_plugin_module"])
     r = runner.invoke(app, ["run", str(cfg)])
-    assert isinstance(r.exception, ConfigError) and str(r.exception).startswith("plugin module 'no_such_plugin_module' not found")
+    assert isinstance(r.exception, ConfigError) and str(r.exception).startswith(
+        "plugin module 'no_such_plugin_module' not found"
+    )
     assert "\n" not in str(r.exception)
 
 
@@ -138,20 +169,43 @@ def test_two_plugin_files_registering_one_name_conflict(tmp_path: Path) -> None:
 
 def test_open_consultancy_runs_with_best_of_n(tmp_path: Path) -> None:
     # 0.1 aborted the whole experiment: "OpenConsultancy needs a model agent..." (BestOfNAgent had no model)
-    cfg = ExperimentConfig.parse({"name": "oc", "dataset": {"name": "arithmetic", "n": 2, "seed": 0},
-                                  "judge_models": ["scripted:coin"], "agent_models": ["scripted:coin"], "best_of_n": [2],
-                                  "protocols": ["OpenConsultancy"], "elicitation": {"order": ["verbalized"]},
-                                  "n_boot": 100, "out": str(tmp_path / "o")})
+    cfg = ExperimentConfig.parse(
+        {
+            "name": "oc",
+            "dataset": {"name": "arithmetic", "n": 2, "seed": 0},
+            "judge_models": ["scripted:coin"],
+            "agent_models": ["scripted:coin"],
+            "best_of_n": [2],
+            "protocols": ["OpenConsultancy"],
+            "elicitation": {"order": ["verbalized"]},
+            "n_boot": 100,
+            "out": str(tmp_path / "o"),
+        }
+    )
     [res] = Experiment(cfg).run()
-    assert res.spec.key == "OpenConsultancy_t1/A_scripted-coin_bo2_J_scripted-coin" and res.n_done == 2 and res.n_errors == 0
+    assert (
+        res.spec.key == "OpenConsultancy_t1/A_scripted-coin_bo2_J_scripted-coin"
+        and res.n_done == 2
+        and res.n_errors == 0
+    )
 
 
 def test_open_consultancy_with_an_agent_without_beliefs_is_refused_naming_the_cell(tmp_path: Path) -> None:
-    cfg = ExperimentConfig.parse({"name": "oc", "dataset": {"name": "arithmetic", "n": 2, "seed": 0},
-                                  "judge_models": ["scripted:coin"], "agent_models": ["replay"],
-                                  "protocols": ["NaiveJudge", "OpenConsultancy"], "out": str(tmp_path / "o")})
-    with pytest.raises(ConfigError, match=r"^cell OpenConsultancy_t1/A_replay_J_scripted-coin: OpenConsultancy needs an agent "
-                                          r"that can state its belief; replay \(ReplayAgent\) cannot$"):
+    cfg = ExperimentConfig.parse(
+        {
+            "name": "oc",
+            "dataset": {"name": "arithmetic", "n": 2, "seed": 0},
+            "judge_models": ["scripted:coin"],
+            "agent_models": ["replay"],
+            "protocols": ["NaiveJudge", "OpenConsultancy"],
+            "out": str(tmp_path / "o"),
+        }
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"^cell OpenConsultancy_t1/A_replay_J_scripted-coin: OpenConsultancy needs an agent "
+        r"that can state its belief; replay \(ReplayAgent\) cannot$",
+    ):
         Experiment(cfg).run()
     assert not (tmp_path / "o").exists()
 
@@ -184,7 +238,9 @@ def test_entry_point_plugins_are_imported_on_a_miss(tmp_path: Path, monkeypatch:
 
             return importlib.import_module(self.value)
 
-    monkeypatch.setattr(plugins, "entry_points", lambda group: [FakeEP()] if group == plugins.ENTRY_POINT_GROUP else [])
+    monkeypatch.setattr(
+        plugins, "entry_points", lambda group: [FakeEP()] if group == plugins.ENTRY_POINT_GROUP else []
+    )
     monkeypatch.setattr(plugins, "_entry_points_loaded", False)
     from seerbench.protocols import get_protocol
 
@@ -223,12 +279,26 @@ def test_register_dataset_makes_a_config_name(tmp_path: Path) -> None:
     @register_dataset("tiny-test-set", replace=True)
     def tiny(n: int = 2) -> list[Question]:
         """Two tiny questions."""
-        return [Question(id=f"t{i}", text=f"Is {i} even?", answer_cases=[
-            AnswerCase(short="A", long="yes", value=float(i % 2 == 0)), AnswerCase(short="B", long="no", value=float(i % 2))])
-            for i in range(n)]
+        return [
+            Question(
+                id=f"t{i}",
+                text=f"Is {i} even?",
+                answer_cases=[
+                    AnswerCase(short="A", long="yes", value=float(i % 2 == 0)),
+                    AnswerCase(short="B", long="no", value=float(i % 2)),
+                ],
+            )
+            for i in range(n)
+        ]
 
-    cfg = ExperimentConfig.parse({"dataset": {"name": "tiny-test-set", "n": 3}, "judge_models": ["scripted:coin"],
-                                  "protocols": ["NaiveJudge"], "out": str(tmp_path / "o")})
+    cfg = ExperimentConfig.parse(
+        {
+            "dataset": {"name": "tiny-test-set", "n": 3},
+            "judge_models": ["scripted:coin"],
+            "protocols": ["NaiveJudge"],
+            "out": str(tmp_path / "o"),
+        }
+    )
     assert [q.id for q in Experiment(cfg).questions()] == ["t0", "t1", "t2"]
     from seerbench.datasets import get_dataset
 
@@ -246,13 +316,22 @@ def test_the_public_api_resolves() -> None:
         _ = seerbench.NoSuchThing
 
 
-@pytest.mark.parametrize("plugin, judge_ref", [("./plug_{tag}.py", "plug_{tag}:HalfJudge"), ("plug_{tag}", "./plug_{tag}.py:HalfJudge")])
-def test_a_plugin_named_by_path_and_by_module_is_one_module(tmp_path: Path, plugin: str, judge_ref: str) -> None:
+@pytest.mark.parametrize(
+    "plugin, judge_ref",
+    [("./plug_{tag}.py", "plug_{tag}:HalfJudge"), ("plug_{tag}", "./plug_{tag}.py:HalfJudge")],
+)
+def test_a_plugin_named_by_path_and_by_module_is_one_module(
+    tmp_path: Path, plugin: str, judge_ref: str
+) -> None:
     # the file is imported once: a second copy would register its protocols again and clash
     tag = "pm" if plugin.startswith(".") else "mp"
     (tmp_path / f"plug_{tag}.py").write_text(textwrap.dedent(PLUGIN.format(tag=tag)))
-    cfg = _setup(tmp_path, tag, plugins=[plugin.format(tag=tag)],
-                 judge_models=[{"class": judge_ref.format(tag=tag), "label": "h"}])
+    cfg = _setup(
+        tmp_path,
+        tag,
+        plugins=[plugin.format(tag=tag)],
+        judge_models=[{"class": judge_ref.format(tag=tag), "label": "h"}],
+    )
     r = runner.invoke(app, ["run", str(cfg), "--json"])
     assert r.exit_code == 0, r.output
     (cell,) = json.loads(r.stdout)["cells"]

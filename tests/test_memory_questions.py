@@ -17,7 +17,9 @@ from seerbench.types import AnswerCase, Question
 
 
 def _q(qid: str, n_true: int = 1, source: str | None = None) -> Question:
-    cases = [AnswerCase(short=s, long=f"option {s}", value=1.0 if i < n_true else 0.0) for i, s in enumerate("ABC")]
+    cases = [
+        AnswerCase(short=s, long=f"option {s}", value=1.0 if i < n_true else 0.0) for i, s in enumerate("ABC")
+    ]
     return Question(id=qid, text=f"question {qid}?", answer_cases=cases, source_text=source)
 
 
@@ -57,22 +59,32 @@ def test_store_limit_skips_and_errors() -> None:
 
 def test_iter_dataset_checks_like_load_dataset() -> None:
     assert list(iter_dataset("arithmetic", n=5, seed=1)) == list(load_dataset("arithmetic", n=5, seed=1))
-    for bad, message in (({"n": -1}, "n must be >= 0"), ({"k": 11}, "k must be between 2 and 10"),
-                         ({"size": 3}, "has no option")):
+    for bad, message in (
+        ({"n": -1}, "n must be >= 0"),
+        ({"k": 11}, "k must be between 2 and 10"),
+        ({"size": 3}, "has no option"),
+    ):
         with pytest.raises(ConfigError, match=message):
             iter_dataset("arithmetic", **bad)  # raised at the call, not at the first question
         with pytest.raises(ConfigError, match=message):
             load_dataset("arithmetic", **bad)
     # a dataset without a lazy form is loaded as before
-    assert [q.id for q in iter_dataset("reading", n=3, seed=0)] == [q.id for q in load_dataset("reading", n=3, seed=0)]
+    assert [q.id for q in iter_dataset("reading", n=3, seed=0)] == [
+        q.id for q in load_dataset("reading", n=3, seed=0)
+    ]
 
 
 @pytest.mark.slow
 def test_experiment_questions_do_not_hold_the_dataset() -> None:
     """5,000 arithmetic questions take ~17 MB as a list of objects; the run's store keeps their
     ids and offsets (~100 bytes each) and reads the JSON back from disk."""
-    cfg = ExperimentConfig.parse({"dataset": {"name": "arithmetic", "n": 5_000, "seed": 0},
-                                  "judge_models": ["scripted:coin"], "protocols": ["NaiveJudge"]})
+    cfg = ExperimentConfig.parse(
+        {
+            "dataset": {"name": "arithmetic", "n": 5_000, "seed": 0},
+            "judge_models": ["scripted:coin"],
+            "protocols": ["NaiveJudge"],
+        }
+    )
     tracemalloc.start()
     try:
         as_list = list(load_dataset("arithmetic", n=5_000, seed=0))

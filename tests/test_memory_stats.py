@@ -64,6 +64,7 @@ def test_summarize_many_equals_summarize_per_column(monkeypatch: pytest.MonkeyPa
 
 # ---- a real run's results, then the readers over them ------------------------------------------
 
+
 def _judge(messages: Any, config: Any, seed: int | None) -> str:
     # P(first option) from the question text, so the values vary from question to question
     text = messages[-1].content
@@ -76,12 +77,19 @@ register_scripted("mem-judge", _judge, replace=True)
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("memrun") / "run"
-    cfg = ExperimentConfig.parse({
-        "name": "mem", "dataset": {"name": "arithmetic", "n": 1500, "seed": 1},
-        "judge_models": ["scripted:mem-judge"], "agent_models": ["scripted:mem-judge"],
-        "protocols": ["NaiveJudge", "BlindTrust"], "elicitation": {"order": ["verbalized"]},
-        "concurrency": 16, "n_boot": 100, "out": str(out),
-    })
+    cfg = ExperimentConfig.parse(
+        {
+            "name": "mem",
+            "dataset": {"name": "arithmetic", "n": 1500, "seed": 1},
+            "judge_models": ["scripted:mem-judge"],
+            "agent_models": ["scripted:mem-judge"],
+            "protocols": ["NaiveJudge", "BlindTrust"],
+            "elicitation": {"order": ["verbalized"]},
+            "concurrency": 16,
+            "n_boot": 100,
+            "out": str(out),
+        }
+    )
     Experiment(cfg).run()
     return out
 
@@ -105,9 +113,12 @@ def test_streamed_stats_match_the_definition(run_dir: Path) -> None:
         assert s["n_questions"] == 1500
         assert s["metrics"]["asd"]["log"]["mean"] == pytest.approx(float(asd.mean()), rel=1e-12)
         assert (s["metrics"]["asd"]["log"]["ci_low"], s["metrics"]["asd"]["log"]["ci_high"]) == pytest.approx(
-            _reference_ci(asd, 100, 0), rel=1e-12)
-        assert (s["metrics"]["judge_accuracy"]["ci_low"], s["metrics"]["judge_accuracy"]["ci_high"]) == pytest.approx(
-            _reference_ci(acc, 100, 0), rel=1e-12)
+            _reference_ci(asd, 100, 0), rel=1e-12
+        )
+        assert (
+            s["metrics"]["judge_accuracy"]["ci_low"],
+            s["metrics"]["judge_accuracy"]["ci_high"],
+        ) == pytest.approx(_reference_ci(acc, 100, 0), rel=1e-12)
     # the same lines given whole, as a generator, or gathered one at a time give one record
     meta = {"cell": "x"}
     whole = run_stats(lines, meta, eps=1e-6, policy="exclude", n_boot=100)
@@ -176,8 +187,12 @@ def test_finalise_orders_dedups_and_cuts_torn_lines(tmp_path: Path) -> None:
     seen: list[dict[str, object]] = []
     _finalise(path, ["a", "b", "c", "d"], seen.append)
     # dataset order, the first line of a duplicate, unknown ids last (by id), junk dropped
-    expected = [{"question_id": "a", "v": 1}, {"question_id": "b", "v": 2}, {"question_id": "c", "v": 0},
-                {"question_id": "z", "v": 4}]
+    expected = [
+        {"question_id": "a", "v": 1},
+        {"question_id": "b", "v": 2},
+        {"question_id": "c", "v": 0},
+        {"question_id": "z", "v": 4},
+    ]
     assert [json.loads(x) for x in path.read_text().splitlines()] == expected
     assert seen == expected
     before = path.stat().st_mtime_ns

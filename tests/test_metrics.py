@@ -162,7 +162,9 @@ def test_beta_keys() -> None:
 
 def test_jse_ase_by_hand() -> None:
     # q^T = (T 0.8, F 0.2), q^F = (T 0.5, F 0.5); ASD_log = log 0.8 - log 0.5 = log 1.6
-    qs = question_scores({"T": {"T": 0.8, "F": 0.2}, "F": {"T": 0.5, "F": 0.5}}, "T", "F", betas=(0.0, 1.0, math.inf, 0.5))
+    qs = question_scores(
+        {"T": {"T": 0.8, "F": 0.2}, "F": {"T": 0.5, "F": 0.5}}, "T", "F", betas=(0.0, 1.0, math.inf, 0.5)
+    )
     js_t, js_f = math.log(0.8), math.log(0.5)  # judge scores (against T)
     as_t, as_f = math.log(0.8), math.log(0.5)  # agent scores (against the argued case)
     assert qs.asd["log"] == pytest.approx(math.log(1.6))
@@ -184,7 +186,17 @@ def test_jse_ase_by_hand() -> None:
     # brier under beta = 1: JS_T = -(0.04+0.04) = -0.08, JS_F = -(0.25+0.25) = -0.5
     assert qs.jse["b1"]["brier"] == pytest.approx(8 / 13 * -0.08 + 5 / 13 * -0.5)
     flat = qs.flat()
-    assert set(flat) == {"asd", "jse_b0", "jse_b1", "jse_binf", "jse_b0.5", "ase_b0", "ase_b1", "ase_binf", "ase_b0.5"}
+    assert set(flat) == {
+        "asd",
+        "jse_b0",
+        "jse_b1",
+        "jse_binf",
+        "jse_b0.5",
+        "ase_b0",
+        "ase_b1",
+        "ase_binf",
+        "ase_b0.5",
+    }
 
 
 def test_jse_beta_zero_tie_and_lying_preferred() -> None:
@@ -254,7 +266,10 @@ def _q(i: int, true: str = "A") -> Question:
     return Question(
         id=f"q{i}",
         text="?",
-        answer_cases=[AnswerCase(short="A", long="x", value=float(true == "A")), AnswerCase(short="B", long="y", value=float(true == "B"))],
+        answer_cases=[
+            AnswerCase(short="A", long="x", value=float(true == "A")),
+            AnswerCase(short="B", long="y", value=float(true == "B")),
+        ],
     )
 
 
@@ -264,7 +279,11 @@ def test_resolve_probabilities_policies() -> None:
     assert resolve_probabilities(ok, ["A", "B"], "exclude") == {"A": 0.9, "B": 0.1}
     assert resolve_probabilities(bad, ["A", "B"], "exclude") is None
     assert resolve_probabilities(bad, ["A", "B"], "half") == {"A": 0.5, "B": 0.5}
-    assert resolve_probabilities(bad, ["A", "B", "C"], "half") == {"A": pytest.approx(1 / 3), "B": pytest.approx(1 / 3), "C": pytest.approx(1 / 3)}
+    assert resolve_probabilities(bad, ["A", "B", "C"], "half") == {
+        "A": pytest.approx(1 / 3),
+        "B": pytest.approx(1 / 3),
+        "C": pytest.approx(1 / 3),
+    }
     with pytest.raises(ValueError, match="exclude"):
         resolve_probabilities(bad, ["A", "B"], "zero")  # type: ignore[arg-type]
 

@@ -45,7 +45,8 @@ def test_hand_worked_example() -> None:
     per_n, steps, slope = pressure_from_values(
         [1, 2],
         {"asd": [[1, 2, 3], [2, 2, 5]], "ase": [[0, 1, 2], [1, 2, 3]], "accuracy": [[1, 0, 1], [1, 1, 1]]},
-        n_boot=200, seed=3,
+        n_boot=200,
+        seed=3,
     )
     assert [p["asd"].mean for p in per_n] == [2.0, 3.0]
     assert [p["ase"].mean for p in per_n] == [1.0, 2.0]
@@ -67,7 +68,9 @@ def test_four_points_least_squares() -> None:
     x-bar 1.5, y-bar 2, Sxy = 4, Sxx = 5)."""
     ase = np.array([[0.0] * 4, [1.0] * 4, [2.0] * 4, [3.0] * 4])
     asd = np.array([[1.0, 0, 2, 1], [1, 1, 1, 1], [3, 2, 4, 3], [3, 3, 3, 3]])
-    _, _, slope = pressure_from_values([1, 2, 4, 8], {"asd": asd, "ase": ase, "accuracy": np.ones((4, 4))}, n_boot=100)
+    _, _, slope = pressure_from_values(
+        [1, 2, 4, 8], {"asd": asd, "ase": ase, "accuracy": np.ones((4, 4))}, n_boot=100
+    )
     assert slope is not None
     assert slope.estimate == pytest.approx(0.8) and slope.intercept == pytest.approx(0.8)
 
@@ -84,7 +87,9 @@ def test_independent_questions_reuse_summarize_and_paired_difference() -> None:
         assert got.se == pytest.approx(want.se)  # the sandwich SE with one question per cluster
     want = paired_difference(list(vals["ase"][2]), list(vals["ase"][1]), n_boot=500, seed=11)
     got = steps[1]["ase"]
-    assert (got.mean, got.std, got.ci_low, got.ci_high) == pytest.approx((want.mean, want.std, want.ci_low, want.ci_high))
+    assert (got.mean, got.std, got.ci_low, got.ci_high) == pytest.approx(
+        (want.mean, want.std, want.ci_low, want.ci_high)
+    )
 
 
 def test_flat_ase_leaves_the_slope_undefined() -> None:
@@ -95,9 +100,13 @@ def test_flat_ase_leaves_the_slope_undefined() -> None:
 
 def test_bad_values_are_refused() -> None:
     with pytest.raises(ValueError, match="finite"):
-        pressure_from_values([1, 2], {"asd": [[1, math.inf], [0, 1]], "ase": [[0, 1], [1, 2]], "accuracy": [[1, 1], [1, 1]]})
+        pressure_from_values(
+            [1, 2], {"asd": [[1, math.inf], [0, 1]], "ase": [[0, 1], [1, 2]], "accuracy": [[1, 1], [1, 1]]}
+        )
     with pytest.raises(ValueError, match="cluster labels"):
-        pressure_from_values([1, 2], {m: [[0, 1], [1, 2]] for m in ("asd", "ase", "accuracy")}, clusters=["a"])
+        pressure_from_values(
+            [1, 2], {m: [[0, 1], [1, 2]] for m in ("asd", "ase", "accuracy")}, clusters=["a"]
+        )
 
 
 # ---- a real best-of-N run ------------------------------------------------------------------------
@@ -121,8 +130,12 @@ def _independent(run: Path, protocol: str) -> dict[int, dict[str, float]]:
     out = {}
     for n in ns:
         sel = [r for r in rows if r["best_of_n"] == n and r["question_id"] in common]
-        out[n] = {"asd": float(np.mean([r["asd_log"] for r in sel])), "ase": float(np.mean([r["ase_b1_log"] for r in sel])),
-                  "accuracy": float(np.mean([r["judge_accuracy"] for r in sel])), "n": len(sel)}
+        out[n] = {
+            "asd": float(np.mean([r["asd_log"] for r in sel])),
+            "ase": float(np.mean([r["ase_b1_log"] for r in sel])),
+            "accuracy": float(np.mean([r["judge_accuracy"] for r in sel])),
+            "n": len(sel),
+        }
     return out
 
 
@@ -160,20 +173,28 @@ def test_stats_json_has_pressure_and_cell_cis_agree(bon_run: Path) -> None:
             assert p["asd"]["ci_low"] == cells[p["cell"]]["metrics"]["asd"]["log"]["ci_low"]
             assert p["ase"]["ci_high"] == cells[p["cell"]]["metrics"]["ase_b1"]["log"]["ci_high"]
             # accuracy: the same mean; its interval is the Wilson form (kept near 0 and 1)
-            assert p["accuracy"]["mean"] == pytest.approx(cells[p["cell"]]["metrics"]["judge_accuracy"]["mean"])
+            assert p["accuracy"]["mean"] == pytest.approx(
+                cells[p["cell"]]["metrics"]["judge_accuracy"]["mean"]
+            )
 
 
-def test_stats_cli_table_and_json(bon_run: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stats_cli_table_and_json(
+    bon_run: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     code, out, _ = run_main(["stats", str(bon_run)], capsys, monkeypatch)
     assert code == 0
     assert "optimization pressure: Consultancy_t1" in out and "slope dASD/dASE" in out
     assert max(len(line) for line in out.splitlines()) <= 80
-    code, out, _ = run_main(["stats", str(bon_run), "--json", "--beta", "0", "--score", "brier"], capsys, monkeypatch)
+    code, out, _ = run_main(
+        ["stats", str(bon_run), "--json", "--beta", "0", "--score", "brier"], capsys, monkeypatch
+    )
     assert code == 0
     d = json.loads(out)
     assert d["pressure"]["beta"] == 0.0 and d["pressure"]["score"] == "brier"
     again = optimization_pressure(bon_run, beta=0.0, score="brier").to_dict()
-    assert d["pressure"]["groups"][0]["points"][2]["ase"]["mean"] == pytest.approx(again["groups"][0]["points"][2]["ase"]["mean"])
+    assert d["pressure"]["groups"][0]["points"][2]["ase"]["mean"] == pytest.approx(
+        again["groups"][0]["points"][2]["ase"]["mean"]
+    )
 
 
 def test_no_pressure_without_several_n(bon_run: Path, tmp_path: Path) -> None:
@@ -208,15 +229,18 @@ def test_cluster_option(bon_run: Path) -> None:
     one = optimization_pressure(bon_run, cluster="metadata:dataset").groups[0]
     assert one.n_clusters == 1
     asd = one.points[0].asd
-    assert math.isnan(asd.ci_low) and math.isnan(asd.ci_high) and math.isnan(asd.se) and not math.isnan(asd.mean)
+    assert (
+        math.isnan(asd.ci_low) and math.isnan(asd.ci_high) and math.isnan(asd.se) and not math.isnan(asd.mean)
+    )
     assert one.slope is not None and math.isnan(one.slope.ci_low)
     console = Console(width=80, record=True)
-    for table in pressure_tables(one_run := optimization_pressure(bon_run, cluster="metadata:dataset").to_dict()):
+    for table in pressure_tables(
+        one_run := optimization_pressure(bon_run, cluster="metadata:dataset").to_dict()
+    ):
         console.print(table)
     text = console.export_text()
     assert "[n/a,n/a]" in text and "only 1 independent" in text and one_run["groups"][0]["n_clusters"] == 1
     assert any("only 1 independent question cluster" in n for n in one.notes)
-
 
 
 # ---- synthetic grids with a known slope: recovery and Monte Carlo coverage ----------------------
@@ -226,7 +250,9 @@ ASE_MEANS = np.array([-0.9, -0.6, -0.4, -0.3])  # mean ASE at each N: agents get
 SLOPE, INTERCEPT = -0.8, 0.2  # mean ASD_N = INTERCEPT + SLOPE * mean ASE_N
 
 
-def _grid(rng: np.random.Generator, *, n_clusters: int, per_cluster: int, cluster_sd: float) -> tuple[dict[str, np.ndarray], list[int]]:
+def _grid(
+    rng: np.random.Generator, *, n_clusters: int, per_cluster: int, cluster_sd: float
+) -> tuple[dict[str, np.ndarray], list[int]]:
     """Per-question values for NS. Question i of cluster c at step j (N = NS[j]):
     ASE = ASE_MEANS[j] + a_c + q_i + 0.2 b_c j + e, ASD = INTERCEPT + SLOPE * ASE + u_c + r_i +
     0.2 w_c j + f, with cluster effects a, b, u, w (sd ``cluster_sd``) shared by the cluster's
@@ -256,13 +282,17 @@ def test_known_slope_is_recovered_within_its_ci() -> None:
     assert steps[0]["asd"].ci_low <= true_step <= steps[0]["asd"].ci_high
 
 
-def _coverage(*, n_clusters: int, per_cluster: int, cluster_sd: float, use_clusters: bool, reps: int = 300) -> tuple[float, float]:
+def _coverage(
+    *, n_clusters: int, per_cluster: int, cluster_sd: float, use_clusters: bool, reps: int = 300
+) -> tuple[float, float]:
     rng = np.random.default_rng(17)
     true_step = SLOPE * (ASE_MEANS[2] - ASE_MEANS[1])
     hit_slope = hit_step = 0
     for r in range(reps):
         vals, clusters = _grid(rng, n_clusters=n_clusters, per_cluster=per_cluster, cluster_sd=cluster_sd)
-        _, steps, slope = pressure_from_values(NS, vals, clusters=clusters if use_clusters else None, n_boot=300, seed=r)
+        _, steps, slope = pressure_from_values(
+            NS, vals, clusters=clusters if use_clusters else None, n_boot=300, seed=r
+        )
         assert slope is not None
         hit_slope += slope.ci_low <= SLOPE <= slope.ci_high
         hit_step += steps[1]["asd"].ci_low <= true_step <= steps[1]["asd"].ci_high
@@ -290,7 +320,9 @@ def test_coverage_clustered_questions() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("n", "p"), [(50, (0.97, 0.99)), (50, (0.98, 0.98)), (200, (0.02, 0.05)), (100, (0.5, 0.6))])
+@pytest.mark.parametrize(
+    ("n", "p"), [(50, (0.97, 0.99)), (50, (0.98, 0.98)), (200, (0.02, 0.05)), (100, (0.5, 0.6))]
+)
 def test_accuracy_coverage_near_the_boundary(n: int, p: tuple[float, float]) -> None:
     """Judge accuracy near 1 (or 0), where a percentile interval collapses onto an all-correct
     sample (measured: 64% coverage at n = 50, accuracy 0.98): the Wilson-form interval of a
@@ -303,8 +335,12 @@ def test_accuracy_coverage_near_the_boundary(n: int, p: tuple[float, float]) -> 
         latent = np.where(rng.random((2, n)) < 0.5, shared, rng.random((2, n)))
         acc = (latent < np.array(p)[:, None]).astype(float)
         other = rng.normal(size=(2, n))
-        per_n, steps, _ = pressure_from_values([1, 2], {"asd": other, "ase": other + np.array([[0.0], [1.0]]), "accuracy": acc},
-                                               n_boot=300, seed=r)
+        per_n, steps, _ = pressure_from_values(
+            [1, 2],
+            {"asd": other, "ase": other + np.array([[0.0], [1.0]]), "accuracy": acc},
+            n_boot=300,
+            seed=r,
+        )
         hit_acc += per_n[0]["accuracy"].ci_low <= p[0] <= per_n[0]["accuracy"].ci_high
         hit_diff += steps[0]["accuracy"].ci_low <= p[1] - p[0] <= steps[0]["accuracy"].ci_high
     assert 0.91 <= hit_acc / reps <= 1.0, hit_acc / reps
@@ -334,12 +370,21 @@ def test_embedded_model_tiny_grid(tmp_path: Path) -> None:
     rated highest for its side, and the pressure numbers equal the exported rows."""
     run = tmp_path / "local"
     cfg = ExperimentConfig.from_yaml(EXAMPLE).with_updates(
-        out=str(run), limit=2, judge_models=["local"], agent_models=["local"], protocols=["Consultancy"],
-        best_of_n=[1, 2], agent_generation={"temperature": 0.8, "max_tokens": 40, "max_words": 30},
+        out=str(run),
+        limit=2,
+        judge_models=["local"],
+        agent_models=["local"],
+        protocols=["Consultancy"],
+        best_of_n=[1, 2],
+        agent_generation={"temperature": 0.8, "max_tokens": 40, "max_words": 30},
     )
     for cell in Experiment(cfg).run():
         assert cell.n_errors == 0
-    lines = [json.loads(x) for f in run.glob("Consultancy_t1/*_bo2_*/results.jsonl") for x in f.read_text().splitlines()]
+    lines = [
+        json.loads(x)
+        for f in run.glob("Consultancy_t1/*_bo2_*/results.jsonl")
+        for x in f.read_text().splitlines()
+    ]
     assert len(lines) == 2
     for ln in lines:
         for case in ln["answer_cases"]:
@@ -352,14 +397,19 @@ def test_embedded_model_tiny_grid(tmp_path: Path) -> None:
     for p in g.points:
         assert p.asd.mean == pytest.approx(want[p.best_of_n]["asd"])
         assert p.ase.mean == pytest.approx(want[p.best_of_n]["ase"])
-    assert g.n_questions == 0 or any("independent question cluster" in n for n in g.notes)  # 2 questions: too few
+    assert g.n_questions == 0 or any(
+        "independent question cluster" in n for n in g.notes
+    )  # 2 questions: too few
 
 
-def test_run_json_and_stats_json_share_the_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_json_and_stats_json_share_the_shape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`run --json` carries the same `pressure` as `stats --json` on the folder it wrote."""
     out = tmp_path / "bon"
-    code, text, _ = run_main(["run", str(EXAMPLE), "--out", str(out), "--limit", "6", "--json"], capsys, monkeypatch)
+    code, text, _ = run_main(
+        ["run", str(EXAMPLE), "--out", str(out), "--limit", "6", "--json"], capsys, monkeypatch
+    )
     assert code == 0
     ran = json.loads(text)
     code, text, _ = run_main(["stats", str(out), "--json"], capsys, monkeypatch)
@@ -398,8 +448,13 @@ def test_accuracy_coverage_two_verdicts_per_question() -> None:
         latent = np.where(rng.random((2, 2, n)) < 0.5, q, rng.random((2, 2, n)))
         acc = (latent < np.array(p)[:, None, None]).mean(axis=1)
         other = rng.normal(size=(2, n))
-        per_n, steps, _ = pressure_from_values([1, 2], {"asd": other, "ase": other + np.array([[0.0], [1.0]]), "accuracy": acc},
-                                               n_boot=300, seed=r, verdicts=[2 * n, 2 * n])
+        per_n, steps, _ = pressure_from_values(
+            [1, 2],
+            {"asd": other, "ase": other + np.array([[0.0], [1.0]]), "accuracy": acc},
+            n_boot=300,
+            seed=r,
+            verdicts=[2 * n, 2 * n],
+        )
         hit_acc += per_n[0]["accuracy"].ci_low <= p[0] <= per_n[0]["accuracy"].ci_high
         hit_diff += steps[0]["accuracy"].ci_low <= p[1] - p[0] <= steps[0]["accuracy"].ci_high
     assert 0.92 <= hit_acc / reps <= 1.0, hit_acc / reps
@@ -418,12 +473,30 @@ def test_questions_sharing_a_passage_are_one_cluster(tmp_path: Path) -> None:
     """12 questions on 4 passages (3 each): cluster="source" resamples 4 clusters, "none" 12."""
     from seerbench.types import AnswerCase, Question
 
-    qs = [Question(id=f"p{i // 3}-q{i}", text=f"Question {i} about passage {i // 3}?", source_text=f"Passage number {i // 3}.",
-                   answer_cases=[AnswerCase(short="A", long=f"yes {i}", value=1.0), AnswerCase(short="B", long=f"no {i}", value=0.0)])
-          for i in range(12)]
-    cfg = ExperimentConfig.parse({"name": "passages", "dataset": "arithmetic", "judge_models": ["scripted:coin"],
-                                  "agent_models": ["scripted:coin"], "protocols": ["Consultancy"], "best_of_n": [1, 2],
-                                  "agent_generation": {"temperature": 0.8}, "n_boot": 200})
+    qs = [
+        Question(
+            id=f"p{i // 3}-q{i}",
+            text=f"Question {i} about passage {i // 3}?",
+            source_text=f"Passage number {i // 3}.",
+            answer_cases=[
+                AnswerCase(short="A", long=f"yes {i}", value=1.0),
+                AnswerCase(short="B", long=f"no {i}", value=0.0),
+            ],
+        )
+        for i in range(12)
+    ]
+    cfg = ExperimentConfig.parse(
+        {
+            "name": "passages",
+            "dataset": "arithmetic",
+            "judge_models": ["scripted:coin"],
+            "agent_models": ["scripted:coin"],
+            "protocols": ["Consultancy"],
+            "best_of_n": [1, 2],
+            "agent_generation": {"temperature": 0.8},
+            "n_boot": 200,
+        }
+    )
     out = tmp_path / "passages"
     Experiment(cfg, questions=qs, out=out).run()
     (g,) = optimization_pressure(out).groups
@@ -439,9 +512,18 @@ def test_a_protocol_without_asd_is_not_a_pressure_group(tmp_path: Path) -> None:
     listed with '0 questions' and 'nothing to compare', and numpy warned of an empty mean)."""
     import warnings
 
-    cfg = ExperimentConfig.parse({"name": "rc", "dataset": {"name": "arithmetic", "n": 10}, "judge_models": ["scripted:coin"],
-                                  "agent_models": ["scripted:coin"], "protocols": ["RandomConsultancy", "Consultancy"],
-                                  "best_of_n": [1, 2], "n_boot": 200, "out": str(tmp_path / "rc")})
+    cfg = ExperimentConfig.parse(
+        {
+            "name": "rc",
+            "dataset": {"name": "arithmetic", "n": 10},
+            "judge_models": ["scripted:coin"],
+            "agent_models": ["scripted:coin"],
+            "protocols": ["RandomConsultancy", "Consultancy"],
+            "best_of_n": [1, 2],
+            "n_boot": 200,
+            "out": str(tmp_path / "rc"),
+        }
+    )
     Experiment(cfg).run()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -451,4 +533,13 @@ def test_a_protocol_without_asd_is_not_a_pressure_group(tmp_path: Path) -> None:
     # its stats keep the shape of every cell: undefined metrics are null, not missing keys
     rc = next(c for c in summarize_run(tmp_path / "rc")["cells"] if c["protocol"] == "RandomConsultancy_t1")
     assert rc["metrics"]["asd"] == {"log": None, "logodds": None, "brier": None, "accuracy": None}
-    assert list(rc["metrics"]) == ["asd", "jse_b0", "jse_b1", "jse_binf", "ase_b0", "ase_b1", "ase_binf", "judge_accuracy"]
+    assert list(rc["metrics"]) == [
+        "asd",
+        "jse_b0",
+        "jse_b1",
+        "jse_binf",
+        "ase_b0",
+        "ase_b1",
+        "ase_binf",
+        "judge_accuracy",
+    ]

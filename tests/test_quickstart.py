@@ -25,7 +25,12 @@ def test_quickstart_runs_on_the_embedded_model(tmp_path: Path) -> None:
     stats = {c["cell"]: c for c in json.loads(r.output)["cells"]}
     protocols = {s["protocol"] for s in stats.values()}
     # the example runs both option orders (position-bias control): folder names end in _swap
-    assert {"NaiveJudge_swap", "BlindTrust_swap", "Consultancy_t1_swap", "SimultaneousDebate_t1_swap"} <= protocols
+    assert {
+        "NaiveJudge_swap",
+        "BlindTrust_swap",
+        "Consultancy_t1_swap",
+        "SimultaneousDebate_t1_swap",
+    } <= protocols
     for key, s in stats.items():
         assert (out / key / "results.jsonl").read_text().count("\n") == 2
         assert s["n_questions"] == 2

@@ -125,8 +125,11 @@ def project(tmp_path: Path) -> Path:
 def _files(out: Path) -> dict[str, bytes]:
     """Every results, stats and cell file of a run folder (experiment.json and config.yaml name
     the folder and are not compared)."""
-    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
-            if p.is_file() and p.name in ("results.jsonl", "stats.json", "cell.json", "all_stats.json")}
+    return {
+        str(p.relative_to(out)): p.read_bytes()
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.name in ("results.jsonl", "stats.json", "cell.json", "all_stats.json")
+    }
 
 
 def _config(project: Path, **updates: Any) -> ExperimentConfig:
@@ -144,14 +147,20 @@ def test_ray_run_is_byte_identical_to_a_local_run(cluster: str, project: Path) -
         assert got[name] == want[name], name
     # the workers' model usage reached the folder's record: the same requests (calls or cache hits) as locally
     used = {o: json.loads((o / "usage.json").read_text())["total"] for o in (ray_out, local_out)}
-    assert used[ray_out]["calls"] + used[ray_out]["cache_hits"] == used[local_out]["calls"] + used[local_out]["cache_hits"] > 0
+    assert (
+        used[ray_out]["calls"] + used[ray_out]["cache_hits"]
+        == used[local_out]["calls"] + used[local_out]["cache_hits"]
+        > 0
+    )
     # 45 questions per cell, each line once, in dataset order
     lines = (ray_out / "NaiveJudge_swap" / "J_scripted-ray-judge" / "results.jsonl").read_text().splitlines()
     assert len(lines) == 45
     assert [r.n_done for r in results] == [45] * 4
     # a finished run run again on Ray runs nothing and leaves the files as they were
     done: list[int] = []
-    Experiment(_config(project, out=str(ray_out)), executor=RayExecutor()).run(on_start=lambda s, d, t: done.append(d))
+    Experiment(_config(project, out=str(ray_out)), executor=RayExecutor()).run(
+        on_start=lambda s, d, t: done.append(d)
+    )
     assert done == [45] * 4
     assert _files(ray_out) == want
 
@@ -160,8 +169,18 @@ SEERBENCH = str(Path(sys.executable).parent / "seerbench")
 
 
 def _driver(project: Path, out: Path, address: str) -> subprocess.Popen[bytes]:
-    cmd = [SEERBENCH, "run", str(project / "raytest.yaml"), "--out", str(out),
-           "--executor", "ray", "--address", address, "--json"]
+    cmd = [
+        SEERBENCH,
+        "run",
+        str(project / "raytest.yaml"),
+        "--out",
+        str(out),
+        "--executor",
+        "ray",
+        "--address",
+        address,
+        "--json",
+    ]
     return subprocess.Popen(cmd, cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -175,7 +194,9 @@ def test_killed_driver_resumes_to_the_same_files(cluster: str, project: Path) ->
         if target.exists() and target.read_bytes().count(b"\n") >= 1:
             break
         time.sleep(0.01)
-    assert proc.poll() is None, f"the driver ended before it could be killed: {proc.stderr.read().decode() if proc.stderr else ''}"
+    assert proc.poll() is None, (
+        f"the driver ended before it could be killed: {proc.stderr.read().decode() if proc.stderr else ''}"
+    )
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     (project / "delay.txt").unlink()
@@ -186,7 +207,8 @@ def test_killed_driver_resumes_to_the_same_files(cluster: str, project: Path) ->
     assert 0 < sum(written.values()) < 4 * 45
     done: dict[str, int] = {}
     Experiment(_config(project, out=str(out)), executor=RayExecutor(address=cluster, shard_size=5)).run(
-        on_start=lambda s, d, t: done.__setitem__(s.key, d))
+        on_start=lambda s, d, t: done.__setitem__(s.key, d)
+    )
     # the rerun took every complete line as done (the torn one cut) and ran only the rest
     assert sum(done.values()) == sum(written.values())
     Experiment(_config(project, out=str(project / "whole"))).run()
@@ -194,7 +216,9 @@ def test_killed_driver_resumes_to_the_same_files(cluster: str, project: Path) ->
 
 
 def test_errors_in_tasks_reach_the_driver_as_themselves(cluster: str, project: Path) -> None:
-    cfg = _config(project, out=str(project / "refused"), judge_models=["scripted:ray-refused"], protocols=["NaiveJudge"])
+    cfg = _config(
+        project, out=str(project / "refused"), judge_models=["scripted:ray-refused"], protocols=["NaiveJudge"]
+    )
     with pytest.raises(AuthenticationError, match="refused"):
         Experiment(cfg, executor=RayExecutor(shard_size=2)).run()
 
@@ -202,7 +226,9 @@ def test_errors_in_tasks_reach_the_driver_as_themselves(cluster: str, project: P
 def test_a_lost_worker_is_retried_then_reported(cluster: str, project: Path) -> None:
     # the first task to call the model kills its worker: Ray runs the shard again, and the run
     # ends with the files of a run where nothing crashed
-    cfg = _config(project, out=str(project / "crash"), judge_models=["scripted:ray-crashing"], protocols=["NaiveJudge"])
+    cfg = _config(
+        project, out=str(project / "crash"), judge_models=["scripted:ray-crashing"], protocols=["NaiveJudge"]
+    )
     Experiment(cfg, executor=RayExecutor(shard_size=10)).run()
     assert (project / "crashed-once").exists()
     Experiment(_config(project, out=str(project / "plain"), protocols=["NaiveJudge"])).run()
@@ -213,9 +239,16 @@ def test_a_lost_worker_is_retried_then_reported(cluster: str, project: Path) -> 
     assert [_without_cell(x) for x in got.splitlines()] == [_without_cell(x) for x in want.splitlines()]
     # a worker that dies every time: after Ray's retries, one line naming the cell
     (project / "crash-always").touch()
-    cfg = _config(project, out=str(project / "crash2"), judge_models=["scripted:ray-crashing"], protocols=["NaiveJudge"],
-                  dataset={"name": "arithmetic", "n": 10, "seed": 7})  # questions the cache has not seen
-    with pytest.raises(SeerbenchError, match=r"NaiveJudge_swap/J_scripted-ray-crashing: a Ray task failed .*rerun to resume"):
+    cfg = _config(
+        project,
+        out=str(project / "crash2"),
+        judge_models=["scripted:ray-crashing"],
+        protocols=["NaiveJudge"],
+        dataset={"name": "arithmetic", "n": 10, "seed": 7},
+    )  # questions the cache has not seen
+    with pytest.raises(
+        SeerbenchError, match=r"NaiveJudge_swap/J_scripted-ray-crashing: a Ray task failed .*rerun to resume"
+    ):
         Experiment(cfg, executor=RayExecutor(shard_size=50)).run()
 
 
@@ -234,16 +267,22 @@ def _coin_judges(spec: str, role: str) -> Model:
 def test_a_model_factory_travels_to_the_workers(cluster: str, project: Path) -> None:
     outs = []
     for name, executor in (("f-ray", RayExecutor(shard_size=8)), ("f-local", None)):
-        exp = Experiment(_config(project, out=str(project / name), protocols=["NaiveJudge"]), executor=executor)
+        exp = Experiment(
+            _config(project, out=str(project / name), protocols=["NaiveJudge"]), executor=executor
+        )
         exp.model_factory = _coin_judges
         exp.run()
-        outs.append((project / name / "NaiveJudge_swap" / "J_scripted-ray-judge" / "results.jsonl").read_bytes())
+        outs.append(
+            (project / name / "NaiveJudge_swap" / "J_scripted-ray-judge" / "results.jsonl").read_bytes()
+        )
     assert outs[0] == outs[1]
     # the coin answers with a letter, the configured judge with a probability: the factory was used
     raws = {c["case_probs"]["raw"] for x in outs[0].splitlines() for c in json.loads(x)["answer_cases"]}
     assert raws and raws <= {"[verbalized] A", "[verbalized] B"}, raws
     lock = threading.Lock()
-    exp = Experiment(_config(project, out=str(project / "f-bad"), protocols=["NaiveJudge"]), executor=RayExecutor())
+    exp = Experiment(
+        _config(project, out=str(project / "f-bad"), protocols=["NaiveJudge"]), executor=RayExecutor()
+    )
     exp.model_factory = lambda spec, role: (lock, get_model(spec))[1]  # a lock cannot be pickled
     with pytest.raises(ConfigError, match="cannot send this experiment to its workers"):
         exp.run()
@@ -252,10 +291,13 @@ def test_a_model_factory_travels_to_the_workers(cluster: str, project: Path) -> 
 
 def test_cli_refuses_bad_executor_options(project: Path) -> None:
     cfg = str(project / "raytest.yaml")
-    for args, message in ((["--executor", "dask"], "--executor must be local or ray"),
-                          (["--address", "ray://x:10001"], "--address names a Ray cluster")):
-        r = subprocess.run([SEERBENCH, "run", cfg, *args], cwd=project,
-                           capture_output=True, text=True, timeout=120)
+    for args, message in (
+        (["--executor", "dask"], "--executor must be local or ray"),
+        (["--address", "ray://x:10001"], "--address names a Ray cluster"),
+    ):
+        r = subprocess.run(
+            [SEERBENCH, "run", cfg, *args], cwd=project, capture_output=True, text=True, timeout=120
+        )
         assert r.returncode == 2
         assert message in r.stderr
         assert "Traceback" not in r.stderr
@@ -266,13 +308,32 @@ def test_an_address_nothing_answers_at_is_refused_at_once(project: Path) -> None
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-        r = subprocess.run([SEERBENCH, "run", str(project / "raytest.yaml"), "--executor", "ray", "--address",
-                            f"127.0.0.1:{port}"], cwd=project, capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            [
+                SEERBENCH,
+                "run",
+                str(project / "raytest.yaml"),
+                "--executor",
+                "ray",
+                "--address",
+                f"127.0.0.1:{port}",
+            ],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert r.returncode == 2
         assert f"cannot reach the Ray cluster at 127.0.0.1:{port}" in r.stderr
         # the same address from RAY_ADDRESS (which ray.init reads): refused too, not minutes of retries
-        r = subprocess.run([SEERBENCH, "run", str(project / "raytest.yaml"), "--executor", "ray"], cwd=project,
-                           capture_output=True, text=True, timeout=120, env={**os.environ, "RAY_ADDRESS": f"127.0.0.1:{port}"})
+        r = subprocess.run(
+            [SEERBENCH, "run", str(project / "raytest.yaml"), "--executor", "ray"],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "RAY_ADDRESS": f"127.0.0.1:{port}"},
+        )
         assert r.returncode == 2
         assert f"cannot reach the Ray cluster at 127.0.0.1:{port} (from RAY_ADDRESS)" in r.stderr
     assert "Traceback" not in r.stderr

@@ -38,8 +38,12 @@ register_scripted("audit-order-judge", _judge, replace=True)
 
 QUESTIONS = [
     Question(
-        id=f"q{i}", text=f"This is question number {i}. Which is right?",
-        answer_cases=[AnswerCase(short="A", long=f"yes {i}", value=1.0), AnswerCase(short="B", long=f"no {i}", value=0.0)],
+        id=f"q{i}",
+        text=f"This is question number {i}. Which is right?",
+        answer_cases=[
+            AnswerCase(short="A", long=f"yes {i}", value=1.0),
+            AnswerCase(short="B", long=f"no {i}", value=0.0),
+        ],
     )
     for i in range(N)
 ]
@@ -64,7 +68,9 @@ class _LastFirst(Backend):
     def supports_logprobs(self) -> bool:
         return False
 
-    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+    async def complete(
+        self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None
+    ) -> Sample:
         m = re.search(r"question number (\d+)", "\n".join(x.content for x in messages))
         assert m is not None
         i = int(m.group(1))
@@ -76,11 +82,18 @@ class _LastFirst(Backend):
 
 
 def test_results_are_in_dataset_order_when_questions_finish_out_of_order(tmp_path: Path) -> None:
-    cfg = ExperimentConfig.parse({
-        "name": "order", "dataset": "arithmetic", "judge_models": [JUDGE], "agent_models": [JUDGE],
-        "protocols": ["NaiveJudge"], "elicitation": {"order": ["verbalized"]}, "n_boot": 100,
-        "concurrency": N,
-    })
+    cfg = ExperimentConfig.parse(
+        {
+            "name": "order",
+            "dataset": "arithmetic",
+            "judge_models": [JUDGE],
+            "agent_models": [JUDGE],
+            "protocols": ["NaiveJudge"],
+            "elicitation": {"order": ["verbalized"]},
+            "n_boot": 100,
+            "concurrency": N,
+        }
+    )
     backend = _LastFirst()
     exp = Experiment(cfg, questions=QUESTIONS, out=tmp_path / "out")
     exp.model_factory = lambda spec, role: Model(spec, backend, cache=False, usage=UsageTracker(PriceTable()))

@@ -12,17 +12,31 @@ from seerbench.results import rescore, run_stats
 def _line() -> dict[str, Any]:
     def case(short: str, p_a: float) -> dict[str, Any]:
         return {
-            "short": short, "long": short, "value": 1.0 if short == "A" else 0.0,
+            "short": short,
+            "long": short,
+            "value": 1.0 if short == "A" else 0.0,
             "case_probs": {
-                "probabilities": {"A": p_a, "B": 1 - p_a}, "method": "logprobs", "parse_status": "ok",
-                "error": None, "raw": "", "n_samples": 1, "metadata": {}, "transcript": [],
+                "probabilities": {"A": p_a, "B": 1 - p_a},
+                "method": "logprobs",
+                "parse_status": "ok",
+                "error": None,
+                "raw": "",
+                "n_samples": 1,
+                "metadata": {},
+                "transcript": [],
             },
         }
 
     return {
         "question_id": "q1",
-        "question": {"id": "q1", "answer_cases": [{"short": "A", "value": 1.0}, {"short": "B", "value": 0.0}]},
-        "symmetric": False, "chosen_case": None, "notes": [], "parse_failures": 0,
+        "question": {
+            "id": "q1",
+            "answer_cases": [{"short": "A", "value": 1.0}, {"short": "B", "value": 0.0}],
+        },
+        "symmetric": False,
+        "chosen_case": None,
+        "notes": [],
+        "parse_failures": 0,
         "answer_cases": [case("A", 0.8), case("B", 0.4)],
         "asd": "stale",
     }
@@ -37,7 +51,9 @@ def test_rescore_does_not_change_its_input() -> None:
     assert out["judge_accuracy"] == 0.5
     assert out["excluded"] is False
     # judge log score of the first case is ln 0.8
-    assert math.isclose(out["answer_cases"][0]["case_probs"]["judge_score"]["log"], math.log(0.8), rel_tol=1e-9)
+    assert math.isclose(
+        out["answer_cases"][0]["case_probs"]["judge_score"]["log"], math.log(0.8), rel_tol=1e-9
+    )
 
 
 def test_run_stats_does_not_change_its_input() -> None:

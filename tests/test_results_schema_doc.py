@@ -32,12 +32,18 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "results-schema.md"
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("schema") / "out"
-    cfg = ExperimentConfig.parse({
-        "name": "schema", "dataset": {"name": "arithmetic", "n": 5, "seed": 1}, "out": str(out),
-        "judge_models": ["scripted:coin"], "agent_models": ["scripted:echo"], "both_orders": True,
-        "protocols": ["NaiveJudge", "BlindTrust", "Consultancy", "OpenConsultancy", "SimultaneousDebate"],
-        "elicitation": {"order": ["vote"], "vote_samples": 3},
-    })
+    cfg = ExperimentConfig.parse(
+        {
+            "name": "schema",
+            "dataset": {"name": "arithmetic", "n": 5, "seed": 1},
+            "out": str(out),
+            "judge_models": ["scripted:coin"],
+            "agent_models": ["scripted:echo"],
+            "both_orders": True,
+            "protocols": ["NaiveJudge", "BlindTrust", "Consultancy", "OpenConsultancy", "SimultaneousDebate"],
+            "elicitation": {"order": ["vote"], "vote_samples": 3},
+        }
+    )
     Experiment(cfg).run()
     return out
 
@@ -63,18 +69,28 @@ def _first_line(run_dir: Path) -> dict[str, Any]:
     return json.loads(_files(run_dir)[2].read_text().splitlines()[0])
 
 
-@pytest.mark.parametrize("edit, reason", [
-    (lambda d: d.pop("judge"), "judge: Field required"),
-    (lambda d: d.update(surprise=1), "surprise: Extra inputs are not permitted"),
-    (lambda d: d["answer_cases"][0]["case_probs"].update(probabilities="high"), "answer_cases.0.case_probs.probabilities"),
-    (lambda d: d.update(parse_failure_policy="drop"), "parse_failure_policy"),
-])
-def test_a_line_that_does_not_fit_is_skipped_with_its_reason(run_dir: Path, tmp_path: Path, edit: Any, reason: str) -> None:
+@pytest.mark.parametrize(
+    "edit, reason",
+    [
+        (lambda d: d.pop("judge"), "judge: Field required"),
+        (lambda d: d.update(surprise=1), "surprise: Extra inputs are not permitted"),
+        (
+            lambda d: d["answer_cases"][0]["case_probs"].update(probabilities="high"),
+            "answer_cases.0.case_probs.probabilities",
+        ),
+        (lambda d: d.update(parse_failure_policy="drop"), "parse_failure_policy"),
+    ],
+)
+def test_a_line_that_does_not_fit_is_skipped_with_its_reason(
+    run_dir: Path, tmp_path: Path, edit: Any, reason: str
+) -> None:
     good = _first_line(run_dir)
     bad = json.loads(json.dumps(good))
     edit(bad)
     path = tmp_path / "results.jsonl"
-    path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n" + '{"question_id": "torn', encoding="utf-8")
+    path.write_text(
+        json.dumps(good) + "\n" + json.dumps(bad) + "\n" + '{"question_id": "torn', encoding="utf-8"
+    )
     reasons: list[str] = []
     lines, skipped = read_results(path, reasons=reasons)
     assert [ln["question_id"] for ln in lines] == [good["question_id"]] and skipped == 2
@@ -94,14 +110,20 @@ def test_stats_report_the_skip_reason(run_dir: Path, tmp_path: Path) -> None:
         f.write('{"question_id": "x", "answer_cases": []}\n')
     summary = summarize_run(copy)
     assert summary["skipped_lines"] == 1
-    assert summary["skipped_reasons"][0].startswith(f"{path}:6: ") and "Field required" in summary["skipped_reasons"][0]
+    assert (
+        summary["skipped_reasons"][0].startswith(f"{path}:6: ")
+        and "Field required" in summary["skipped_reasons"][0]
+    )
     r = CliRunner().invoke(app, ["stats", str(copy)])
     assert r.exit_code == 0 and "1 unreadable results lines skipped" in r.output and "First:" in r.output
 
 
 def test_a_newer_schema_version_is_refused_in_one_line(run_dir: Path, tmp_path: Path) -> None:
     line = {**_first_line(run_dir), "schema_version": SCHEMA_VERSION + 1}
-    with pytest.raises(DataError, match=f"schema version {SCHEMA_VERSION + 1}; this seerbench reads up to {SCHEMA_VERSION}: upgrade"):
+    with pytest.raises(
+        DataError,
+        match=f"schema version {SCHEMA_VERSION + 1}; this seerbench reads up to {SCHEMA_VERSION}: upgrade",
+    ):
         parse_line(json.dumps(line))
 
 
@@ -126,11 +148,14 @@ def _doc_tables() -> dict[str, set[str]]:
     return out
 
 
-@pytest.mark.parametrize("section, model", [
-    ("A line", ResultLine),
-    ("A case result (`answer_cases[i]`)", CaseResult),
-    ("A verdict (`answer_cases[i].case_probs`)", CaseProbs),
-    ("Scores", Scores),
-])
+@pytest.mark.parametrize(
+    "section, model",
+    [
+        ("A line", ResultLine),
+        ("A case result (`answer_cases[i]`)", CaseResult),
+        ("A verdict (`answer_cases[i].case_probs`)", CaseProbs),
+        ("Scores", Scores),
+    ],
+)
 def test_the_doc_lists_exactly_the_schemas_fields(section: str, model: type[BaseModel]) -> None:
     assert _doc_tables()[section] == set(model.model_fields)

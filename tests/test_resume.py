@@ -86,13 +86,20 @@ def test_killed_run_resumes_to_identical_results(tmp_path: Path) -> None:
     from seerbench.runs import UNFINISHED, summarize_run
 
     by = {c["cell"]: c for c in summarize_run(out)["cells"]}
-    assert by[consultancy.rsplit("/", 1)[0]]["unfinished"] and by[consultancy.rsplit("/", 1)[0]]["diagnostics"]["warnings"][0] == UNFINISHED
+    assert (
+        by[consultancy.rsplit("/", 1)[0]]["unfinished"]
+        and by[consultancy.rsplit("/", 1)[0]]["diagnostics"]["warnings"][0] == UNFINISHED
+    )
     assert "unfinished" not in by["NaiveJudge/J_scripted-slowcoin"]
     # the debate cell comes after consultancy in the grid: not started, and said so
-    assert summarize_run(out)["not_started"] == ["SimultaneousDebate_t2/A_scripted-slowcoin_J_scripted-slowcoin"]
+    assert summarize_run(out)["not_started"] == [
+        "SimultaneousDebate_t2/A_scripted-slowcoin_J_scripted-slowcoin"
+    ]
 
     _run(cfg, out, cache)  # resume
-    assert not any(c.get("unfinished") for c in summarize_run(out)["cells"]) and "not_started" not in summarize_run(out)
+    assert not any(
+        c.get("unfinished") for c in summarize_run(out)["cells"]
+    ) and "not_started" not in summarize_run(out)
     got, want = _files(out), _files(ref)
     assert got.keys() == want.keys() and len(want) == 3
     for name in want:

@@ -65,7 +65,11 @@ def test_quote_checks_have_one_home() -> None:
 
 
 async def test_replay_agent_marks_quotes_with_the_one_rule() -> None:
-    q = _q("r1", source="Ships: three.\nNo ship was lost.", a=("arg", ["Ships:  three. No ship", "ships: three", ""]))
+    q = _q(
+        "r1",
+        source="Ships: three.\nNo ship was lost.",
+        a=("arg", ["Ships:  three. No ship", "ships: three", ""]),
+    )
     turn = await seerbench.datasets.ReplayAgent()(q, "A", [])
     assert [x.verified for x in turn.quotes] == [True, False, False]
     assert turn.quotes == quotes.check_quotes(q.case("A").quotes, q.source_text)
@@ -88,7 +92,10 @@ def test_condition_table() -> None:
     assert [n for n, c in JUDGING_CONDITIONS.items() if c.fits_mismatch_catch] == ["S", "SA", "PS", "PSA"]
     assert EVIDENCE_CONDITIONS == ("S", "SA", "PS", "PSA")
     # any shown parts map onto the table; transcript is not a seed part
-    assert JudgingCondition.from_show(["arguments", "transcript", "passage", "snippets"]) is JUDGING_CONDITIONS["PSA"]
+    assert (
+        JudgingCondition.from_show(["arguments", "transcript", "passage", "snippets"])
+        is JUDGING_CONDITIONS["PSA"]
+    )
     assert JudgingCondition.from_show(["transcript"]) is JUDGING_CONDITIONS["Q"]
     custom = JudgingCondition.from_show(["arguments"])
     assert (custom.name, custom.fits_mismatch_catch, custom.needs_source_text) == ("A", True, False)
@@ -96,7 +103,9 @@ def test_condition_table() -> None:
 
 def test_a_blank_passage_is_no_passage() -> None:
     q = _q("b1", source=" \n ", a=("arg", ["s"]), b=("arg", ["s"]))
-    with pytest.raises(DataError, match="condition PS shows the passage, but question 'b1' has no source_text"):
+    with pytest.raises(
+        DataError, match="condition PS shows the passage, but question 'b1' has no source_text"
+    ):
         conditions.judge_material(q, "PS")  # used to render an empty passage
     assert conditions.judge_material(q, "S").passage is None
 
@@ -147,11 +156,15 @@ def _q(
     **meta: Any,
 ) -> Question:
     cases = [
-        AnswerCase(short=s, long=f"{qid} option {s}", value=1.0 if s == true else 0.0, argument=arg, quotes=qs)
+        AnswerCase(
+            short=s, long=f"{qid} option {s}", value=1.0 if s == true else 0.0, argument=arg, quotes=qs
+        )
         for s, (arg, qs) in (("A", a), ("B", b))
     ]
     md = {**meta, **({"passage_id": passage_id} if passage_id else {})}
-    return Question(id=qid, text=text or f"Question {qid}?", answer_cases=cases, source_text=source, metadata=md)
+    return Question(
+        id=qid, text=text or f"Question {qid}?", answer_cases=cases, source_text=source, metadata=md
+    )
 
 
 def _catch_pool() -> list[Question]:
@@ -179,8 +192,14 @@ def test_catch_trial_rule_by_hand() -> None:
     assert (t1.case("A").argument, t1.case("A").quotes) == ("t1 A", ["t1a"])  # the true option keeps its own
     assert (t1.case("B").argument, t1.case("B").quotes) == ("t2 B", ["s2"])
     assert t1.case("B").metadata["catch_donor"] == "t2/B"
-    assert {k: t1.metadata[k] for k in ("catch_trial", "catch_of", "catch_donor", "catch_seed", "passage_id")} == {
-        "catch_trial": True, "catch_of": "t1", "catch_donor": "t2", "catch_seed": 0, "passage_id": "p1",
+    assert {
+        k: t1.metadata[k] for k in ("catch_trial", "catch_of", "catch_donor", "catch_seed", "passage_id")
+    } == {
+        "catch_trial": True,
+        "catch_of": "t1",
+        "catch_donor": "t2",
+        "catch_seed": 0,
+        "passage_id": "p1",
     }
     # t3 on p2: the donor is t4, whose material is on A (an argument with no snippets stays so)
     assert (t3.case("B").argument, t3.case("B").quotes, t3.metadata["catch_donor"]) == ("t4 A", ["s4"], "t4")
@@ -200,12 +219,16 @@ def test_catch_trials_fall_back_to_any_donor_and_skip_without_one() -> None:
 
 
 def test_catch_trials_do_not_depend_on_order_and_fraction_is_a_prefix() -> None:
-    pool = _catch_pool() + [_q(f"n{i}", passage_id="p3", a=(f"n{i} A", []), b=(f"n{i} B", [])) for i in range(9)]
+    pool = _catch_pool() + [
+        _q(f"n{i}", passage_id="p3", a=(f"n{i} A", []), b=(f"n{i} B", [])) for i in range(9)
+    ]
     full = make_catch_trials(pool, fraction=1.0, seed=5)
     assert len(full) == 12  # t1, t3, dup and the nine n*
     shuffled = pool[:]
     random.Random(1).shuffle(shuffled)
-    assert sorted(make_catch_trials(shuffled, fraction=1.0, seed=5), key=lambda q: q.id) == sorted(full, key=lambda q: q.id)
+    assert sorted(make_catch_trials(shuffled, fraction=1.0, seed=5), key=lambda q: q.id) == sorted(
+        full, key=lambda q: q.id
+    )
     some = make_catch_trials(pool, fraction=0.25, seed=5)
     assert len(some) == 3  # round(0.25 * 12)
     more = make_catch_trials(pool, fraction=0.5, seed=5)
@@ -226,7 +249,10 @@ def test_study_catch_trials_are_the_one_rule_with_the_questions_ids(tmp_path: Pa
     assert all(c.catch == "mismatch" and c.correct == "A" for c in catch)
     # they fit where snippets or arguments are shown, the passage rule is the table's too
     assert [eligible(catch[0], c, "two_option") for c in m.conditions] == [False, True, True, True]
-    assert missing_passages(items, m) == {"P": ["t1", "t2", "t3", "t4", "dup"], "PS": ["t1", "t2", "t3", "t4", "dup"]}
+    assert missing_passages(items, m) == {
+        "P": ["t1", "t2", "t3", "t4", "dup"],
+        "PS": ["t1", "t2", "t3", "t4", "dup"],
+    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -238,13 +264,18 @@ def test_study_reads_question_files_with_the_one_reader(tmp_path: Path) -> None:
     lines = [qs[0].model_dump_json(), "", qs[1].model_dump_json()]
     (tmp_path / "items.jsonl").write_text("\n".join(lines) + "\n")
     m = load_manifest(base_manifest())
-    assert [it.question for it in load_items(m, tmp_path)] == list(seerbench.datasets.read_questions_jsonl(tmp_path / "items.jsonl"))
+    assert [it.question for it in load_items(m, tmp_path)] == list(
+        seerbench.datasets.read_questions_jsonl(tmp_path / "items.jsonl")
+    )
     # the same errors, line-numbered, for every bad line the reader knows
     bad = json.loads(lines[0])
     bad["answer_cases"] = bad["answer_cases"][:1]
     for content, message in [
         ("{not json", "items.jsonl:3: invalid JSON"),
-        (json.dumps(bad), "items.jsonl:3: answer_cases: List should have at least 2 items after validation, not 1"),
+        (
+            json.dumps(bad),
+            "items.jsonl:3: answer_cases: List should have at least 2 items after validation, not 1",
+        ),
         (lines[2], "items.jsonl:3: duplicate question id 't2' (first seen at items.jsonl:1)"),
     ]:
         (tmp_path / "items.jsonl").write_text(lines[2] + "\n\n" + content + "\n")

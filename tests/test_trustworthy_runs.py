@@ -56,8 +56,12 @@ def _questions(n: int, *, source: bool = False, tweak: int | None = None) -> lis
     out = []
     for i in range(n):
         q = Question(
-            id=f"q{i}", text=f"This is question number {i}." + (" (edited)" if i == tweak else ""),
-            answer_cases=[AnswerCase(short="A", long=f"yes {i}", value=1.0), AnswerCase(short="B", long=f"no {i}", value=0.0)],
+            id=f"q{i}",
+            text=f"This is question number {i}." + (" (edited)" if i == tweak else ""),
+            answer_cases=[
+                AnswerCase(short="A", long=f"yes {i}", value=1.0),
+                AnswerCase(short="B", long=f"no {i}", value=0.0),
+            ],
             source_text=f"Passage {i}." if source else None,
         )
         out.append(q.model_dump(mode="json"))
@@ -74,8 +78,16 @@ def _config_file(folder: Path, **kw: Any) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     if not (folder / "questions.jsonl").exists():
         _write_jsonl(folder / "questions.jsonl", _questions(4))
-    cfg = {"name": "tr", "dataset": "questions.jsonl", "judge_models": [JUDGE], "agent_models": [AGENT],
-           "protocols": ["NaiveJudge"], "elicitation": {"order": ["verbalized"]}, "n_boot": 100, **kw}
+    cfg = {
+        "name": "tr",
+        "dataset": "questions.jsonl",
+        "judge_models": [JUDGE],
+        "agent_models": [AGENT],
+        "protocols": ["NaiveJudge"],
+        "elicitation": {"order": ["verbalized"]},
+        "n_boot": 100,
+        **kw,
+    }
     p = folder / "xp.yaml"
     p.write_text(yaml.safe_dump(cfg))
     return p
@@ -95,13 +107,21 @@ def _one_line_error(r: Any) -> str:
 
 # ---- 1. conditions that need a passage ---------------------------------------------------------
 
-@pytest.mark.parametrize("protocol", [
-    {"name": "EvidenceDebate", "condition": "PSA"},
-    {"name": "EvidenceDebate", "condition": ["SA", "PS"]},
-    {"name": "NaiveJudge", "judge_sees_source": True},
-])
-def test_passage_conditions_are_refused_on_data_without_passages(tmp_path: Path, protocol: dict[str, Any]) -> None:
-    cfg = _config_file(tmp_path / "c", protocols=[protocol], agent_models=["replay"], out=str(tmp_path / "out"))
+
+@pytest.mark.parametrize(
+    "protocol",
+    [
+        {"name": "EvidenceDebate", "condition": "PSA"},
+        {"name": "EvidenceDebate", "condition": ["SA", "PS"]},
+        {"name": "NaiveJudge", "judge_sees_source": True},
+    ],
+)
+def test_passage_conditions_are_refused_on_data_without_passages(
+    tmp_path: Path, protocol: dict[str, Any]
+) -> None:
+    cfg = _config_file(
+        tmp_path / "c", protocols=[protocol], agent_models=["replay"], out=str(tmp_path / "out")
+    )
     r = runner.invoke(app, ["run", str(cfg)])
     msg = _one_line_error(r)
     assert "4 of 4 questions have no source_text" in msg and "condition without P" in msg
@@ -113,7 +133,9 @@ def test_passage_conditions_run_when_the_data_has_passages(tmp_path: Path) -> No
     folder = tmp_path / "c"
     folder.mkdir()
     _write_jsonl(folder / "questions.jsonl", _questions(3, source=True))
-    cfg = _config_file(folder, protocols=[{"name": "NaiveJudge", "judge_sees_source": True}], out=str(tmp_path / "out"))
+    cfg = _config_file(
+        folder, protocols=[{"name": "NaiveJudge", "judge_sees_source": True}], out=str(tmp_path / "out")
+    )
     exp = Experiment(ExperimentConfig.from_yaml(cfg))
     [res] = exp.run()
     assert res.spec.key == "NaiveJudge_src/J_scripted-tr-judge" and res.n_done == 3
@@ -128,6 +150,7 @@ def test_evidence_debate_no_longer_drops_judge_sees_source() -> None:
 
 # ---- 2. prompt changes ---------------------------------------------------------------------------
 
+
 def test_an_edited_prompt_is_refused_like_any_config_change(tmp_path: Path) -> None:
     prompts = tmp_path / "c" / "my_prompts"
     prompts.mkdir(parents=True)
@@ -135,8 +158,16 @@ def test_an_edited_prompt_is_refused_like_any_config_change(tmp_path: Path) -> N
     cfg = _config_file(tmp_path / "c", prompts_dir="my_prompts", out=str(tmp_path / "out"))
     assert runner.invoke(app, ["run", str(cfg)]).exit_code == 0
     meta = json.loads((tmp_path / "out" / "experiment.json").read_text())
-    line = json.loads((tmp_path / "out" / "NaiveJudge" / "J_scripted-tr-judge" / "results.jsonl").read_text().splitlines()[0])
-    assert line["prompts"] == meta["prompts"] and set(meta["prompts"]) >= {"judge_system", "judge_decide", "agent_system"}
+    line = json.loads(
+        (tmp_path / "out" / "NaiveJudge" / "J_scripted-tr-judge" / "results.jsonl")
+        .read_text()
+        .splitlines()[0]
+    )
+    assert line["prompts"] == meta["prompts"] and set(meta["prompts"]) >= {
+        "judge_system",
+        "judge_decide",
+        "agent_system",
+    }
 
     (prompts / "judge_system.txt").write_text("You are a very careful judge.\n")
     msg = _one_line_error(runner.invoke(app, ["run", str(cfg)]))
@@ -147,7 +178,10 @@ def test_an_edited_prompt_is_refused_like_any_config_change(tmp_path: Path) -> N
 
 def test_prompts_dir_must_exist_and_hold_only_template_names(tmp_path: Path) -> None:
     cfg = _config_file(tmp_path / "c", prompts_dir="nowhere", out=str(tmp_path / "out"))
-    assert "prompts_dir" in _one_line_error(runner.invoke(app, ["run", str(cfg)])) and not (tmp_path / "out").exists()
+    assert (
+        "prompts_dir" in _one_line_error(runner.invoke(app, ["run", str(cfg)]))
+        and not (tmp_path / "out").exists()
+    )
     (tmp_path / "c" / "p").mkdir()
     (tmp_path / "c" / "p" / "judge_sytem.txt").write_text("typo in the name")
     cfg = _config_file(tmp_path / "c", prompts_dir="p", out=str(tmp_path / "out"))
@@ -168,13 +202,18 @@ def test_a_prompt_edited_between_two_renders_in_one_process_is_read_again(tmp_pa
 
 # ---- 3. failed question runs fail the command ---------------------------------------------------
 
+
 def test_a_run_with_failed_questions_exits_non_zero_and_says_how_many(tmp_path: Path) -> None:
-    cfg = _config_file(tmp_path / "c", judge_models=["scripted:tr-flaky"], concurrency=1, out=str(tmp_path / "out"))
+    cfg = _config_file(
+        tmp_path / "c", judge_models=["scripted:tr-flaky"], concurrency=1, out=str(tmp_path / "out")
+    )
     r = runner.invoke(app, ["run", str(cfg)])
     assert r.exit_code == 1, r.output
     assert "1 of 4 question runs failed in 1 cells" in r.output
     # the other three are kept, and --json still reports the failure in its exit status
-    lines = (tmp_path / "out" / "NaiveJudge" / "J_scripted-tr-flaky" / "results.jsonl").read_text().splitlines()
+    lines = (
+        (tmp_path / "out" / "NaiveJudge" / "J_scripted-tr-flaky" / "results.jsonl").read_text().splitlines()
+    )
     assert [json.loads(x)["question_id"] for x in lines] == ["q0", "q1", "q3"]
     r = runner.invoke(app, ["run", str(cfg), "--json", "--out", str(tmp_path / "out2")])
     assert r.exit_code == 1 and json.loads(r.stdout)["failed_question_runs"] == 1
@@ -182,9 +221,15 @@ def test_a_run_with_failed_questions_exits_non_zero_and_says_how_many(tmp_path: 
 
 # ---- 4. grid axes stay visible -------------------------------------------------------------------
 
+
 def test_tools_and_best_of_n_get_columns(tmp_path: Path) -> None:
-    cfg = _config_file(tmp_path / "c", protocols=["Consultancy"], agent_tools=[[], ["calculator"]], best_of_n=[1, 2],
-                       out=str(tmp_path / "out"))
+    cfg = _config_file(
+        tmp_path / "c",
+        protocols=["Consultancy"],
+        agent_tools=[[], ["calculator"]],
+        best_of_n=[1, 2],
+        out=str(tmp_path / "out"),
+    )
     r = runner.invoke(app, ["run", str(cfg)])
     assert r.exit_code == 0, r.output
     rows = [ln for ln in r.stdout.splitlines() if "Consultancy" in ln and "│" in ln]
@@ -192,10 +237,16 @@ def test_tools_and_best_of_n_get_columns(tmp_path: Path) -> None:
     header = next(ln for ln in r.stdout.splitlines() if "protocol" in ln)
     assert "tools" in header and "bo" in header and "agent" not in header  # agent does not vary: in the title
     cells = json.loads(runner.invoke(app, ["stats", str(tmp_path / "out"), "--json"]).stdout)["cells"]
-    assert sorted((tuple(c["tools"]), c["best_of_n"]) for c in cells) == [((), 1), ((), 2), (("calculator",), 1), (("calculator",), 2)]
+    assert sorted((tuple(c["tools"]), c["best_of_n"]) for c in cells) == [
+        ((), 1),
+        ((), 2),
+        (("calculator",), 1),
+        (("calculator",), 2),
+    ]
 
 
 # ---- 6. a degenerate judge is named --------------------------------------------------------------
+
 
 def _line(p_first_view: list[tuple[float, float]], *, both_orders: bool = False) -> dict[str, Any]:
     """A results line (the parts judge_diagnostics reads) with one verdict per case."""
@@ -207,8 +258,17 @@ def _line(p_first_view: list[tuple[float, float]], *, both_orders: bool = False)
         if both_orders:  # the swapped run showed B first; recorded in original labels
             meta = {"both_orders": True, "original": {"A": pa, "B": pb}, "swapped": {"A": pb, "B": pa}}
             probs = {"A": 0.5, "B": 0.5}
-        cases.append({"short": short, "case_probs": {"probabilities": probs, "method": "verbalized", "metadata": meta,
-                                                      "transcript": [{"content": short}]}})
+        cases.append(
+            {
+                "short": short,
+                "case_probs": {
+                    "probabilities": probs,
+                    "method": "verbalized",
+                    "metadata": meta,
+                    "transcript": [{"content": short}],
+                },
+            }
+        )
     return {"question": q, "symmetric": False, "answer_cases": cases}
 
 
@@ -216,7 +276,11 @@ def test_position_bias_warning_points_at_both_orders() -> None:
     lines = [_line([(0.9, 0.1), (0.8, 0.2)]) for _ in range(3)]  # 6 verdicts, all for the first position
     d = judge_diagnostics(lines)
     assert d["first_position_share"] == 1.0 and d["n_verdicts"] == 6
-    assert len(d["warnings"]) == 1 and "100% of 6 verdicts" in d["warnings"][0] and "both_orders: true" in d["warnings"][0]
+    assert (
+        len(d["warnings"]) == 1
+        and "100% of 6 verdicts" in d["warnings"][0]
+        and "both_orders: true" in d["warnings"][0]
+    )
     # with both orders the first position is still picked in every view: named, but not told to turn it on
     d = judge_diagnostics([_line([(0.9, 0.1), (0.8, 0.2)], both_orders=True) for _ in range(3)])
     assert d["n_verdicts"] == 12 and "both_orders is on" in d["warnings"][0]
@@ -242,6 +306,7 @@ def test_the_shipped_examples_control_position_bias() -> None:
 
 
 # ---- 7. one line and exit 2 for ordinary problems ------------------------------------------------
+
 
 @pytest.fixture
 def finished(tmp_path: Path) -> Path:
@@ -271,19 +336,25 @@ def test_stats_skips_and_reports_a_torn_last_line(finished: Path) -> None:
     r = runner.invoke(app, ["stats", str(finished), "--json"])
     assert r.exit_code == 0
     after = json.loads(r.stdout)
-    assert after["skipped_lines"] == 1 and after["cells"][0]["n_questions"] == before["cells"][0]["n_questions"] == 4
+    assert (
+        after["skipped_lines"] == 1
+        and after["cells"][0]["n_questions"] == before["cells"][0]["n_questions"] == 4
+    )
     assert after["cells"][0]["metrics"] == before["cells"][0]["metrics"]
     r = runner.invoke(app, ["stats", str(finished)])
     assert r.exit_code == 0 and "1 unreadable results lines skipped" in r.stdout
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--beta", "-1"], "beta must be >= 0"),
-    (["--eps", "0.7"], "eps must lie strictly between 0 and 0.5"),
-    (["--eps", "0"], "eps must lie strictly between 0 and 0.5"),
-    (["--score", "hinge"], "score must be one of"),
-    (["--parse-failures", "drop"], "parse failures must be 'exclude' or 'half'"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--beta", "-1"], "beta must be >= 0"),
+        (["--eps", "0.7"], "eps must lie strictly between 0 and 0.5"),
+        (["--eps", "0"], "eps must lie strictly between 0 and 0.5"),
+        (["--score", "hinge"], "score must be one of"),
+        (["--parse-failures", "drop"], "parse failures must be 'exclude' or 'half'"),
+    ],
+)
 def test_bad_stats_options_are_one_line(finished: Path, args: list[str], needle: str) -> None:
     assert needle in _one_line_error(runner.invoke(app, ["stats", str(finished), *args]))
 
@@ -308,7 +379,10 @@ def test_the_console_script_prints_one_line_and_exits_2(tmp_path: Path) -> None:
 
 # ---- comfort: relative paths, growing grids, --new, dry run, show ---------------------------------
 
-def test_relative_paths_are_read_from_the_config_files_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+
+def test_relative_paths_are_read_from_the_config_files_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cfg = _config_file(tmp_path / "deep" / "c", out=str(tmp_path / "out"))
     monkeypatch.chdir(tmp_path)  # not the config's folder
     [res] = Experiment(ExperimentConfig.from_yaml(cfg)).run()
@@ -336,11 +410,19 @@ def test_growing_the_grid_or_the_dataset_only_adds(tmp_path: Path) -> None:
     text = naive.read_text()
     cfg = _config_file(folder, out=str(out), protocols=["NaiveJudge", "Consultancy"])
     res = Experiment(ExperimentConfig.from_yaml(cfg)).run()
-    assert [r.spec.key for r in res] == ["NaiveJudge/J_scripted-tr-judge", "Consultancy_t1/A_scripted-tr-agent_J_scripted-tr-judge"]
+    assert [r.spec.key for r in res] == [
+        "NaiveJudge/J_scripted-tr-judge",
+        "Consultancy_t1/A_scripted-tr-agent_J_scripted-tr-judge",
+    ]
     assert naive.read_text() == text
     # changing an existing cell's settings is refused, naming the cell and the key
-    cfg = _config_file(folder, out=str(out), protocols=["NaiveJudge", "Consultancy"], agent_generation={"max_words": 30})
-    with pytest.raises(ConfigError, match=r"Consultancy_t1/A_scripted-tr-agent_J_scripted-tr-judge \(differs in: agent_generation.max_words\)"):
+    cfg = _config_file(
+        folder, out=str(out), protocols=["NaiveJudge", "Consultancy"], agent_generation={"max_words": 30}
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"Consultancy_t1/A_scripted-tr-agent_J_scripted-tr-judge \(differs in: agent_generation.max_words\)",
+    ):
         Experiment(ExperimentConfig.from_yaml(cfg)).run()
     # a question whose content changed under the same id is refused
     _write_jsonl(folder / "questions.jsonl", _questions(4, tweak=1))
@@ -366,7 +448,9 @@ def test_new_resumes_the_sibling_it_made_last_time(tmp_path: Path) -> None:
 
 def test_dry_run_counts_calls_without_calling(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    cfg = _config_file(tmp_path / "c", out=str(out), protocols=["NaiveJudge", "Consultancy"], both_orders=True)
+    cfg = _config_file(
+        tmp_path / "c", out=str(out), protocols=["NaiveJudge", "Consultancy"], both_orders=True
+    )
     calls = _calls(JUDGE, AGENT)
     r = runner.invoke(app, ["run", str(cfg), "--dry-run", "--json"])
     assert r.exit_code == 0, r.output
@@ -403,8 +487,12 @@ def test_show_rebuilds_the_exact_prompts_from_the_cache(finished: Path, _isolate
 
 
 def test_an_unknown_tool_is_refused_before_any_cell_runs(tmp_path: Path) -> None:
-    cfg = _config_file(tmp_path / "c", protocols=["NaiveJudge", "Consultancy"], agent_tools=[[], ["abacus"]],
-                       out=str(tmp_path / "out"))
+    cfg = _config_file(
+        tmp_path / "c",
+        protocols=["NaiveJudge", "Consultancy"],
+        agent_tools=[[], ["abacus"]],
+        out=str(tmp_path / "out"),
+    )
     calls = _calls(JUDGE, AGENT)
     msg = _one_line_error(runner.invoke(app, ["run", str(cfg)]))
     assert "unknown tool(s) ['abacus']" in msg and "calculator" in msg
@@ -421,43 +509,71 @@ def test_quiet_run_prints_nothing_but_errors(tmp_path: Path) -> None:
 def test_progress_on_a_pipe_is_plain_lines(tmp_path: Path) -> None:
     cfg = _config_file(tmp_path / "c", judge_models=["scripted:coin"], out=str(tmp_path / "out"))
     exe = Path(sys.executable).parent / "seerbench"
-    p = subprocess.run([str(exe), "run", str(cfg)], capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "SEERBENCH_CACHE_DIR": str(tmp_path / "cache")})
+    p = subprocess.run(
+        [str(exe), "run", str(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "SEERBENCH_CACHE_DIR": str(tmp_path / "cache")},
+    )
     assert p.returncode == 0, p.stderr
     assert "\x1b[" not in p.stderr  # no live bar on a pipe
     assert "[4/4] eta" in p.stderr and "NaiveJudge/J_scripted-coin 4/4" in p.stderr
 
 
 def test_baseline_may_be_the_protocol_name_when_one_folder_has_it(tmp_path: Path) -> None:
-    cfg = _config_file(tmp_path / "c", protocols=["NaiveJudge", "Consultancy"], both_orders=True, out=str(tmp_path / "out"))
+    cfg = _config_file(
+        tmp_path / "c", protocols=["NaiveJudge", "Consultancy"], both_orders=True, out=str(tmp_path / "out")
+    )
     assert runner.invoke(app, ["run", str(cfg)]).exit_code == 0
-    by_name = json.loads(runner.invoke(app, ["stats", str(tmp_path / "out"), "--baseline", "NaiveJudge", "--json"]).stdout)
-    by_folder = json.loads(runner.invoke(app, ["stats", str(tmp_path / "out"), "--baseline", "NaiveJudge_swap", "--json"]).stdout)
-    assert by_name["paired"] == by_folder["paired"] and [p["baseline"] for p in by_name["paired"]] == ["NaiveJudge_swap"]
-    assert "no protocol folder 'Debate'" in _one_line_error(runner.invoke(app, ["stats", str(tmp_path / "out"), "--baseline", "Debate"]))
+    by_name = json.loads(
+        runner.invoke(app, ["stats", str(tmp_path / "out"), "--baseline", "NaiveJudge", "--json"]).stdout
+    )
+    by_folder = json.loads(
+        runner.invoke(app, ["stats", str(tmp_path / "out"), "--baseline", "NaiveJudge_swap", "--json"]).stdout
+    )
+    assert by_name["paired"] == by_folder["paired"] and [p["baseline"] for p in by_name["paired"]] == [
+        "NaiveJudge_swap"
+    ]
+    assert "no protocol folder 'Debate'" in _one_line_error(
+        runner.invoke(app, ["stats", str(tmp_path / "out"), "--baseline", "Debate"])
+    )
 
 
 STD_DATA = REPO.parent / "shared" / "data" / "single_turn_debate" / "all_arguments.jsonl"
 
 
-@pytest.mark.skipif(not STD_DATA.is_file(), reason="the shared single_turn_debate data is not beside this checkout")
-def test_the_single_turn_debate_example_runs_as_shipped_from_any_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.skipif(
+    not STD_DATA.is_file(), reason="the shared single_turn_debate data is not beside this checkout"
+)
+def test_the_single_turn_debate_example_runs_as_shipped_from_any_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)  # its dataset path is read from the config file's folder, not from here
     r = runner.invoke(app, ["run", str(REPO / "examples" / "single_turn_debate.yaml"), "--dry-run", "--json"])
     assert r.exit_code == 0, r.output
     plan = json.loads(r.stdout)
     assert [c["cell"] for c in plan["cells"]] == [
-        "NaiveJudge_swap/J_local", "Consultancy_t1_swap/A_replay_J_local", "EvidenceDebate_SA_swap/A_replay_J_local"]
+        "NaiveJudge_swap/J_local",
+        "Consultancy_t1_swap/A_replay_J_local",
+        "EvidenceDebate_SA_swap/A_replay_J_local",
+    ]
     assert all(c["to_run"] == 20 for c in plan["cells"])
 
 
 @pytest.mark.parametrize("order", [["logprobs", "verbalized", "vote"], ["logprobs", "vote"]])
-def test_dry_run_follows_a_judge_without_logprobs_through_its_fallbacks(tmp_path: Path, order: list[str]) -> None:
+def test_dry_run_follows_a_judge_without_logprobs_through_its_fallbacks(
+    tmp_path: Path, order: list[str]
+) -> None:
     # a scripted judge has no logprobs: each verdict costs a failed logprobs call, then the next
     # method's calls (a vote is vote_samples calls); the plan must count what the run then makes
     out = tmp_path / "out"
-    cfg = _config_file(tmp_path / "c", out=str(out), protocols=["NaiveJudge", "Consultancy"],
-                       elicitation={"order": order, "vote_samples": 3})
+    cfg = _config_file(
+        tmp_path / "c",
+        out=str(out),
+        protocols=["NaiveJudge", "Consultancy"],
+        elicitation={"order": order, "vote_samples": 3},
+    )
     plan = json.loads(runner.invoke(app, ["run", str(cfg), "--dry-run", "--json"]).stdout)
     calls = _calls(JUDGE, AGENT)
     Experiment(ExperimentConfig.from_yaml(cfg)).run()

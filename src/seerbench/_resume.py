@@ -58,8 +58,16 @@ def keep_in_order(path: Path, key: str, order: Iterable[str]) -> dict[str, str]:
     return kept
 
 
-def claim_folder(out: Path, meta_name: str, lines_name: str, key: str, fingerprint: str, what: str,
-                 differ: str, record: dict[str, object]) -> None:
+def claim_folder(
+    out: Path,
+    meta_name: str,
+    lines_name: str,
+    key: str,
+    fingerprint: str,
+    what: str,
+    differ: str,
+    record: dict[str, object],
+) -> None:
     """Make ``out`` this config's folder: refuse it when it holds finished ``lines_name`` lines of
     another config (``what``: 'ratings'; ``differ``: which settings make a config another), then
     record ``record`` (with the fingerprint) in ``meta_name``."""
@@ -73,8 +81,10 @@ def claim_folder(out: Path, meta_name: str, lines_name: str, key: str, fingerpri
         except (json.JSONDecodeError, AttributeError):
             old = None
         if old != fingerprint:
-            raise ConfigError(f"{out} holds {what} made with another {meta_name.removesuffix('.json')} config ({differ} differ); "
-                              "give a new `out` or delete the folder")
+            raise ConfigError(
+                f"{out} holds {what} made with another {meta_name.removesuffix('.json')} config ({differ} differ); "
+                "give a new `out` or delete the folder"
+            )
     write_lines(meta, [json.dumps({**record, "fingerprint": fingerprint}, indent=2)])
 
 

@@ -24,7 +24,18 @@ from seerbench.types import Question, Turn, Verdict
 
 A = TypeVar("A", bound=type)
 
-__all__ = ["AGENTS", "CAPABILITIES", "Agent", "AgentContext", "BeliefAgent", "BestOfNAgent", "ModelAgent", "capabilities", "check_quotes", "register_agent"]
+__all__ = [
+    "AGENTS",
+    "CAPABILITIES",
+    "Agent",
+    "AgentContext",
+    "BeliefAgent",
+    "BestOfNAgent",
+    "ModelAgent",
+    "capabilities",
+    "check_quotes",
+    "register_agent",
+]
 
 Setting = Literal["consultancy", "debate", "evidence"]
 
@@ -59,7 +70,11 @@ class Agent(Protocol):
     name: str
 
     async def __call__(
-        self, question: Question, answer_case: str, visible: Sequence[Turn], context: AgentContext | None = None
+        self,
+        question: Question,
+        answer_case: str,
+        visible: Sequence[Turn],
+        context: AgentContext | None = None,
     ) -> Turn: ...
 
 
@@ -99,7 +114,11 @@ def parse_evidence(text: str) -> tuple[str, list[str], bool]:
         m = re.match(r"(?i)^argument\s*:\s*(.*)$", s)
         arg_lines.append(m.group(1) if m else s)
     argument = " ".join(x for x in arg_lines if x).strip()
-    truncated = len(argument) > MAX_ARGUMENT_CHARS or len(quotes) > MAX_QUOTES or any(len(q) > MAX_QUOTE_CHARS for q in quotes)
+    truncated = (
+        len(argument) > MAX_ARGUMENT_CHARS
+        or len(quotes) > MAX_QUOTES
+        or any(len(q) > MAX_QUOTE_CHARS for q in quotes)
+    )
     return argument[:MAX_ARGUMENT_CHARS], [q[:MAX_QUOTE_CHARS] for q in quotes[:MAX_QUOTES]], truncated
 
 
@@ -118,7 +137,9 @@ class ModelAgent:
     ) -> None:
         self.model = get_model(model) if isinstance(model, str) else model
         self.tools: tuple[Tool, ...] = tuple(t if isinstance(t, Tool) else get_tools([t])[0] for t in tools)
-        self.name = self.model.spec + ("+" + "+".join(t.name.lower() for t in self.tools) if self.tools else "")
+        self.name = self.model.spec + (
+            "+" + "+".join(t.name.lower() for t in self.tools) if self.tools else ""
+        )
         self.generation = generation or GenerateConfig(max_tokens=200, temperature=0.0)
         self.max_words = max_words
         self.max_tool_rounds = max_tool_rounds
@@ -146,12 +167,23 @@ class ModelAgent:
         if question.k == 2:
             other = question.other(answer_case)
             fields.update(other_short=other.short, other_answer=other.long)
-        template = {"consultancy": "agent_consultancy", "debate": "agent_debate", "evidence": "agent_evidence"}[context.setting]
+        template = {
+            "consultancy": "agent_consultancy",
+            "debate": "agent_debate",
+            "evidence": "agent_evidence",
+        }[context.setting]
         user = render(template, self.prompts_dir, **fields)
         if self.tools:
-            user += "\n\nTools: " + "; ".join(t.description for t in self.tools) + ". Write a call on its own line; you will get the result."
+            user += (
+                "\n\nTools: "
+                + "; ".join(t.description for t in self.tools)
+                + ". Write a call on its own line; you will get the result."
+            )
         return [
-            ChatMessage(role="system", content=render("agent_system", self.prompts_dir, answer=f"{case.short}) {case.long}")),
+            ChatMessage(
+                role="system",
+                content=render("agent_system", self.prompts_dir, answer=f"{case.short}) {case.long}"),
+            ),
             ChatMessage(role="user", content=user),
         ]
 
@@ -174,11 +206,16 @@ class ModelAgent:
                     ChatMessage(role="assistant", content=text),
                     ChatMessage(
                         role="user",
-                        content="Tool results:\n" + "\n".join(f"{c['call']} = {c['result']}" for c in results)
+                        content="Tool results:\n"
+                        + "\n".join(f"{c['call']} = {c['result']}" for c in results)
                         + "\nNow write your final argument.",
                     ),
                 ]
-                text = (await self.model.generate(convo, config.model_copy(update={"n": 1}), seed=(config.seed or 0) + i)).text
+                text = (
+                    await self.model.generate(
+                        convo, config.model_copy(update={"n": 1}), seed=(config.seed or 0) + i
+                    )
+                ).text
             texts.append(text)
             calls.append(mine)
         return texts, calls
@@ -191,7 +228,14 @@ class ModelAgent:
             if m.group(1) in by_name
         ]
 
-    def _turn(self, question: Question, answer_case: str, text: str, context: AgentContext, calls: list[dict[str, str]]) -> Turn:
+    def _turn(
+        self,
+        question: Question,
+        answer_case: str,
+        text: str,
+        context: AgentContext,
+        calls: list[dict[str, str]],
+    ) -> Turn:
         meta: dict[str, object] = {"model": self.model.spec}
         if calls:
             meta["tool_calls"] = calls
@@ -199,20 +243,42 @@ class ModelAgent:
             argument, quotes, truncated = parse_evidence(text)
             meta.update(raw=text, truncated=truncated)
             return Turn(
-                role="agent", speaker=context.speaker, content=argument, answer_case=answer_case,
-                quotes=check_quotes(quotes, question.source_text), metadata=meta,
+                role="agent",
+                speaker=context.speaker,
+                content=argument,
+                answer_case=answer_case,
+                quotes=check_quotes(quotes, question.source_text),
+                metadata=meta,
             )
-        return Turn(role="agent", speaker=context.speaker, content=text.strip(), answer_case=answer_case, metadata=meta)
+        return Turn(
+            role="agent",
+            speaker=context.speaker,
+            content=text.strip(),
+            answer_case=answer_case,
+            metadata=meta,
+        )
 
     async def __call__(
-        self, question: Question, answer_case: str, visible: Sequence[Turn], context: AgentContext | None = None
+        self,
+        question: Question,
+        answer_case: str,
+        visible: Sequence[Turn],
+        context: AgentContext | None = None,
     ) -> Turn:
         ctx = context or AgentContext()
-        texts, calls = await self._generate(self.messages(question, answer_case, visible, ctx), self.generation)
+        texts, calls = await self._generate(
+            self.messages(question, answer_case, visible, ctx), self.generation
+        )
         return self._turn(question, answer_case, texts[0], ctx, calls[0])
 
     async def candidates(
-        self, question: Question, answer_case: str, visible: Sequence[Turn], context: AgentContext, n: int, temperature: float
+        self,
+        question: Question,
+        answer_case: str,
+        visible: Sequence[Turn],
+        context: AgentContext,
+        n: int,
+        temperature: float,
     ) -> list[Turn]:
         """``n`` sampled arguments (distinct, reproducible sample indices)."""
         cfg = self.generation.model_copy(update={"n": n, "temperature": temperature})
@@ -224,7 +290,9 @@ class BestOfNAgent:
     """Samples N arguments and keeps the one a preference judge finds most convincing for the
     assigned answer: the knob for optimization pressure (persuasiveness)."""
 
-    def __init__(self, base: ModelAgent, n: int, preference_judge: Judge, *, temperature: float = 0.8) -> None:
+    def __init__(
+        self, base: ModelAgent, n: int, preference_judge: Judge, *, temperature: float = 0.8
+    ) -> None:
         if n < 1:
             raise ValueError("best-of-N needs n >= 1")
         self.base, self.n, self.preference_judge, self.temperature = base, n, preference_judge, temperature
@@ -235,7 +303,11 @@ class BestOfNAgent:
         return await self.base.believe(question)
 
     async def __call__(
-        self, question: Question, answer_case: str, visible: Sequence[Turn], context: AgentContext | None = None
+        self,
+        question: Question,
+        answer_case: str,
+        visible: Sequence[Turn],
+        context: AgentContext | None = None,
     ) -> Turn:
         ctx = context or AgentContext()
         cands = await self.base.candidates(question, answer_case, visible, ctx, self.n, self.temperature)
@@ -245,14 +317,28 @@ class BestOfNAgent:
             scores.append(v.prob(answer_case) if v.ok else -1.0)
         best = max(range(len(cands)), key=lambda i: scores[i])
         chosen = cands[best]
-        return chosen.model_copy(update={"metadata": {**chosen.metadata, "best_of_n": self.n, "preference_scores": scores}})
+        return chosen.model_copy(
+            update={"metadata": {**chosen.metadata, "best_of_n": self.n, "preference_scores": scores}}
+        )
 
 
-async def choose_side(model: Model, question: Question, prompts_dir: str | Path | None = None) -> tuple[str | None, Verdict]:
+async def choose_side(
+    model: Model, question: Question, prompts_dir: str | Path | None = None
+) -> tuple[str | None, Verdict]:
     """The option a model believes is correct (for open consultancy) and the verdict it came
     from; None when the model's belief could not be elicited."""
-    msgs = [ChatMessage(role="user", content=render("agent_choose", prompts_dir, source=source_block(question.source_text),
-                                                      question=question.text, options=options_block(question)))]
+    msgs = [
+        ChatMessage(
+            role="user",
+            content=render(
+                "agent_choose",
+                prompts_dir,
+                source=source_block(question.source_text),
+                question=question.text,
+                options=options_block(question),
+            ),
+        )
+    ]
     v = await elicit(model, msgs, question.shorts)
     if v.probabilities is None:
         return None, v

@@ -299,7 +299,9 @@ def make_catch_trials(questions: Sequence[Question], *, fraction: float = 0.1, s
     real = [q for q in questions if not q.metadata.get("catch_trial")]
     donors = sorted((q for q in real if any(has_material(a) for a in q.answer_cases)), key=lambda q: q.id)
     targets = [q for q in real if q.is_binary and has_material(q.true_case)]
-    chosen = {q.id for q in sorted(targets, key=lambda q: _rank(seed, q.id))[: round(fraction * len(targets))]}
+    chosen = {
+        q.id for q in sorted(targets, key=lambda q: _rank(seed, q.id))[: round(fraction * len(targets))]
+    }
     out: list[Question] = []
     for q in targets:
         if q.id not in chosen:
@@ -325,6 +327,12 @@ def make_catch_trials(questions: Sequence[Question], *, fraction: float = 0.1, s
             )
             for a in q.answer_cases
         ]
-        meta = {**q.metadata, "catch_trial": True, "catch_of": q.id, "catch_donor": donor.id, "catch_seed": seed}
+        meta = {
+            **q.metadata,
+            "catch_trial": True,
+            "catch_of": q.id,
+            "catch_donor": donor.id,
+            "catch_seed": seed,
+        }
         out.append(q.model_copy(update={"id": f"ct_{q.id}", "answer_cases": cases, "metadata": meta}))
     return out

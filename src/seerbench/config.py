@@ -46,7 +46,9 @@ def load_yaml(text: str) -> Any:
                         continue
                     if first is not key_node.start_mark:
                         raise yaml.constructor.ConstructorError(
-                            None, None, f"key {key!r} is written twice (first at line {first.line + 1})",
+                            None,
+                            None,
+                            f"key {key!r} is written twice (first at line {first.line + 1})",
                             key_node.start_mark,
                         )
             return super().construct_mapping(node, deep=deep)
@@ -92,8 +94,12 @@ def explain_validation(
             parent = _section(model, err["loc"][:-1]) if model is not None else None
             allowed = sorted(parent.model_fields) if parent is not None else []
             close = difflib.get_close_matches(str(err["loc"][-1]), allowed, n=1)
-            msg = "unknown key" + (f" (did you mean {close[0]}?)" if close else "") + (
-                f"; allowed keys: {', '.join(allowed)}" if allowed else "") + (f"; see {docs}" if docs else "")
+            msg = (
+                "unknown key"
+                + (f" (did you mean {close[0]}?)" if close else "")
+                + (f"; allowed keys: {', '.join(allowed)}" if allowed else "")
+                + (f"; see {docs}" if docs else "")
+            )
         elif err["type"] == "literal_error":
             msg = f"{msg} (got {err.get('input')!r})"
         elif err["type"] == "missing":

@@ -98,7 +98,9 @@ class Export:
         return sum(self.skipped_lines.values())
 
 
-def export_rows(run_dir: str | Path, *, eps: float | None = None, parse_failures: str | None = None) -> Export:
+def export_rows(
+    run_dir: str | Path, *, eps: float | None = None, parse_failures: str | None = None
+) -> Export:
     """Every results line of every cell of ``run_dir`` as a flat row (see the module docstring),
     rescored with ``eps`` and ``parse_failures`` (default: the run's own). A torn or corrupt line
     is skipped and counted in :attr:`Export.skipped_lines`; the folder is not changed."""
@@ -228,7 +230,9 @@ def write_parquet(rows: list[dict[str, Any]], path: str | Path) -> None:
     """Rows as a parquet file with a fixed schema (strings, int64, float64, bool; nulls where
     missing). Needs pyarrow (``pip install 'seerbench[parquet]'``)."""
     if not parquet_available():
-        raise ConfigError(f"parquet export needs pyarrow, which is not installed: {PARQUET_HINT} (or use --format csv)")
+        raise ConfigError(
+            f"parquet export needs pyarrow, which is not installed: {PARQUET_HINT} (or use --format csv)"
+        )
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -269,7 +273,11 @@ class InspectExport:
 
 
 def export_inspect(
-    run_dir: str | Path, out_dir: str | Path | None = None, *, eps: float | None = None, parse_failures: str | None = None
+    run_dir: str | Path,
+    out_dir: str | Path | None = None,
+    *,
+    eps: float | None = None,
+    parse_failures: str | None = None,
 ) -> InspectExport:
     """Write every grid cell of ``run_dir`` as an Inspect AI log (``.eval``), built with Inspect's
     own log API (:func:`inspect_ai.log.write_eval_log`), into ``out_dir`` (default
@@ -312,8 +320,13 @@ def export_inspect(
             samples.append(_inspect_sample(scored))
         if f.skipped:
             out.skipped_lines[cell.key] = f.skipped
-        record = stats.stats(cell_meta(stats, cell), eps=eps_v, policy=policy, n_boot=cfg.get("n_boot", 2000),
-                             seed=cfg.get("seed", 0))
+        record = stats.stats(
+            cell_meta(stats, cell),
+            eps=eps_v,
+            policy=policy,
+            n_boot=cfg.get("n_boot", 2000),
+            seed=cfg.get("seed", 0),
+        )
         log = _inspect_log(folder, cell.key, cell.results_path, record, samples, cfg)
         path = target / (cell.key.replace("/", "__") + ".eval")
         _write_inspect(log, path)
@@ -350,14 +363,22 @@ def _inspect_sample(line: dict[str, Any]) -> Any:
         choice = _choice(probs) if probs else None
         answers.append(f"{c['short']}->{choice or '-'}")
         per_case[c["short"]] = {
-            "probabilities": cp.get("probabilities"), "method": cp.get("method"), "parse_status": cp.get("parse_status"),
-            "error": cp.get("error"), "n_samples": cp.get("n_samples"), "choice": choice,
-            "judge_score": cp.get("judge_score"), "agent_score": c.get("agent_score"),
+            "probabilities": cp.get("probabilities"),
+            "method": cp.get("method"),
+            "parse_status": cp.get("parse_status"),
+            "error": cp.get("error"),
+            "n_samples": cp.get("n_samples"),
+            "choice": choice,
+            "judge_score": cp.get("judge_score"),
+            "agent_score": c.get("agent_score"),
         }
     for c in cases:
         cp = c["case_probs"]
-        head = ("one run serves every answer case" if line.get("symmetric")
-                else f"answer case {c['short']}: the agent argues for {c['short']}) {c['long']}")
+        head = (
+            "one run serves every answer case"
+            if line.get("symmetric")
+            else f"answer case {c['short']}: the agent argues for {c['short']}) {c['long']}"
+        )
         messages.append(ChatMessageSystem(content=head, metadata={"answer_case": c["short"]}))
         for t in cp.get("transcript") or []:
             text = str(t.get("content", ""))
@@ -365,37 +386,71 @@ def _inspect_sample(line: dict[str, Any]) -> Any:
             if quotes:
                 text += "\n\n" + "\n".join(
                     f"quote ({'verified' if qt.get('verified') else 'unverified' if qt.get('verified') is False else 'unchecked'}): "
-                    f"{qt.get('text')}" for qt in quotes)
-            meta = {"speaker": t.get("speaker"), "role": t.get("role"), "answer_case": t.get("answer_case"), "quotes": quotes}
+                    f"{qt.get('text')}"
+                    for qt in quotes
+                )
+            meta = {
+                "speaker": t.get("speaker"),
+                "role": t.get("role"),
+                "answer_case": t.get("answer_case"),
+                "quotes": quotes,
+            }
             if t.get("role") in ("question", "system", "note"):
                 messages.append(ChatMessageSystem(content=text, metadata=meta))
             else:
-                messages.append(ChatMessageAssistant(content=f"[{t.get('speaker')}] {text}", metadata=meta,
-                                                     model=str(line.get("agent") or line.get("judge"))))
+                messages.append(
+                    ChatMessageAssistant(
+                        content=f"[{t.get('speaker')}] {text}",
+                        metadata=meta,
+                        model=str(line.get("agent") or line.get("judge")),
+                    )
+                )
         verdict = f"[judge {line.get('judge')}] {_probs_text(cp.get('probabilities'))} ({cp.get('method')}, {cp.get('parse_status')})"
         if cp.get("error"):
             verdict += f": {cp['error']}"
-        messages.append(ChatMessageAssistant(content=verdict, model=str(line.get("judge")), metadata={"verdict": per_case[c["short"]]}))
+        messages.append(
+            ChatMessageAssistant(
+                content=verdict, model=str(line.get("judge")), metadata={"verdict": per_case[c["short"]]}
+            )
+        )
     scores = {}
     if not line.get("excluded") and line.get("judge_accuracy") is not None:
         scores["judge_accuracy"] = Score(
-            value=float(line["judge_accuracy"]), answer="; ".join(answers),
-            explanation=f"true option {true}; " + "; ".join(f"argued {k}: {_probs_text(v['probabilities'])}" for k, v in per_case.items()),
+            value=float(line["judge_accuracy"]),
+            answer="; ".join(answers),
+            explanation=f"true option {true}; "
+            + "; ".join(f"argued {k}: {_probs_text(v['probabilities'])}" for k, v in per_case.items()),
             metadata={"cases": per_case, "true_option": true},
         )
         asd = _get(line.get("asd"), "log")
         if asd is not None:
             scores["asd"] = Score(value=asd, metadata={"asd": line.get("asd")})
     return EvalSample(
-        id=line["question_id"], epoch=1, input=prompt, choices=[str(c["long"]) for c in q["answer_cases"]], target=true,
-        messages=messages, scores=scores or None,
-        metadata={"chosen_case": line.get("chosen_case"), "excluded": bool(line.get("excluded")),
-                  "parse_failures": line.get("parse_failures"), "notes": line.get("notes") or {},
-                  **{k: line.get(k) for k in ("jse_b0", "jse_b1", "jse_binf", "ase_b0", "ase_b1", "ase_binf")}},
+        id=line["question_id"],
+        epoch=1,
+        input=prompt,
+        choices=[str(c["long"]) for c in q["answer_cases"]],
+        target=true,
+        messages=messages,
+        scores=scores or None,
+        metadata={
+            "chosen_case": line.get("chosen_case"),
+            "excluded": bool(line.get("excluded")),
+            "parse_failures": line.get("parse_failures"),
+            "notes": line.get("notes") or {},
+            **{k: line.get(k) for k in ("jse_b0", "jse_b1", "jse_binf", "ase_b0", "ase_b1", "ase_binf")},
+        },
     )
 
 
-def _inspect_log(folder: RunFolder, key: str, results_path: Path, record: dict[str, Any], samples: list[Any], cfg: dict[str, Any]) -> Any:
+def _inspect_log(
+    folder: RunFolder,
+    key: str,
+    results_path: Path,
+    record: dict[str, Any],
+    samples: list[Any],
+    cfg: dict[str, Any],
+) -> Any:
     import hashlib
     from datetime import UTC, datetime
 
@@ -409,31 +464,62 @@ def _inspect_log(folder: RunFolder, key: str, results_path: Path, record: dict[s
 
     def eval_score(name: str, summary: dict[str, Any] | None) -> EvalScore:
         ms = {}
-        for m, field_name in (("mean", "mean"), ("stderr", "se"), ("ci_low", "ci_low"), ("ci_high", "ci_high")):
+        for m, field_name in (
+            ("mean", "mean"),
+            ("stderr", "se"),
+            ("ci_low", "ci_low"),
+            ("ci_high", "ci_high"),
+        ):
             v = (summary or {}).get(field_name)
             if isinstance(v, int | float) and math.isfinite(v):
                 ms[m] = EvalMetric(name=m, value=float(v))
         scored = int((summary or {}).get("n") or 0)
-        return EvalScore(name=name, scorer=INSPECT_SCORER, scored_samples=scored, unscored_samples=len(samples) - scored,
-                         metrics=ms)
+        return EvalScore(
+            name=name,
+            scorer=INSPECT_SCORER,
+            scored_samples=scored,
+            unscored_samples=len(samples) - scored,
+            metrics=ms,
+        )
 
     ds = cfg.get("dataset")
     ds_name = ds if isinstance(ds, str) else (ds or {}).get("name") or (ds or {}).get("path")
     axes = {k: record.get(k) for k in ("protocol", "agent", "judge", "tools", "best_of_n")}
     spec = EvalSpec(
-        eval_id=task_id, created=created, task=f"seerbench/{record.get('protocol')}", task_id=task_id, run_id=run_id,
+        eval_id=task_id,
+        created=created,
+        task=f"seerbench/{record.get('protocol')}",
+        task_id=task_id,
+        run_id=run_id,
         task_args={k: v for k, v in axes.items() if k != "protocol"},
-        dataset=EvalDataset(name=str(ds_name) if ds_name else None, samples=len(samples), sample_ids=[s.id for s in samples]),
-        model=str(record.get("judge")), config=EvalConfig(),
-        metadata={"seerbench_cell": key, "run_dir": str(folder.path), "experiment": cfg.get("name"), **axes,
-                  "eps": record["eps"], "parse_failure_policy": record["parse_failure_policy"],
-                  "bootstrap": record["bootstrap"]},
+        dataset=EvalDataset(
+            name=str(ds_name) if ds_name else None, samples=len(samples), sample_ids=[s.id for s in samples]
+        ),
+        model=str(record.get("judge")),
+        config=EvalConfig(),
+        metadata={
+            "seerbench_cell": key,
+            "run_dir": str(folder.path),
+            "experiment": cfg.get("name"),
+            **axes,
+            "eps": record["eps"],
+            "parse_failure_policy": record["parse_failure_policy"],
+            "bootstrap": record["bootstrap"],
+        },
     )
     results = EvalResults(
-        total_samples=len(samples), completed_samples=len(samples),
-        scores=[eval_score("judge_accuracy", metrics.get("judge_accuracy")), eval_score("asd", (metrics.get("asd") or {}).get("log"))],
-        metadata={"n_scored": n_scored, "n_excluded": record["n_excluded"], "parse_failures": record["parse_failures"],
-                  "metrics": json_safe(metrics)},
+        total_samples=len(samples),
+        completed_samples=len(samples),
+        scores=[
+            eval_score("judge_accuracy", metrics.get("judge_accuracy")),
+            eval_score("asd", (metrics.get("asd") or {}).get("log")),
+        ],
+        metadata={
+            "n_scored": n_scored,
+            "n_excluded": record["n_excluded"],
+            "parse_failures": record["parse_failures"],
+            "metrics": json_safe(metrics),
+        },
     )
     return EvalLog(status="success", eval=spec, results=results, samples=samples)
 

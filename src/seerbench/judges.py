@@ -46,7 +46,12 @@ class Judge(Protocol):
     name: str
 
     async def judge(
-        self, question: Question, visible: Sequence[Turn], *, with_source: bool = False, argued: str | None = None
+        self,
+        question: Question,
+        visible: Sequence[Turn],
+        *,
+        with_source: bool = False,
+        argued: str | None = None,
     ) -> Verdict: ...
 
 
@@ -75,7 +80,9 @@ class ModelJudge:
         self.prompts_dir = prompts_dir
         self.ask_config = ask_config or GenerateConfig(max_tokens=60, temperature=0.0)
 
-    def messages(self, question: Question, visible: Sequence[Turn], *, with_source: bool = False) -> list[ChatMessage]:
+    def messages(
+        self, question: Question, visible: Sequence[Turn], *, with_source: bool = False
+    ) -> list[ChatMessage]:
         """Exactly what the judge model is shown (before the elicitation instruction)."""
         q = question.judge_view(with_source=with_source)
         user = render(
@@ -92,7 +99,12 @@ class ModelJudge:
         ]
 
     async def judge(
-        self, question: Question, visible: Sequence[Turn], *, with_source: bool = False, argued: str | None = None
+        self,
+        question: Question,
+        visible: Sequence[Turn],
+        *,
+        with_source: bool = False,
+        argued: str | None = None,
     ) -> Verdict:
         msgs = self.messages(question, visible, with_source=with_source)
         return await elicit(self.model, msgs, question.shorts, self.elicitation)
@@ -101,11 +113,18 @@ class ModelJudge:
         """A question for a consultant (consultancy with an interactive judge)."""
         q = question.judge_view(with_source=with_source)
         user = render(
-            "judge_ask", self.prompts_dir, source=source_block(q.source_text), question=q.text,
-            options=options_block(q), transcript=transcript_block(visible),
+            "judge_ask",
+            self.prompts_dir,
+            source=source_block(q.source_text),
+            question=q.text,
+            options=options_block(q),
+            transcript=transcript_block(visible),
         )
         out = await self.model.generate(
-            [ChatMessage(role="system", content=render("judge_system", self.prompts_dir)), ChatMessage(role="user", content=user)],
+            [
+                ChatMessage(role="system", content=render("judge_system", self.prompts_dir)),
+                ChatMessage(role="user", content=user),
+            ],
             self.ask_config,
         )
         return out.text.strip()
@@ -117,12 +136,19 @@ class TrustJudge:
     name = "trust"
 
     async def judge(
-        self, question: Question, visible: Sequence[Turn], *, with_source: bool = False, argued: str | None = None
+        self,
+        question: Question,
+        visible: Sequence[Turn],
+        *,
+        with_source: bool = False,
+        argued: str | None = None,
     ) -> Verdict:
         if argued is None:
             return Verdict.failure(raw="", error="TrustJudge needs the argued answer case", method="trust")
         return Verdict(
-            probabilities={s: 1.0 if s == argued else 0.0 for s in question.shorts}, method="trust", raw=argued
+            probabilities={s: 1.0 if s == argued else 0.0 for s in question.shorts},
+            method="trust",
+            raw=argued,
         )
 
 

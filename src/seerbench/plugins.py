@@ -47,7 +47,9 @@ def load_entry_points() -> None:
         try:
             ep.load()
         except Exception as e:  # a broken plugin names itself instead of a bare traceback
-            raise ConfigError(f"plugin {ep.name} ({ep.value}, entry point {ENTRY_POINT_GROUP}) failed to import: {e}") from e
+            raise ConfigError(
+                f"plugin {ep.name} ({ep.value}, entry point {ENTRY_POINT_GROUP}) failed to import: {e}"
+            ) from e
 
 
 def load_plugin(ref: str, base_dir: str | Path | None = None) -> str:
@@ -58,7 +60,9 @@ def load_plugin(ref: str, base_dir: str | Path | None = None) -> str:
         path = Path(ref).expanduser()
         path = path if path.is_absolute() else base / path
         if not path.is_file():
-            raise ConfigError(f"plugin file {path} does not exist (relative paths are read from the config file's folder)")
+            raise ConfigError(
+                f"plugin file {path} does not exist (relative paths are read from the config file's folder)"
+            )
         key = str(path.resolve())
         if key in _loaded_paths:
             return _loaded_paths[key]
@@ -152,10 +156,17 @@ class Registry(dict[str, T], Generic[T]):
             if not isinstance(key, str) or not key:
                 raise ValueError(f"give the {self.kind} a name: register({self.kind}_name)")
             old = self.get(key)
-            same = old is not None and (getattr(old, "__module__", None), getattr(old, "__qualname__", None)) == (
-                getattr(obj, "__module__", None), getattr(obj, "__qualname__", None))  # a re-import of one definition
+            same = old is not None and (
+                getattr(old, "__module__", None),
+                getattr(old, "__qualname__", None),
+            ) == (
+                getattr(obj, "__module__", None),
+                getattr(obj, "__qualname__", None),
+            )  # a re-import of one definition
             if old is not None and old is not obj and not same and not replace:
-                raise ConfigError(f"a {self.kind} named {key!r} is already registered ({self[key]!r}); pass replace=True to override")
+                raise ConfigError(
+                    f"a {self.kind} named {key!r} is already registered ({self[key]!r}); pass replace=True to override"
+                )
             self[key] = obj
             return obj
 
@@ -167,7 +178,9 @@ class Registry(dict[str, T], Generic[T]):
         try:
             return self[name]
         except KeyError:
-            raise ConfigError(f"unknown {self.kind} {name!r}; known {self.kind}s: {', '.join(self)}") from None
+            raise ConfigError(
+                f"unknown {self.kind} {name!r}; known {self.kind}s: {', '.join(self)}"
+            ) from None
 
     def __iter__(self) -> Iterator[str]:
         return super().__iter__()

@@ -23,7 +23,9 @@ def turn_text(turn: Turn) -> str:
     lines = [f"{turn.speaker}{side}: {turn.content.strip()}"]
     where = turn.metadata.get("quotes_in", "passage")  # a critique quotes the answer it critiques
     for i, q in enumerate(turn.quotes, 1):
-        mark = {True: f"verified in the {where}", False: f"NOT found in the {where}", None: "unchecked"}[q.verified]
+        mark = {True: f"verified in the {where}", False: f"NOT found in the {where}", None: "unchecked"}[
+            q.verified
+        ]
         lines.append(f'  Quote {i} [{mark}]: "{q.text.strip()}"')
     return "\n".join(lines)
 

@@ -35,7 +35,9 @@ def _clean(meta: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in meta.items() if k not in _VOLATILE}
 
 
-def result_line(qr: QuestionRun, meta: dict[str, Any], *, eps: float, policy: FailurePolicy) -> dict[str, Any]:
+def result_line(
+    qr: QuestionRun, meta: dict[str, Any], *, eps: float, policy: FailurePolicy
+) -> dict[str, Any]:
     """The results.jsonl line of one question."""
     q = qr.question
     cases: list[dict[str, Any]] = []
@@ -49,21 +51,23 @@ def result_line(qr: QuestionRun, meta: dict[str, Any], *, eps: float, policy: Fa
         if id(run) not in seen_runs:
             seen_runs.add(id(run))
             failures += 0 if v.ok else 1
-        cases.append({
-            "short": a.short,
-            "long": a.long,
-            "value": a.value,
-            "case_probs": {
-                "probabilities": v.probabilities,
-                "method": v.method,
-                "parse_status": v.parse_status,
-                "error": v.error,
-                "raw": v.raw,
-                "n_samples": v.n_samples,
-                "metadata": _clean(v.metadata),
-                "transcript": [t.model_dump(mode="json") for t in run.transcript.turns],
-            },
-        })
+        cases.append(
+            {
+                "short": a.short,
+                "long": a.long,
+                "value": a.value,
+                "case_probs": {
+                    "probabilities": v.probabilities,
+                    "method": v.method,
+                    "parse_status": v.parse_status,
+                    "error": v.error,
+                    "raw": v.raw,
+                    "n_samples": v.n_samples,
+                    "metadata": _clean(v.metadata),
+                    "transcript": [t.model_dump(mode="json") for t in run.transcript.turns],
+                },
+            }
+        )
     line: dict[str, Any] = {
         "question_id": q.id,
         **meta,
@@ -77,20 +81,31 @@ def result_line(qr: QuestionRun, meta: dict[str, Any], *, eps: float, policy: Fa
     return rescore(line, eps=eps, policy=policy)
 
 
-def rescore(line: dict[str, Any], *, eps: float, policy: FailurePolicy, betas: Iterable[float] = BETAS) -> dict[str, Any]:
+def rescore(
+    line: dict[str, Any], *, eps: float, policy: FailurePolicy, betas: Iterable[float] = BETAS
+) -> dict[str, Any]:
     """(Re)compute judge/agent scores, ASD, JSE/ASE and judge accuracy of a line from its stored
     probabilities. ``excluded`` is True when a parse failure leaves a needed case unscored.
 
     Pure: returns a new line and never changes ``line`` or the dicts nested in it (the new line
     shares only values it does not modify, such as transcripts and the question)."""
     betas = tuple(betas)
-    line = {**line, "answer_cases": [{**c, "case_probs": dict(c["case_probs"])} for c in line["answer_cases"]]}
+    line = {
+        **line,
+        "answer_cases": [{**c, "case_probs": dict(c["case_probs"])} for c in line["answer_cases"]],
+    }
     shorts = [c["short"] for c in line["question"]["answer_cases"]]
     true = next(c["short"] for c in line["question"]["answer_cases"] if c["value"] > 0.5)
     probs_by_case: dict[str, dict[str, float]] = {}
     for c in line["answer_cases"]:
         cp = c["case_probs"]
-        v = Verdict(probabilities=cp["probabilities"], parse_status=cp["parse_status"], method=cp["method"], raw="", error=cp["error"])
+        v = Verdict(
+            probabilities=cp["probabilities"],
+            parse_status=cp["parse_status"],
+            method=cp["method"],
+            raw="",
+            error=cp["error"],
+        )
         probs = resolve_probabilities(v, shorts, policy)
         cp["judge_score"] = scores(probs, true, eps) if probs else None
         c["agent_score"] = scores(probs, c["short"], eps) if probs else None
@@ -118,8 +133,15 @@ METRIC_KEYS = ("asd", *(f"{p}_{beta_key(b)}" for p in ("jse", "ase") for b in BE
 
 
 def run_stats(
-    lines: Iterable[dict[str, Any]], meta: dict[str, Any], *, eps: float, policy: FailurePolicy,
-    n_boot: int = 2000, seed: int = 0, betas: Iterable[float] = BETAS, scored: bool = False,
+    lines: Iterable[dict[str, Any]],
+    meta: dict[str, Any],
+    *,
+    eps: float,
+    policy: FailurePolicy,
+    n_boot: int = 2000,
+    seed: int = 0,
+    betas: Iterable[float] = BETAS,
+    scored: bool = False,
 ) -> dict[str, Any]:
     """Statistics of one grid cell: mean, std, SE and bootstrap 95% CI of every metric.
 
@@ -148,7 +170,9 @@ class CellStats:
 
     def __init__(self, *, betas: Iterable[float] = BETAS, paired_score: str | None = None) -> None:
         self.keys = ["asd", *(f"{p}_{beta_key(b)}" for p in ("jse", "ase") for b in betas)]
-        self._values: dict[str, dict[str, array[float]]] = {k: {st: array("d") for st in SCORE_TYPES} for k in self.keys}
+        self._values: dict[str, dict[str, array[float]]] = {
+            k: {st: array("d") for st in SCORE_TYPES} for k in self.keys
+        }
         self._accuracy: array[float] = array("d")
         self.n_lines = 0
         self.n_kept = 0
@@ -167,8 +191,14 @@ class CellStats:
         self.n_lines += 1
         self.parse_failures += ln["parse_failures"]
         if ln["parse_failures"] and self.failure_example is None:
-            self.failure_example = next((c["case_probs"].get("error") for c in ln.get("answer_cases") or ()
-                                         if (c.get("case_probs") or {}).get("error")), None)
+            self.failure_example = next(
+                (
+                    c["case_probs"].get("error")
+                    for c in ln.get("answer_cases") or ()
+                    if (c.get("case_probs") or {}).get("error")
+                ),
+                None,
+            )
         self.diagnostics.add(ln)
         if self.paired_score is not None:
             self.ids.append(ln["question_id"])
@@ -186,7 +216,9 @@ class CellStats:
         acc = ln["judge_accuracy"]
         self._accuracy.append(math.nan if acc is None else acc)
 
-    def stats(self, meta: dict[str, Any], *, eps: float, policy: FailurePolicy, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+    def stats(
+        self, meta: dict[str, Any], *, eps: float, policy: FailurePolicy, n_boot: int = 2000, seed: int = 0
+    ) -> dict[str, Any]:
         """The cell's stats record (what ``stats.json`` holds)."""
         columns: dict[str, array[float]] = {}
         for k, cols in self._values.items():
@@ -224,20 +256,30 @@ class CellStats:
         example = f" (e.g. {self.failure_example!r})" if self.failure_example else ""
         fix = "the judge's answers do not fit the elicitation order: add logprobs or vote to `elicitation.order`"
         if n and not self.n_kept:
-            out["warnings"].insert(0, f"no question scored: all {n} had a verdict that failed to parse{example}; {fix}")
+            out["warnings"].insert(
+                0, f"no question scored: all {n} had a verdict that failed to parse{example}; {fix}"
+            )
         elif n and failed / n > FAILURE_SHARE:
-            out["warnings"].insert(0, f"{failed} of {n} questions ({failed / n:.0%}) left out for verdicts that failed to "
-                                      f"parse{example}, so the numbers are over the rest; {fix}")
+            out["warnings"].insert(
+                0,
+                f"{failed} of {n} questions ({failed / n:.0%}) left out for verdicts that failed to "
+                f"parse{example}, so the numbers are over the rest; {fix}",
+            )
         elif policy == "half" and self.parse_failures and self.parse_failures / max(n, 1) > FAILURE_SHARE:
-            out["warnings"].insert(0, f"{self.parse_failures} verdicts failed to parse in {n} questions and count as 1/2 "
-                                      f"(parse_failures: half){example}; {fix}")
+            out["warnings"].insert(
+                0,
+                f"{self.parse_failures} verdicts failed to parse in {n} questions and count as 1/2 "
+                f"(parse_failures: half){example}; {fix}",
+            )
         return out
 
     def paired_values(self, key: str) -> dict[str, float]:
         """Question id -> the value of ``key`` (``asd`` or ``judge_accuracy``), for the lines
         :func:`paired_values` would keep (a later line of the same id wins, as there)."""
         if self.paired_score is None:
-            raise ValueError("CellStats(paired_score=...) keeps the values of paired differences; this one was made without")
+            raise ValueError(
+                "CellStats(paired_score=...) keeps the values of paired differences; this one was made without"
+            )
         return {q: x for q, x in zip(self.ids, self.paired[key], strict=True) if not math.isnan(x)}
 
 
@@ -278,7 +320,9 @@ class JudgeDiagnostics:
             if cp.get("method") == "trust" or not cp.get("probabilities"):
                 continue
             if ln.get("symmetric"):  # one run served every case: count its verdict once
-                key = json.dumps(cp["probabilities"], sort_keys=True) + json.dumps(cp.get("transcript"), sort_keys=True)
+                key = json.dumps(cp["probabilities"], sort_keys=True) + json.dumps(
+                    cp.get("transcript"), sort_keys=True
+                )
                 if key in seen:
                     continue
                 seen.add(key)
@@ -287,7 +331,10 @@ class JudgeDiagnostics:
             if meta.get("both_orders") and meta.get("original") and meta.get("swapped"):
                 self.swapped_any = True
                 # the swapped run showed the options in reverse: its first position is shorts[1]
-                views = [meta["original"], {shorts[0]: meta["swapped"][shorts[1]], shorts[1]: meta["swapped"][shorts[0]]}]
+                views = [
+                    meta["original"],
+                    {shorts[0]: meta["swapped"][shorts[1]], shorts[1]: meta["swapped"][shorts[0]]},
+                ]
             for v in views:
                 p0, p1 = float(v.get(shorts[0], 0.0)), float(v.get(shorts[1], 0.0))
                 self.p_first.append(p0 / (p0 + p1) if p0 + p1 > 0 else 0.5)
@@ -303,8 +350,11 @@ class JudgeDiagnostics:
         out.update(first_position_share=share_first, p_first_min=min(p_first), p_first_max=max(p_first))
         if len(p_first) < _MIN_VERDICTS:
             return out
-        fix = ("both_orders is on, so the bias is averaged out, but the judge carries little signal"
-               if self.swapped_any else "set `both_orders: true` to control position bias")
+        fix = (
+            "both_orders is on, so the bias is averaged out, but the judge carries little signal"
+            if self.swapped_any
+            else "set `both_orders: true` to control position bias"
+        )
         if share_first is not None and max(share_first, 1 - share_first) > POSITION_BIAS_SHARE:
             pos = "first" if share_first >= 0.5 else "second"
             out["warnings"].append(
@@ -339,7 +389,11 @@ def paired_values(lines: Iterable[dict[str, Any]], key: str, score: str = "log")
 
 
 def paired(
-    a: Sequence[dict[str, Any]] | CellStats, b: Sequence[dict[str, Any]] | CellStats, key: str, score: str = "log", **kw: Any
+    a: Sequence[dict[str, Any]] | CellStats,
+    b: Sequence[dict[str, Any]] | CellStats,
+    key: str,
+    score: str = "log",
+    **kw: Any,
 ) -> dict[str, Any] | None:
     """Paired difference a - b of a per-question metric over the questions both scored. ``a`` and
     ``b`` are lines, or :class:`CellStats` made with ``paired_score=score``."""

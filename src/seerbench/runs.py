@@ -30,7 +30,9 @@ from seerbench.schema import LineError, numbered_lines, parse_line
 
 def check_eps(eps: float) -> float:
     if not (isinstance(eps, int | float) and 0.0 < eps < 0.5):
-        raise ConfigError(f"eps must lie strictly between 0 and 0.5 (log scores clip probabilities to [eps, 1-eps]); got {eps}")
+        raise ConfigError(
+            f"eps must lie strictly between 0 and 0.5 (log scores clip probabilities to [eps, 1-eps]); got {eps}"
+        )
     return float(eps)
 
 
@@ -108,9 +110,13 @@ class RunFolder:
         self.path = Path(path)
         meta_path = self.path / "experiment.json"
         if not self.path.is_dir():
-            raise ConfigError(f"{self.path} is not a folder; give an experiment output folder (the `out` of a run)")
+            raise ConfigError(
+                f"{self.path} is not a folder; give an experiment output folder (the `out` of a run)"
+            )
         if not meta_path.is_file():
-            raise ConfigError(f"{self.path} is not an experiment output folder (no experiment.json); run `seerbench run` first")
+            raise ConfigError(
+                f"{self.path} is not an experiment output folder (no experiment.json); run `seerbench run` first"
+            )
         self.meta = read_experiment_json(meta_path)
         self.config: dict[str, Any] = self.meta.get("config") or {}
 
@@ -148,7 +154,9 @@ class RunFolder:
         match = exact or [c for c in cells if c.key.startswith(key)]
         if len(match) == 1:
             return match[0]
-        raise ConfigError(f"{'no' if not match else 'more than one'} cell {key!r} in {self.path}; cells: {', '.join(c.key for c in self.cells()) or 'none'}")
+        raise ConfigError(
+            f"{'no' if not match else 'more than one'} cell {key!r} in {self.path}; cells: {', '.join(c.key for c in self.cells()) or 'none'}"
+        )
 
 
 def read_experiment_json(path: Path) -> dict[str, Any]:
@@ -168,18 +176,30 @@ def read_experiment_json(path: Path) -> dict[str, Any]:
 
 def cell_meta(lines: list[dict[str, Any]] | CellStats, cell: Cell) -> dict[str, Any]:
     """The grid coordinates of a cell, from its lines (or its folder names when it has none)."""
-    first = lines.axes if isinstance(lines, CellStats) else ({k: lines[0].get(k) for k in CELL_AXES} if lines else None)
+    first = (
+        lines.axes
+        if isinstance(lines, CellStats)
+        else ({k: lines[0].get(k) for k in CELL_AXES} if lines else None)
+    )
     if first is not None:
         meta = first
     else:
-        meta = {"protocol": cell.folder.parent.name, "agent": None, "judge": cell.folder.name, "tools": [], "best_of_n": 1}
+        meta = {
+            "protocol": cell.folder.parent.name,
+            "agent": None,
+            "judge": cell.folder.name,
+            "tools": [],
+            "best_of_n": 1,
+        }
     return {"cell": cell.key, **meta}
 
 
 #: At most this many skip reasons are reported (the count is always complete).
 _MAX_REASONS = 20
-UNFINISHED = ("unfinished: the run stopped before this cell ended (interrupted, killed, or its model failed), so n "
-              "counts the questions it finished; run the config again to finish it")
+UNFINISHED = (
+    "unfinished: the run stopped before this cell ended (interrupted, killed, or its model failed), so n "
+    "counts the questions it finished; run the config again to finish it"
+)
 
 
 def summarize_run(
@@ -216,7 +236,13 @@ def summarize_run(
         for ln in f:
             acc.add(rescore(ln, eps=eps_v, policy=policy, betas=betas))
         skipped += f.skipped
-        s = acc.stats(cell_meta(acc, cell), eps=eps_v, policy=policy, n_boot=cfg.get("n_boot", 2000), seed=cfg.get("seed", 0))
+        s = acc.stats(
+            cell_meta(acc, cell),
+            eps=eps_v,
+            policy=policy,
+            n_boot=cfg.get("n_boot", 2000),
+            seed=cfg.get("seed", 0),
+        )
         if f.skipped:
             s["skipped_lines"] = f.skipped
         if not (cell.folder / "stats.json").is_file():
@@ -226,12 +252,21 @@ def summarize_run(
     if not cells:
         raise ConfigError(f"no results.jsonl under {folder.path}: the run has not finished a question yet")
     comparisons = paired_comparisons(cells, baseline, score) if baseline else []
-    out = {"run_dir": str(folder.path), "cells": [s for _, s in cells], "paired": comparisons, "skipped_lines": skipped}
+    out = {
+        "run_dir": str(folder.path),
+        "cells": [s for _, s in cells],
+        "paired": comparisons,
+        "skipped_lines": skipped,
+    }
     have = {c.key for c in folder.cells()}
     missing = [k for k in folder.meta.get("cells") or {} if k not in have]
     if missing:  # in the grid, no question finished yet (the run stopped before them)
         out["not_started"] = missing
-    out.update(pressure_section(folder.path, [s for _, s in cells], beta=beta, score=score, eps=eps_v, parse_failures=policy))
+    out.update(
+        pressure_section(
+            folder.path, [s for _, s in cells], beta=beta, score=score, eps=eps_v, parse_failures=policy
+        )
+    )
     if reasons:
         out["skipped_reasons"] = reasons[:_MAX_REASONS]
     return out
@@ -250,7 +285,9 @@ def paired_comparisons(
     if baseline not in folders:
         named = [f for f in folders if f.split("_")[0] == baseline]
         if len(named) > 1:
-            raise ConfigError(f"{baseline!r} names several protocol folders ({', '.join(named)}); give one of them")
+            raise ConfigError(
+                f"{baseline!r} names several protocol folders ({', '.join(named)}); give one of them"
+            )
         if not named:
             raise ConfigError(f"no protocol folder {baseline!r}; have: {', '.join(folders)}")
         baseline = named[0]
@@ -265,10 +302,15 @@ def paired_comparisons(
             if same:
                 partners = same
         for blines, bs in partners:
-            out.append({
-                **{k: s.get(k) for k in ("cell", *CELL_AXES)}, "baseline": baseline, "baseline_cell": bs.get("cell"),
-                "asd_diff": paired(lines, blines, "asd", score), "accuracy_diff": paired(lines, blines, "judge_accuracy"),
-            })
+            out.append(
+                {
+                    **{k: s.get(k) for k in ("cell", *CELL_AXES)},
+                    "baseline": baseline,
+                    "baseline_cell": bs.get("cell"),
+                    "asd_diff": paired(lines, blines, "asd", score),
+                    "accuracy_diff": paired(lines, blines, "judge_accuracy"),
+                }
+            )
     return out
 
 

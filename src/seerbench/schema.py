@@ -51,13 +51,19 @@ class Scores(_Record):
 class CaseProbs(_Record):
     """The judge's verdict on one answer case's run, and that run's transcript."""
 
-    probabilities: dict[str, float] | None = Field(description="P(option) by option label; null when no verdict parsed.")
-    method: str = Field(description="Elicitation method that produced the verdict (logprobs, verbalized, vote, ...).")
+    probabilities: dict[str, float] | None = Field(
+        description="P(option) by option label; null when no verdict parsed."
+    )
+    method: str = Field(
+        description="Elicitation method that produced the verdict (logprobs, verbalized, vote, ...)."
+    )
     parse_status: str = Field(description="ok, or why the verdict could not be parsed.")
     error: str | None
     raw: str = Field(description="The judge's raw output (or the votes).")
     n_samples: int
-    metadata: dict[str, Any] = Field(description="Method details; with both_orders: both views' probabilities.")
+    metadata: dict[str, Any] = Field(
+        description="Method details; with both_orders: both views' probabilities."
+    )
     transcript: list[Turn]
     judge_score: Scores | None = Field(description="Score of P(true option); null when the case is unscored.")
 
@@ -99,8 +105,12 @@ class ResultLine(_Record):
     ase_binf: Scores | None = None
     eps: float
     parse_failure_policy: Literal["exclude", "half"]
-    fingerprint: str | None = Field(default=None, description="Hash of the cell's settings (absent in 0.1 lines).")
-    prompts: dict[str, str] | None = Field(default=None, description="Prompt template hashes (absent in 0.1 lines).")
+    fingerprint: str | None = Field(
+        default=None, description="Hash of the cell's settings (absent in 0.1 lines)."
+    )
+    prompts: dict[str, str] | None = Field(
+        default=None, description="Prompt template hashes (absent in 0.1 lines)."
+    )
 
 
 class LineError(ValueError):

@@ -18,7 +18,15 @@ def _truth(mu: float, sd_item: float, sd_rater: float) -> float:
     return float((1 / (1 + np.exp(-x))).mean())
 
 
-def _crossed(rng: np.random.Generator, mu: float, sd_item: float, sd_rater: float, n_items: int, n_raters: int, per_item: int):
+def _crossed(
+    rng: np.random.Generator,
+    mu: float,
+    sd_item: float,
+    sd_rater: float,
+    n_items: int,
+    n_raters: int,
+    per_item: int,
+):
     u = rng.normal(0, sd_item, n_items)
     v = rng.normal(0, sd_rater, n_raters)
     items = np.repeat(np.arange(n_items), per_item)
@@ -104,7 +112,9 @@ def test_study_stats_uses_the_cluster_bootstrap() -> None:
     from seerbench.study import study_stats
 
     ai = simulate_ai_ratings(120, seed=5)
-    rows = simulate_judgments(ai, {"none": 0.0}, n_raters=12, ratings_per_item=3, skill_sd=1.5, difficulty_sd=1.5, seed=6)
+    rows = simulate_judgments(
+        ai, {"none": 0.0}, n_raters=12, ratings_per_item=3, skill_sd=1.5, difficulty_sd=1.5, seed=6
+    )
     acc = study_stats(rows, seed=3)["conditions"]["none"]["accuracy"]
     y = np.array([r["correct"] for r in rows], dtype=float)
     items, _ = codes([str(r["item"]) for r in rows])
@@ -113,5 +123,7 @@ def test_study_stats_uses_the_cluster_bootstrap() -> None:
     assert (acc["mean"], acc["ci_low"], acc["ci_high"]) == pytest.approx((iv.estimate, iv.ci_low, iv.ci_high))
     assert acc["mean"] == pytest.approx(y.mean()) and acc["n"] == len(rows) == 360
     iid = summarize(list(y), seed=3)
-    assert acc["ci_high"] - acc["ci_low"] > 1.3 * (iid.ci_high - iid.ci_low)  # 12 raters of very different skill
+    assert acc["ci_high"] - acc["ci_low"] > 1.3 * (
+        iid.ci_high - iid.ci_low
+    )  # 12 raters of very different skill
     assert ai_items(ai).n == 120

@@ -21,7 +21,9 @@ from tests.study.test_browser import ARGS, CHROMIUM
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed (apt-get install chromium)"),
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed (apt-get install chromium)"
+    ),
 ]
 
 #: Text each part shows for sentence s1 (worked out from the scripted samples in test_rater.py).

@@ -75,13 +75,26 @@ register_scripted("calib-judge", _judge, replace=True)
 
 def test_model_judge_calibration_from_a_run(tmp_path: Path) -> None:
     qs = [
-        Question(id=f"q{i}", text=f"This is question number {i}. Which?", answer_cases=[AnswerCase(short="A", long="a", value=1.0), AnswerCase(short="B", long="b", value=0.0)])
+        Question(
+            id=f"q{i}",
+            text=f"This is question number {i}. Which?",
+            answer_cases=[
+                AnswerCase(short="A", long="a", value=1.0),
+                AnswerCase(short="B", long="b", value=0.0),
+            ],
+        )
         for i in range(5)
     ]
-    cfg = ExperimentConfig.parse({
-        "name": "calib", "dataset": "arithmetic", "judge_models": ["scripted:calib-judge"], "protocols": ["NaiveJudge"],
-        "elicitation": {"order": ["verbalized"]}, "n_boot": 100,
-    })
+    cfg = ExperimentConfig.parse(
+        {
+            "name": "calib",
+            "dataset": "arithmetic",
+            "judge_models": ["scripted:calib-judge"],
+            "protocols": ["NaiveJudge"],
+            "elicitation": {"order": ["verbalized"]},
+            "n_boot": 100,
+        }
+    )
     Experiment(cfg, questions=qs, out=tmp_path / "run").run()
     (cal,) = judge_calibration(tmp_path / "run")
     # the run shows the options in a seeded order; the truth of each question is read from its line,
@@ -99,5 +112,8 @@ def test_model_judge_calibration_from_a_run(tmp_path: Path) -> None:
     by_bucket: dict[int, list[int]] = {}
     for k, c in enumerate(conf):
         by_bucket.setdefault(round(c * 10), []).append(k)
-    ece = sum(len(ks) / 5 * abs(np.mean([right[k] for k in ks]) - np.mean([conf[k] for k in ks])) for ks in by_bucket.values())
+    ece = sum(
+        len(ks) / 5 * abs(np.mean([right[k] for k in ks]) - np.mean([conf[k] for k in ks]))
+        for ks in by_bucket.values()
+    )
     assert cal.ece == pytest.approx(ece)

@@ -159,7 +159,9 @@ def test_search_ranks_by_bm25() -> None:
     assert ix.search("") == [] and ix.search("  ?! ") == []
     assert [r.page.id for r in ix.search('NOT "quorvel" (OR')] == ["b", "a"]  # operators are plain words
     # the title counts twice as much as the text
-    ix2 = CorpusIndex([Page("t", "", "Venn", "", 1, "about rivers"), Page("x", "", "Other", "", 1, "about Venn rivers")])
+    ix2 = CorpusIndex(
+        [Page("t", "", "Venn", "", 1, "about rivers"), Page("x", "", "Other", "", 1, "about Venn rivers")]
+    )
     assert ix2.search("venn")[0].page.id == "t"
     with pytest.raises(ConfigError, match="twice"):
         CorpusIndex([*pages, pages[0]])
@@ -177,8 +179,12 @@ def test_search_finds_the_entity_pages(fc: FactcheckSet) -> None:
 
 def test_user_files(tmp_path: Path) -> None:
     s = tmp_path / "s.jsonl"
-    s.write_text(json.dumps({"id": "x1", "sentence": "Venn is a river.", "label": "Accurate"}) + "\n"
-                 + json.dumps({"id": "x2", "sentence": "Venn is dry.", "label": "disputed"}) + "\n")
+    s.write_text(
+        json.dumps({"id": "x1", "sentence": "Venn is a river.", "label": "Accurate"})
+        + "\n"
+        + json.dumps({"id": "x2", "sentence": "Venn is dry.", "label": "disputed"})
+        + "\n"
+    )
     c = tmp_path / "c.csv"
     c.write_text("id,title,text,updated\np1,Venn,Venn is a river.,2020\n")
     fc = load_factcheck_files(s, c)
@@ -207,7 +213,9 @@ def test_registry_and_cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytes
     qs = load_dataset("factcheck", entities=30, n=12, seed=2)
     assert len(qs) == 12
     for q in qs:
-        assert q.is_binary and q.true_case.short == ("accurate" if q.metadata["label"] == "accurate" else "inaccurate")
+        assert q.is_binary and q.true_case.short == (
+            "accurate" if q.metadata["label"] == "accurate" else "inaccurate"
+        )
         assert q.source_text and q.metadata["entity_id"] in q.source_text
     code, out, err = run_main(["datasets", "show", "factcheck", "-n", "2", "--json"], capsys, monkeypatch)
     assert code == 0, err

@@ -58,9 +58,27 @@ def test_sweep_finds_the_known_optimum_and_cv_is_not_optimistic() -> None:
     curves: list[list[float]] = []
     for s in range(12):
         ai = simulate_ai_ratings(3000, seed=s)
-        rows = simulate_judgments(ai, {"none": 0.0}, n_raters=10, ratings_per_item=3, skill=hbar_logit, skill_sd=0.0, difficulty_sd=0.0, seed=100 + s)
+        rows = simulate_judgments(
+            ai,
+            {"none": 0.0},
+            n_raters=10,
+            ratings_per_item=3,
+            skill=hbar_logit,
+            skill_sd=0.0,
+            difficulty_sd=0.0,
+            seed=100 + s,
+        )
         a = ai_items(ai)
-        sw = hybrid_sweep(a, human_data(rows, a), "none", aggregate="individual", thresholds=GRID, n_boot=20, repeats=5, seed=s)
+        sw = hybrid_sweep(
+            a,
+            human_data(rows, a),
+            "none",
+            aggregate="individual",
+            thresholds=GRID,
+            n_boot=20,
+            repeats=5,
+            seed=s,
+        )
         best.append(sw.best_threshold)
         assert sw.best_accuracy is not None and sw.cross_validated.estimate is not None
         ins.append(sw.best_accuracy)
@@ -84,9 +102,27 @@ def test_hybrid_interval_covers_the_true_accuracy() -> None:
     sims = 150
     for s in range(sims):
         ai = simulate_ai_ratings(300, seed=1000 + s)
-        rows = simulate_judgments(ai, {"none": 0.0}, n_raters=25, ratings_per_item=3, skill=skill, skill_sd=skill_sd, difficulty_sd=difficulty_sd, seed=5000 + s)
+        rows = simulate_judgments(
+            ai,
+            {"none": 0.0},
+            n_raters=25,
+            ratings_per_item=3,
+            skill=skill,
+            skill_sd=skill_sd,
+            difficulty_sd=difficulty_sd,
+            seed=5000 + s,
+        )
         a = ai_items(ai)
-        sw = hybrid_sweep(a, human_data(rows, a), "none", aggregate="individual", thresholds=[0.7, 1.0], n_boot=200, repeats=1, seed=s)
+        sw = hybrid_sweep(
+            a,
+            human_data(rows, a),
+            "none",
+            aggregate="individual",
+            thresholds=[0.7, 1.0],
+            n_boot=200,
+            repeats=1,
+            seed=s,
+        )
         for r in sw.rows:
             assert r.hybrid.ci_low is not None and r.hybrid.ci_high is not None
             hits[r.threshold] += r.hybrid.ci_low <= truth[r.threshold] <= r.hybrid.ci_high

@@ -31,11 +31,35 @@ def _simulate(seed: int, n_items: int = 150, n_raters: int = 40, k: int = 3) -> 
     rater = np.argsort(rng.random((n_items, n_raters)), axis=1)[:, : k * len(CONDS)].ravel()
     b_cond = np.array([0.0, TRUE["condition[evidence]"], TRUE["condition[trace]"]])
     b_int = np.array([0.0, TRUE["condition[evidence]:ai_correct"], TRUE["condition[trace]:ai_correct"]])
-    eta = TRUE["(Intercept)"] + b_cond[cond] + (TRUE["ai_correct"] + b_int[cond]) * aic[item] + u[item] + v[rater]
+    eta = (
+        TRUE["(Intercept)"]
+        + b_cond[cond]
+        + (TRUE["ai_correct"] + b_int[cond]) * aic[item]
+        + u[item]
+        + v[rater]
+    )
     y = (rng.random(item.size) < 1 / (1 + np.exp(-eta))).astype(float)
     ids = [f"i{j}" for j in range(n_items)]
-    ai = AIItems(ids, ["accurate"] * n_items, ["accurate"] * n_items, aic, np.full(n_items, 0.6), {x: j for j, x in enumerate(ids)})
-    h = HumanData(item, rater, cond, y, np.zeros(item.size, dtype=np.int64), np.full(item.size, np.nan), [f"r{j}" for j in range(n_raters)], CONDS, "none", [])
+    ai = AIItems(
+        ids,
+        ["accurate"] * n_items,
+        ["accurate"] * n_items,
+        aic,
+        np.full(n_items, 0.6),
+        {x: j for j, x in enumerate(ids)},
+    )
+    h = HumanData(
+        item,
+        rater,
+        cond,
+        y,
+        np.zeros(item.size, dtype=np.int64),
+        np.full(item.size, np.nan),
+        [f"r{j}" for j in range(n_raters)],
+        CONDS,
+        "none",
+        [],
+    )
     return ai, h
 
 
@@ -59,6 +83,11 @@ def test_mixed_effects_recovers_known_fixed_effects() -> None:
 def test_mixed_effects_without_interaction_and_terms() -> None:
     ai, h = _simulate(0)
     fit = mixed_effects(ai, h, reference="evidence", interaction=False)
-    assert [c.term for c in fit.coefficients] == ["(Intercept)", "condition[none]", "condition[trace]", "ai_correct"]
+    assert [c.term for c in fit.coefficients] == [
+        "(Intercept)",
+        "condition[none]",
+        "condition[trace]",
+        "ai_correct",
+    ]
     assert fit.formula == "correct ~ condition + ai_correct + (1 | item) + (1 | rater)"
     assert 0.5 < fit.random_effect_sd["item"] < 1.5

@@ -18,8 +18,18 @@ from seerbench.models import ChatMessage, GenerateConfig, register_scripted
 from tests.test_cli_global import one_line_error, run_main
 
 CORPUS = [
-    {"id": "p1", "title": "Quorvel (Almanac)", "text": "Quorvel was founded in 1850. (Last updated 2020.)", "updated": 2020},
-    {"id": "p2", "title": "Quorvel (Gazette)", "text": "Quorvel lies on the river Venn. (Last updated 2019.)", "updated": 2019},
+    {
+        "id": "p1",
+        "title": "Quorvel (Almanac)",
+        "text": "Quorvel was founded in 1850. (Last updated 2020.)",
+        "updated": 2020,
+    },
+    {
+        "id": "p2",
+        "title": "Quorvel (Gazette)",
+        "text": "Quorvel lies on the river Venn. (Last updated 2019.)",
+        "updated": 2019,
+    },
 ]
 SENTENCES = [
     {"id": "s1", "sentence": "Quorvel was founded in 1850.", "label": "accurate"},
@@ -30,13 +40,15 @@ SENTENCES = [
 ACC = 'EVIDENCE 1: [p1] "Quorvel was founded in 1850."\nREASONING 1: The almanac gives 1850 (E1).\nJUDGMENT 1: accurate\nOVERALL: accurate'
 # For s1, sample i gives S1[i]: 4 pass the verifier (3 accurate, 1 inaccurate), 3 do not.
 S1 = [
-    ACC.replace("1850.\"", "1851.\""),                                   # 0: quote_not_verbatim
-    ACC,                                                                 # 1: verified, accurate
-    ACC.replace("JUDGMENT 1: accurate\nOVERALL: accurate", "JUDGMENT 1: inaccurate\nOVERALL: inaccurate"),  # 2: verified
-    ACC,                                                                 # 3: verified, accurate
-    ACC.replace("\nOVERALL: accurate", ""),                              # 4: no_overall
-    ACC,                                                                 # 5: verified, accurate
-    ACC.replace("JUDGMENT 1: accurate", "JUDGMENT 1: inaccurate"),      # 6: overall_inconsistent
+    ACC.replace('1850."', '1851."'),  # 0: quote_not_verbatim
+    ACC,  # 1: verified, accurate
+    ACC.replace(
+        "JUDGMENT 1: accurate\nOVERALL: accurate", "JUDGMENT 1: inaccurate\nOVERALL: inaccurate"
+    ),  # 2: verified
+    ACC,  # 3: verified, accurate
+    ACC.replace("\nOVERALL: accurate", ""),  # 4: no_overall
+    ACC,  # 5: verified, accurate
+    ACC.replace("JUDGMENT 1: accurate", "JUDGMENT 1: inaccurate"),  # 6: overall_inconsistent
 ]
 VENN = 'EVIDENCE 1: [p2] "lies on the river Venn"\nREASONING 1: The river is the Venn, not the Aldra (E1).\nJUDGMENT 1: inaccurate\nOVERALL: inaccurate'
 S2 = [VENN.replace("[p2]", "[p9]"), VENN.replace(" (E1)", ""), VENN, VENN, VENN, VENN, VENN]  # 0, 1 rejected
@@ -67,8 +79,15 @@ def _files(tmp: Path) -> tuple[Path, Path]:
 
 def _config(tmp: Path, **kw: object) -> RaterConfig:
     s, c = _files(tmp)
-    return RaterConfig.parse({"model": "scripted:fc-hand", "out": str(tmp / "run"), "samples": 7,
-                              "dataset": {"name": "factcheck_files", "path": str(s), "corpus": str(c)}, **kw})
+    return RaterConfig.parse(
+        {
+            "model": "scripted:fc-hand",
+            "out": str(tmp / "run"),
+            "samples": 7,
+            "dataset": {"name": "factcheck_files", "path": str(s), "corpus": str(c)},
+            **kw,
+        }
+    )
 
 
 def test_verifier_counts_and_excludes_malformed_samples(tmp_path: Path) -> None:
@@ -77,15 +96,33 @@ def test_verifier_counts_and_excludes_malformed_samples(tmp_path: Path) -> None:
     by = {r.item_id: r for r in res.ratings}
     s1, s2, s3 = by["s1"], by["s2"], by["s3"]
     # s1: 7 samples, 4 verified (1, 2, 3, 5): 3 accurate, 1 inaccurate -> accurate, 3/4 (not 3/7)
-    assert (s1.n_samples, s1.n_verified, s1.rating, s1.votes) == (7, 4, "accurate", {"accurate": 3, "inaccurate": 1})
+    assert (s1.n_samples, s1.n_verified, s1.rating, s1.votes) == (
+        7,
+        4,
+        "accurate",
+        {"accurate": 3, "inaccurate": 1},
+    )
     assert s1.confidence == pytest.approx(0.75)
-    assert s1.trace["verifier"]["rejected"] == {"no_overall": 1, "quote_not_verbatim": 1, "overall_inconsistent": 1}
+    assert s1.trace["verifier"]["rejected"] == {
+        "no_overall": 1,
+        "quote_not_verbatim": 1,
+        "overall_inconsistent": 1,
+    }
     # representative: the first verified sample giving the rating; two-sided: first for, first against
     assert s1.trace["sample"] == 1
     assert s1.trace["two_sided"]["for"]["sample"] == 1 and s1.trace["two_sided"]["against"]["sample"] == 2
-    assert s1.trace["evidence"] == [{"n": 1, "page_id": "p1", "quote": "Quorvel was founded in 1850.",
-                                     "title": "Quorvel (Almanac)", "url": ""}]
-    assert s1.trace["reasoning"] == [{"n": 1, "claim": "Quorvel was founded in 1850.", "reasoning": "The almanac gives 1850 (E1)."}]
+    assert s1.trace["evidence"] == [
+        {
+            "n": 1,
+            "page_id": "p1",
+            "quote": "Quorvel was founded in 1850.",
+            "title": "Quorvel (Almanac)",
+            "url": "",
+        }
+    ]
+    assert s1.trace["reasoning"] == [
+        {"n": 1, "claim": "Quorvel was founded in 1850.", "reasoning": "The almanac gives 1850 (E1)."}
+    ]
     assert s1.trace["judgments"]["overall"] == "accurate"
     assert s1.trace["search_results"][0]["query"] == "Quorvel"
     assert {h["page_id"] for h in s1.trace["search_results"][0]["results"]} == {"p1", "p2"}
@@ -112,7 +149,9 @@ def test_run_folder_feeds_the_analysis_and_resumes(tmp_path: Path) -> None:
     assert ai.correct.tolist() == [1.0, 1.0, 0.0] and ai.confidence.tolist() == [0.75, 1.0, 0.0]
     ratings = read_ai_ratings(tmp_path / "run")
     rows = simulate_judgments(ratings, {"none": 0.0}, n_raters=6, ratings_per_item=2, seed=1)
-    rep = analyze(ratings, rows, unassisted="none", thresholds=[0.0, 0.8], n_boot=50, mixed=False, repeats=2, folds=3)
+    rep = analyze(
+        ratings, rows, unassisted="none", thresholds=[0.0, 0.8], n_boot=50, mixed=False, repeats=2, folds=3
+    )
     assert rep.hybrid[0].ai_alone.estimate == pytest.approx(2 / 3)
     # resume: a torn last line and a missing sentence are redone, nothing else is
     path = tmp_path / "run" / "ratings.jsonl"
@@ -130,7 +169,11 @@ def test_run_folder_feeds_the_analysis_and_resumes(tmp_path: Path) -> None:
 
 
 def test_aggregate_ties_and_empty() -> None:
-    assert aggregate(["accurate", "inaccurate", None]) == ("inaccurate", 0.5, {"accurate": 1, "inaccurate": 1})
+    assert aggregate(["accurate", "inaccurate", None]) == (
+        "inaccurate",
+        0.5,
+        {"accurate": 1, "inaccurate": 1},
+    )
     assert aggregate(["disputed", "unsupported"])[0] == "disputed"
     assert aggregate([None, None]) == (None, None, {})
     r, c, _ = aggregate(["accurate"] * 3 + ["unsupported"] * 2 + [None] * 5)
@@ -152,7 +195,10 @@ def test_aggregate_ties_and_empty() -> None:
     ],
 )
 def test_verifier_rules(text: str, reason: str | None) -> None:
-    pages = {str(p["id"]): Page(str(p["id"]), "", str(p["title"]), "", int(str(p["updated"])), str(p["text"])) for p in CORPUS}
+    pages = {
+        str(p["id"]): Page(str(p["id"]), "", str(p["title"]), "", int(str(p["updated"])), str(p["text"]))
+        for p in CORPUS
+    }
     check = verify_sample(text, pages)
     assert check.ok == (reason is None) and check.reason == reason
 
@@ -160,7 +206,9 @@ def test_verifier_rules(text: str, reason: str | None) -> None:
 def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     s, c = _files(tmp_path)
     cfg = tmp_path / "fc.yaml"
-    cfg.write_text(f"model: scripted:fc-hand\nout: run\nsamples: 7\ndataset: {{name: factcheck_files, path: {s}, corpus: {c}}}\n")
+    cfg.write_text(
+        f"model: scripted:fc-hand\nout: run\nsamples: 7\ndataset: {{name: factcheck_files, path: {s}, corpus: {c}}}\n"
+    )
     code, out, err = run_main(["rate", str(cfg), "--json"], capsys, monkeypatch)
     assert code == 0, err
     summary = json.loads(out)
@@ -169,8 +217,13 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: py
     # another config into the same folder: refused, one line
     code, out, err = run_main(["rate", str(cfg), "--samples", "5"], capsys, monkeypatch)
     assert code == 2 and "another rater config" in one_line_error(err)
-    for bad, msg in [("samples: 0\n", "samples"), ("sample: 3\n", "unknown key"), ("dataset: {entities: 3}\n", "needs a name"),
-                     ("dataset: {name: factcheck, bogus: 1}\n", "no option"), ("[1, 2]\n", "mapping")]:
+    for bad, msg in [
+        ("samples: 0\n", "samples"),
+        ("sample: 3\n", "unknown key"),
+        ("dataset: {entities: 3}\n", "needs a name"),
+        ("dataset: {name: factcheck, bogus: 1}\n", "no option"),
+        ("[1, 2]\n", "mapping"),
+    ]:
         cfg.write_text(bad)
         code, out, err = run_main(["rate", str(cfg), "--out", str(tmp_path / "other")], capsys, monkeypatch)
         assert code == 2 and msg in one_line_error(err), err
@@ -178,7 +231,9 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: py
     assert code == 2 and "does not exist" in one_line_error(err)
 
 
-def test_failed_model_calls_exit_nonzero(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_model_calls_exit_nonzero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     def boom(messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> str:
         if "Aldra" in messages[-1].content:
             raise RuntimeError("backend down")
@@ -187,7 +242,9 @@ def test_failed_model_calls_exit_nonzero(tmp_path: Path, capsys: pytest.CaptureF
     register_scripted("fc-boom", boom, replace=True)
     s, c = _files(tmp_path)
     cfg = tmp_path / "fc.yaml"
-    cfg.write_text(f"model: scripted:fc-boom\nout: run\nsamples: 2\ndataset: {{name: factcheck_files, path: {s}, corpus: {c}}}\n")
+    cfg.write_text(
+        f"model: scripted:fc-boom\nout: run\nsamples: 2\ndataset: {{name: factcheck_files, path: {s}, corpus: {c}}}\n"
+    )
     code, _out, err = run_main(["rate", str(cfg)], capsys, monkeypatch)
     assert code == 1 and "1 sentences failed" in err and "backend down" in err
     assert [r.item_id for r in read_ai_ratings(tmp_path / "run")] == ["s1", "s3"]
@@ -196,8 +253,17 @@ def test_failed_model_calls_exit_nonzero(tmp_path: Path, capsys: pytest.CaptureF
 @pytest.mark.model
 @pytest.mark.slow
 def test_embedded_model_end_to_end(tmp_path: Path) -> None:
-    cfg = RaterConfig.parse({"model": "local", "out": str(tmp_path / "run"), "samples": 2, "limit": 2, "max_tokens": 96,
-                             "max_search_rounds": 1, "dataset": {"name": "factcheck", "entities": 12, "seed": 0}})
+    cfg = RaterConfig.parse(
+        {
+            "model": "local",
+            "out": str(tmp_path / "run"),
+            "samples": 2,
+            "limit": 2,
+            "max_tokens": 96,
+            "max_search_rounds": 1,
+            "dataset": {"name": "factcheck", "entities": 12, "seed": 0},
+        }
+    )
     res = asyncio.run(rate(cfg))
     assert not res.failed and len(res.ratings) == 2
     for r in res.ratings:
@@ -212,8 +278,16 @@ def test_embedded_model_end_to_end(tmp_path: Path) -> None:
 def test_scripted_stand_in_plays_the_protocol(tmp_path: Path) -> None:
     # scripted:factcheck (docs/complementarity.md's quick flow): it must pass the verifier except
     # where it drops OVERALL on purpose, judge most generated sentences right, and vary its confidence
-    cfg = RaterConfig.parse({"model": "scripted:factcheck", "out": str(tmp_path / "run"), "samples": 10, "limit": 60,
-                             "results_per_query": 5, "dataset": {"name": "factcheck", "entities": 40, "seed": 4}})
+    cfg = RaterConfig.parse(
+        {
+            "model": "scripted:factcheck",
+            "out": str(tmp_path / "run"),
+            "samples": 10,
+            "limit": 60,
+            "results_per_query": 5,
+            "dataset": {"name": "factcheck", "entities": 40, "seed": 4},
+        }
+    )
     res = asyncio.run(rate(cfg))
     assert len(res.ratings) == 60
     for r in res.ratings:
@@ -223,10 +297,14 @@ def test_scripted_stand_in_plays_the_protocol(tmp_path: Path) -> None:
     assert len({r.confidence for r in res.ratings}) > 3
 
 
-def test_unknown_model_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unknown_model_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     s, c = _files(tmp_path)
     cfg = tmp_path / "fc.yaml"
-    cfg.write_text(f"model: scripted:nope\nout: run\nsamples: 2\ndataset: {{name: factcheck_files, path: {s}, corpus: {c}}}\n")
+    cfg.write_text(
+        f"model: scripted:nope\nout: run\nsamples: 2\ndataset: {{name: factcheck_files, path: {s}, corpus: {c}}}\n"
+    )
     code, _out, err = run_main(["rate", str(cfg)], capsys, monkeypatch)
     assert code == 2 and "no scripted responder named 'nope'" in one_line_error(err)
     assert not (tmp_path / "run").exists()
@@ -242,8 +320,16 @@ def test_config_file_paths_are_read_from_its_folder(tmp_path: Path, monkeypatch:
     folder.mkdir()
     _files(folder)
     cfg_file = folder / "rater.yaml"
-    cfg_file.write_text(json.dumps({"model": "scripted:fc-hand", "samples": 7, "out": "../runs/fc",
-                                    "dataset": {"name": "factcheck_files", "path": "sentences.jsonl", "corpus": "corpus.jsonl"}}))
+    cfg_file.write_text(
+        json.dumps(
+            {
+                "model": "scripted:fc-hand",
+                "samples": 7,
+                "out": "../runs/fc",
+                "dataset": {"name": "factcheck_files", "path": "sentences.jsonl", "corpus": "corpus.jsonl"},
+            }
+        )
+    )
     monkeypatch.chdir(tmp_path)
     cfg = RaterConfig.from_yaml("study/rater.yaml")
     assert cfg.dataset["path"] == str(folder / "sentences.jsonl") and cfg.out == str(tmp_path / "runs" / "fc")

@@ -29,8 +29,15 @@ def test_reliance_recovers_sign_and_size_and_no_effect_is_rarely_significant() -
     for s in range(sims):
         ai = simulate_ai_ratings(150, seed=s)
         rows = simulate_judgments(
-            ai, {"none": 0.0, "trace": f, "search": 0.0}, n_raters=40, ratings_per_item=3, skill=SKILL,
-            skill_sd=SKILL_SD, difficulty_sd=DIFF_SD, wrong_item_difficulty=WRONG_SHIFT, seed=10_000 + s,
+            ai,
+            {"none": 0.0, "trace": f, "search": 0.0},
+            n_raters=40,
+            ratings_per_item=3,
+            skill=SKILL,
+            skill_sd=SKILL_SD,
+            difficulty_sd=DIFF_SD,
+            wrong_item_difficulty=WRONG_SHIFT,
+            seed=10_000 + s,
         )
         a = ai_items(ai)
         rel = reliance(a, human_data(rows, a), unassisted="none", n_boot=200, seed=s)

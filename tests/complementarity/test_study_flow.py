@@ -38,10 +38,50 @@ from seerbench.study import EXPORT_FIELDS, create_app, create_study, export_rows
 from tests.test_cli_global import run_main
 
 AI_LINES: list[dict[str, Any]] = [
-    {"item_id": "f0", "sentence": "Sentence f0.", "label": "accurate", "rating": "accurate", "confidence": 0.9, "n_samples": 10, "n_verified": 10, "votes": {"accurate": 9, "inaccurate": 1}, "trace": {}},
-    {"item_id": "f1", "sentence": "Sentence f1.", "label": "inaccurate", "rating": "accurate", "confidence": 0.55, "n_samples": 20, "n_verified": 20, "votes": {"accurate": 11, "inaccurate": 9}, "trace": {}},
-    {"item_id": "f2", "sentence": "Sentence f2.", "label": "inaccurate", "rating": "unsupported", "confidence": 0.7, "n_samples": 10, "n_verified": 10, "votes": {"unsupported": 7, "accurate": 3}, "trace": {}},
-    {"item_id": "f3", "sentence": "Sentence f3.", "label": "accurate", "rating": None, "confidence": None, "n_samples": 10, "n_verified": 0, "votes": {}, "trace": {}},
+    {
+        "item_id": "f0",
+        "sentence": "Sentence f0.",
+        "label": "accurate",
+        "rating": "accurate",
+        "confidence": 0.9,
+        "n_samples": 10,
+        "n_verified": 10,
+        "votes": {"accurate": 9, "inaccurate": 1},
+        "trace": {},
+    },
+    {
+        "item_id": "f1",
+        "sentence": "Sentence f1.",
+        "label": "inaccurate",
+        "rating": "accurate",
+        "confidence": 0.55,
+        "n_samples": 20,
+        "n_verified": 20,
+        "votes": {"accurate": 11, "inaccurate": 9},
+        "trace": {},
+    },
+    {
+        "item_id": "f2",
+        "sentence": "Sentence f2.",
+        "label": "inaccurate",
+        "rating": "unsupported",
+        "confidence": 0.7,
+        "n_samples": 10,
+        "n_verified": 10,
+        "votes": {"unsupported": 7, "accurate": 3},
+        "trace": {},
+    },
+    {
+        "item_id": "f3",
+        "sentence": "Sentence f3.",
+        "label": "accurate",
+        "rating": None,
+        "confidence": None,
+        "n_samples": 10,
+        "n_verified": 0,
+        "votes": {},
+        "trace": {},
+    },
 ]
 PLAN = {
     ("baseline", "f0"): ["accurate", "inaccurate"],
@@ -71,9 +111,16 @@ def _items(path: Path) -> None:
                 "text": f"{x['sentence']} ({x['item_id']})",
                 "answer_cases": [
                     {"short": "accurate", "long": "Accurate", "value": 1.0 if truth == "accurate" else 0.0},
-                    {"short": "inaccurate", "long": "Not accurate", "value": 0.0 if truth == "accurate" else 1.0},
+                    {
+                        "short": "inaccurate",
+                        "long": "Not accurate",
+                        "value": 0.0 if truth == "accurate" else 1.0,
+                    },
                 ],
-                "metadata": {"ai_correct": right, "assistance": {"judgments": str(x["rating"]), "confidence": str(x["confidence"])}},
+                "metadata": {
+                    "ai_correct": right,
+                    "assistance": {"judgments": str(x["rating"]), "confidence": str(x["confidence"])},
+                },
             }
         )
     path.write_text("".join(json.dumps(q) + "\n" for q in qs))
@@ -96,7 +143,10 @@ def study(tmp_path: Path) -> tuple[Path, Path, Path]:
         "catch_rate": 0.0,
         "completion_code": "DONE",
         "allow_anonymous": False,
-        "tutorial": {"text": "Rate the sentence.", "quiz": [{"question": "Ready?", "options": ["yes", "no"], "answer": 0}]},
+        "tutorial": {
+            "text": "Rate the sentence.",
+            "quiz": [{"question": "Ready?", "options": ["yes", "no"], "answer": 0}],
+        },
         "seed": 1,
     }
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(manifest))
@@ -119,7 +169,11 @@ def study(tmp_path: Path) -> tuple[Path, Path, Path]:
             k = given.get((a.condition, qid), 0)
             given[(a.condition, qid)] = k + 1
             rating = PLAN[(a.condition, qid)][k]
-            data = {"csrf": csrf, "action": "skip"} if rating == "skip" else {"csrf": csrf, "rating": rating, "confidence": str(1 + k * 3)}
+            data = (
+                {"csrf": csrf, "action": "skip"}
+                if rating == "skip"
+                else {"csrf": csrf, "rating": rating, "confidence": str(1 + k * 3)}
+            )
             assert client.post(f"/task/{aid}/submit", data=data).status_code == 200
             r = client.get("/next")
     assert sum(given.values()) == 16, given  # every slot was judged
@@ -135,9 +189,15 @@ def _check(report: Any) -> None:
     rows = {r.threshold: r for r in base_m.rows}
     assert rows[0.5].hybrid.estimate == pytest.approx(0.75)  # f3 to humans (majority right)
     assert rows[0.6].hybrid.estimate == pytest.approx(1.0)  # + f1 (majority unsupported/disputed: right)
-    assert rows[0.8].hybrid.estimate == pytest.approx(1.0)  # + f2 (no_claim vs can't assess: tie -> inaccurate, right)
-    assert rows[1.0].hybrid.estimate == pytest.approx(0.75)  # + f0 (accurate vs inaccurate: tie -> inaccurate, wrong)
-    assert rows[0.6].routed_to_humans == pytest.approx(0.5) and rows[0.6].human_ratings_per_item == pytest.approx(1.0)
+    assert rows[0.8].hybrid.estimate == pytest.approx(
+        1.0
+    )  # + f2 (no_claim vs can't assess: tie -> inaccurate, right)
+    assert rows[1.0].hybrid.estimate == pytest.approx(
+        0.75
+    )  # + f0 (accurate vs inaccurate: tie -> inaccurate, wrong)
+    assert rows[0.6].routed_to_humans == pytest.approx(0.5) and rows[
+        0.6
+    ].human_ratings_per_item == pytest.approx(1.0)
     assert rows[0.6].human_cost_per_item == pytest.approx(0.25)  # 4 ratings over 4 items at 0.25
     assert base_m.best_threshold == 0.6 and base_m.humans_alone.estimate == pytest.approx(0.75)
     base_i = {r.threshold: r.hybrid.estimate for r in sw[("baseline", "individual")].rows}
@@ -151,7 +211,9 @@ def _check(report: Any) -> None:
     assert by["baseline"].ai_wrong.accuracy.estimate == pytest.approx(1.0)
     assert by["baseline"].ai_right.accuracy.estimate == pytest.approx(0.5)
     assert by["trace"].ai_wrong.accuracy.estimate == pytest.approx(0.25)
-    assert by["trace"].ai_right.accuracy.estimate == pytest.approx(1.0) and by["trace"].ai_right.judgments == 3
+    assert (
+        by["trace"].ai_right.accuracy.estimate == pytest.approx(1.0) and by["trace"].ai_right.judgments == 3
+    )
     assert by["trace"].over_reliance.estimate == pytest.approx(-0.75)
     assert by["trace"].under_reliance.estimate == pytest.approx(0.5)
     cal = {c.source: c for c in report.calibration}
@@ -166,7 +228,12 @@ def test_analysis_of_a_real_study_database_and_its_export(study: tuple[Path, Pat
     ai = read_ai_ratings(run)
     rows_db, bare = load_human_rows(db)
     assert bare == "baseline"
-    kw: dict[str, Any] = {"thresholds": [0.5, 0.6, 0.8, 1.0], "cost_per_rating": 0.25, "n_boot": 50, "mixed": False}
+    kw: dict[str, Any] = {
+        "thresholds": [0.5, 0.6, 0.8, 1.0],
+        "cost_per_rating": 0.25,
+        "n_boot": 50,
+        "mixed": False,
+    }
     rep = analyze(ai, rows_db, unassisted=bare, **kw)
     _check(rep)
     # the export read back gives the same report
@@ -179,15 +246,30 @@ def test_analysis_of_a_real_study_database_and_its_export(study: tuple[Path, Pat
     assert row["correct"] == 0.0
 
 
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
+def _run(
+    argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> tuple[int, str, str]:
     code, out, err = run_main(argv, capsys, monkeypatch)
     configure_logging(NORMAL)
     return code, out, err
 
 
-def test_cli_json_table_and_errors(study: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_json_table_and_errors(
+    study: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     run, db, csv_path = study
-    base = ["complementarity", "--ai", str(run), "--thresholds", "0.5,0.6,0.8,1.0", "--cost-per-rating", "0.25", "--n-boot", "50", "--no-mixed"]
+    base = [
+        "complementarity",
+        "--ai",
+        str(run),
+        "--thresholds",
+        "0.5,0.6,0.8,1.0",
+        "--cost-per-rating",
+        "0.25",
+        "--n-boot",
+        "50",
+        "--no-mixed",
+    ]
     code, out, _ = _run([*base, "--humans", str(db), "--json"], capsys, monkeypatch)
     assert code == 0
     data = json.loads(out)
@@ -203,15 +285,23 @@ def test_cli_json_table_and_errors(study: tuple[Path, Path, Path], capsys: pytes
         ([*base, "--humans", str(csv_path), "--unassisted", "nope"], "unassisted condition 'nope'"),
         ([*base, "--humans", str(csv_path.parent / "missing.sqlite")], "does not exist"),
         ([*base, "--humans", str(csv_path.parent / "missing.csv")], "does not exist"),
-        (["complementarity", "--ai", str(csv_path.parent / "nowhere"), "--humans", str(db), "--no-mixed"], "does not exist"),
+        (
+            ["complementarity", "--ai", str(csv_path.parent / "nowhere"), "--humans", str(db), "--no-mixed"],
+            "does not exist",
+        ),
         ([*base, "--humans", str(db), "--condition", "nope"], "--condition 'nope'"),
     ):
         code, _, err = _run(argv, capsys, monkeypatch)
         lines = err.strip().splitlines()
-        assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], (argv, err)
+        assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], (
+            argv,
+            err,
+        )
 
 
-def test_cli_names_the_extra_when_gpboost_is_missing(study: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_names_the_extra_when_gpboost_is_missing(
+    study: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     run, db, _ = study
     monkeypatch.setattr("seerbench.complementarity._mixed.gpboost_available", lambda: False)
     code, _, err = _run(["complementarity", "--ai", str(run), "--humans", str(db)], capsys, monkeypatch)
@@ -228,14 +318,35 @@ def test_cli_with_mixed_effects_keeps_stdout_json(tmp_path: Path) -> None:
     write_ai_ratings(ai, tmp_path / "sim")
     write_export(rows, tmp_path / "sim.jsonl")
     out = subprocess.run(
-        [str(Path(sys.executable).parent / "seerbench"), "complementarity", "--ai", str(tmp_path / "sim"), "--humans", str(tmp_path / "sim.jsonl"), "--json", "--n-boot", "50", "--repeats", "2"],
-        capture_output=True, text=True, check=True,
+        [
+            str(Path(sys.executable).parent / "seerbench"),
+            "complementarity",
+            "--ai",
+            str(tmp_path / "sim"),
+            "--humans",
+            str(tmp_path / "sim.jsonl"),
+            "--json",
+            "--n-boot",
+            "50",
+            "--repeats",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     me = json.loads(out)["mixed_effects"]
-    assert [c["term"] for c in me["coefficients"]] == ["(Intercept)", "condition[trace]", "ai_correct", "condition[trace]:ai_correct"]
+    assert [c["term"] for c in me["coefficients"]] == [
+        "(Intercept)",
+        "condition[trace]",
+        "ai_correct",
+        "condition[trace]:ai_correct",
+    ]
 
 
-def test_simulated_rows_have_the_exports_columns_and_types(study: tuple[Path, Path, Path], tmp_path: Path) -> None:
+def test_simulated_rows_have_the_exports_columns_and_types(
+    study: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
     _, _db, csv_path = study
     real = read_export(csv_path)
     ai = simulate_ai_ratings(5, seed=0)

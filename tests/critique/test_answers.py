@@ -44,8 +44,8 @@ def test_changed_number_breaks_the_arithmetic_and_the_critique_names_both_number
         assert _wrong_equations(ref) == [] and _final(ref) == q.true_case.long
         f = plant_flaw(q, ("number",), seed=1)
         assert f is not None and f.kind == "number"
-        assert _final(f.answer) != q.true_case.long            # the conclusion is wrong
-        assert _wrong_equations(f.answer), f.answer             # and an independent check sees a false step
+        assert _final(f.answer) != q.true_case.long  # the conclusion is wrong
+        assert _wrong_equations(f.answer), f.answer  # and an independent check sees a false step
         assert f.original == q.true_case.long and f.replacement == _final(f.answer)
         assert f.original in f.critique and f.replacement in f.critique
 
@@ -54,11 +54,11 @@ def test_swapped_entity_states_something_the_passage_does_not_say() -> None:
     for q in load_dataset("reading", n=20, seed=2):
         passage = q.source_text or ""
         ref_sents = re.split(r"(?<=\.)\s+", reference_answer(q))[:-1]
-        assert all(s in passage for s in ref_sents)              # the reference is the passage's own facts
+        assert all(s in passage for s in ref_sents)  # the reference is the passage's own facts
         f = plant_flaw(q, ("entity",), seed=0)
         assert f is not None and f.replacement is not None
         bad = [s for s in re.split(r"(?<=\.)\s+", f.answer)[:-1] if s not in passage]
-        assert bad, f.answer                                     # some claim is not in the passage
+        assert bad, f.answer  # some claim is not in the passage
         assert all(f.replacement in s for s in bad)
         assert f.original in f.critique and f.replacement in f.critique
 
@@ -106,8 +106,14 @@ def test_user_answers(tmp_path: Path) -> None:
     p = tmp_path / "a.jsonl"
     rows: list[dict[str, Any]] = [
         {"question_id": "q1", "question": "2+2?", "answer_kind": "reference", "answer": "4", "correct": True},
-        {"question_id": "q1", "question": "2+2?", "answer_kind": "misleading", "answer": "5",
-         "intended_flaw": "5 not 4", "intended_critique": "2+2 is 4, not 5."},
+        {
+            "question_id": "q1",
+            "question": "2+2?",
+            "answer_kind": "misleading",
+            "answer": "5",
+            "intended_flaw": "5 not 4",
+            "intended_critique": "2+2 is 4, not 5.",
+        },
     ]
     p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     got = read_user_answers(p)

@@ -15,13 +15,29 @@ from tests.test_cli_global import run_main
 
 
 def test_win_value() -> None:
-    assert [win_value(True, False), win_value(False, True), win_value(True, True), win_value(False, False)] == [1, 0, 0.5, 0.5]
+    assert [
+        win_value(True, False),
+        win_value(False, True),
+        win_value(True, True),
+        win_value(False, False),
+    ] == [1, 0, 0.5, 0.5]
 
 
-def test_found_rate_and_win_rate_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_found_rate_and_win_rate_by_hand(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     cfg = tmp_path / "c.yaml"
-    cfg.write_text(json.dumps({"model": "scripted:critic", "dataset": {"name": "arithmetic", "n": 8, "seed": 1},
-                               "kinds": ["reference", "misleading"], "out": "r", "elicitation": {"order": ["verbalized"]}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "model": "scripted:critic",
+                "dataset": {"name": "arithmetic", "n": 8, "seed": 1},
+                "kinds": ["reference", "misleading"],
+                "out": "r",
+                "elicitation": {"order": ["verbalized"]},
+            }
+        )
+    )
     code, out, err = run_main(["critique", str(cfg), "--json"], capsys, monkeypatch)
     assert code == 0, err
     measures = json.loads(out)["measures"]
@@ -43,7 +59,9 @@ def test_found_rate_and_win_rate_by_hand(tmp_path: Path, capsys: pytest.CaptureF
         expect = 1.0 if a in number else 0.5
         assert a.refinement.win == expect, a.answer_id
     n = len(answers)
-    assert measures["refinement_win_rate"]["estimate"] == pytest.approx((len(number) + 0.5 * (n - len(number))) / n)
+    assert measures["refinement_win_rate"]["estimate"] == pytest.approx(
+        (len(number) + 0.5 * (n - len(number))) / n
+    )
     assert measures["refined_direct_accuracy"]["estimate"] == pytest.approx((n - len(number)) / n)
     assert measures["refined_conditional_accuracy"]["estimate"] == pytest.approx(1.0)
     lo, hi = measures["refinement_win_rate"]["ci_low"], measures["refinement_win_rate"]["ci_high"]
@@ -54,8 +72,18 @@ def test_no_refinement_or_validation_when_switched_off(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cfg = tmp_path / "c.yaml"
-    cfg.write_text(json.dumps({"model": "scripted:critic", "dataset": {"name": "arithmetic", "n": 2}, "out": "r",
-                               "refine": False, "validate_intended": False, "elicitation": {"order": ["verbalized"]}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "model": "scripted:critic",
+                "dataset": {"name": "arithmetic", "n": 2},
+                "out": "r",
+                "refine": False,
+                "validate_intended": False,
+                "elicitation": {"order": ["verbalized"]},
+            }
+        )
+    )
     code, out, _ = run_main(["critique", str(cfg), "--json"], capsys, monkeypatch)
     assert code == 0
     answers = read_critiques(tmp_path / "r/critiques.jsonl")

@@ -10,15 +10,15 @@ from seerbench.errors import ConfigError
 
 def test_paraphrases_merge_and_distinct_critiques_stay() -> None:
     texts = [
-        "The answer states 26 where the correct value is 19.",       # 0
-        "The correct value is 19, but the answer states 26.",         # 1 paraphrase of 0
-        "The answer leaves out the step 78 - 21 = 57.",               # 2
-        "The answer says 26 but the correct value is 19",             # 3 paraphrase of 1 (single linkage)
-        "The answer states 25 where the correct value is 27.",        # 4 same words, other numbers
-        "The answer is too short.",                                   # 5
-        "The answer is too long.",                                    # 6 one word apart, another point
-        "the answer is TOO short!",                                   # 7 case and punctuation only
-        "Priya Nakamura lives in Marrow Hill, not Brisk Harbour.",    # 8
+        "The answer states 26 where the correct value is 19.",  # 0
+        "The correct value is 19, but the answer states 26.",  # 1 paraphrase of 0
+        "The answer leaves out the step 78 - 21 = 57.",  # 2
+        "The answer says 26 but the correct value is 19",  # 3 paraphrase of 1 (single linkage)
+        "The answer states 25 where the correct value is 27.",  # 4 same words, other numbers
+        "The answer is too short.",  # 5
+        "The answer is too long.",  # 6 one word apart, another point
+        "the answer is TOO short!",  # 7 case and punctuation only
+        "Priya Nakamura lives in Marrow Hill, not Brisk Harbour.",  # 8
         "Marrow Hill, not Brisk Harbour, is where Priya Nakamura lives.",  # 9 reordered
     ]
     assert dedup(texts) == [[0, 1, 3], [2], [4], [5, 7], [6], [8, 9]]

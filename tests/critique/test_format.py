@@ -24,7 +24,9 @@ def _answer(**kw: object) -> CritiquedAnswer:
         "intended_critique": "The sum is 5, not 6.",
         "critiques": [
             Critique(id="c0", text="Wrong sum", temperature=0.0, helpfulness=0.9),
-            Critique(id="c1", text="Too terse", temperature=1.0, helpfulness=0.2, quote="6", quote_verified=True),
+            Critique(
+                id="c1", text="Too terse", temperature=1.0, helpfulness=0.2, quote="6", quote_verified=True
+            ),
         ],
     }
     base.update(kw)
@@ -37,10 +39,27 @@ def test_round_trip(tmp_path: Path) -> None:
     (back,) = read_critiques(p)
     assert back == a
     line = json.loads(p.read_text())
-    for key in ("question_id", "question", "passage", "answer_id", "answer_kind", "answer", "correct",
-                "intended_flaw", "intended_critique", "critiques"):
+    for key in (
+        "question_id",
+        "question",
+        "passage",
+        "answer_id",
+        "answer_kind",
+        "answer",
+        "correct",
+        "intended_flaw",
+        "intended_critique",
+        "critiques",
+    ):
         assert key in line
-    assert set(line["critiques"][0]) >= {"id", "text", "temperature", "helpfulness", "quote", "quote_verified"}
+    assert set(line["critiques"][0]) >= {
+        "id",
+        "text",
+        "temperature",
+        "helpfulness",
+        "quote",
+        "quote_verified",
+    }
 
 
 def test_refuses_unsorted_and_bad_lines(tmp_path: Path) -> None:

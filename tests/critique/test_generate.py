@@ -23,7 +23,10 @@ from tests.test_cli_global import one_line_error, run_main
 
 
 def test_sort_is_stable_and_by_helpfulness() -> None:
-    cs = [Critique(id=f"c{i}", text=str(i), temperature=i / 10, helpfulness=h) for i, h in enumerate([0.2, 0.7, 0.2, 0.9, 0.7])]
+    cs = [
+        Critique(id=f"c{i}", text=str(i), temperature=i / 10, helpfulness=h)
+        for i, h in enumerate([0.2, 0.7, 0.2, 0.9, 0.7])
+    ]
     assert [c.id for c in sort_by_helpfulness(cs)] == ["c3", "c1", "c4", "c0", "c2"]
 
 
@@ -42,24 +45,43 @@ register_scripted("crit-by-temp", _by_temperature, replace=True)
 
 
 def test_helpfulness_is_the_elicited_probability_and_orders_the_critiques(tmp_path: Path) -> None:
-    cfg = CritiqueConfig.parse({
-        "model": "scripted:crit-by-temp", "dataset": {"name": "arithmetic", "n": 1}, "kinds": ["reference"],
-        "temperatures": [0.0, 0.1, 0.2, 0.3, 0.4], "elicitation": {"order": ["verbalized"]}, "out": str(tmp_path / "r"),
-    })
+    cfg = CritiqueConfig.parse(
+        {
+            "model": "scripted:crit-by-temp",
+            "dataset": {"name": "arithmetic", "n": 1},
+            "kinds": ["reference"],
+            "temperatures": [0.0, 0.1, 0.2, 0.3, 0.4],
+            "elicitation": {"order": ["verbalized"]},
+            "out": str(tmp_path / "r"),
+        }
+    )
     res = asyncio.run(generate_critiques(cfg))
     (a,) = res.answers
-    assert [(c.temperature, c.helpfulness) for c in a.critiques] == [(0.4, 0.95), (0.2, 0.8), (0.1, 0.5), (0.3, 0.5), (0.0, 0.1)]
+    assert [(c.temperature, c.helpfulness) for c in a.critiques] == [
+        (0.4, 0.95),
+        (0.2, 0.8),
+        (0.1, 0.5),
+        (0.3, 0.5),
+        (0.0, 0.1),
+    ]
 
 
 def _write(tmp_path: Path, **kw: object) -> Path:
-    data = {"model": "scripted:critic", "dataset": {"name": "arithmetic", "n": 4, "seed": 2},
-            "elicitation": {"order": ["verbalized"]}, "out": "runs/c", **kw}
+    data = {
+        "model": "scripted:critic",
+        "dataset": {"name": "arithmetic", "n": 4, "seed": 2},
+        "elicitation": {"order": ["verbalized"]},
+        "out": "runs/c",
+        **kw,
+    }
     p = tmp_path / "critique.yaml"
     p.write_text(json.dumps(data))
     return p
 
 
-def test_cli_end_to_end_and_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_end_to_end_and_resume(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     cfg = _write(tmp_path)
     code, out, _ = run_main(["critique", str(cfg), "--json"], capsys, monkeypatch)
     assert code == 0, out
@@ -98,8 +120,14 @@ def test_cli_end_to_end_and_resume(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_cache_hit_rerun_makes_no_backend_call(tmp_path: Path) -> None:
-    cfg = CritiqueConfig.parse({"model": "scripted:critic", "dataset": {"name": "arithmetic", "n": 3},
-                                "elicitation": {"order": ["verbalized"]}, "out": str(tmp_path / "a")})
+    cfg = CritiqueConfig.parse(
+        {
+            "model": "scripted:critic",
+            "dataset": {"name": "arithmetic", "n": 3},
+            "elicitation": {"order": ["verbalized"]},
+            "out": str(tmp_path / "a"),
+        }
+    )
     backend = ScriptedBackend("critic")
     m = Model("scripted:critic", backend)
     asyncio.run(generate_critiques(cfg, critic=m))
@@ -120,13 +148,19 @@ def test_cache_hit_rerun_makes_no_backend_call(tmp_path: Path) -> None:
     ],
 )
 def test_bad_config_is_one_line_exit_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, kw: dict[str, object], msg: str
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    kw: dict[str, object],
+    msg: str,
 ) -> None:
     code, _, err = run_main(["critique", str(_write(tmp_path, **kw))], capsys, monkeypatch)
     assert code == 2 and msg in one_line_error(err)
 
 
-def test_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_refusals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     code, _, err = run_main(["critique", str(tmp_path / "none.yaml")], capsys, monkeypatch)
     assert code == 2 and "does not exist" in one_line_error(err)
     cfg = _write(tmp_path, dataset={"name": "reading", "n": 2}, kinds=["misleading"], flaws=["number"])
@@ -154,13 +188,26 @@ def test_failed_answers_exit_1_and_write_no_made_up_score(
     assert read_critiques(tmp_path / "runs/c/critiques.jsonl") == []
 
 
-def test_user_answers_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_user_answers_end_to_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     rows = [
-        {"question_id": "q1", "question": "A box holds 4 rows of 6 eggs. How many eggs?", "answer_kind": "reference",
-         "answer": "4 x 6 = 24. The answer is 24.", "correct": True},
-        {"question_id": "q1", "question": "A box holds 4 rows of 6 eggs. How many eggs?", "answer_kind": "misleading",
-         "answer": "4 x 6 = 26. The answer is 26.", "correct": False, "intended_flaw": "changed number: 24 -> 26",
-         "intended_critique": "4 x 6 is 24, not 26."},
+        {
+            "question_id": "q1",
+            "question": "A box holds 4 rows of 6 eggs. How many eggs?",
+            "answer_kind": "reference",
+            "answer": "4 x 6 = 24. The answer is 24.",
+            "correct": True,
+        },
+        {
+            "question_id": "q1",
+            "question": "A box holds 4 rows of 6 eggs. How many eggs?",
+            "answer_kind": "misleading",
+            "answer": "4 x 6 = 26. The answer is 26.",
+            "correct": False,
+            "intended_flaw": "changed number: 24 -> 26",
+            "intended_critique": "4 x 6 is 24, not 26.",
+        },
     ]
     (tmp_path / "mine.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     cfg = _write(tmp_path, answers="mine.jsonl")
@@ -187,7 +234,9 @@ def test_user_answers_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 0, err
     assert json.loads(out)["resumed"] == 2
     # an edited answers file is another config
-    (tmp_path / "mine.jsonl").write_text("".join(json.dumps({**r, "answer": f"{r['answer']} "}) + "\n" for r in rows))
+    (tmp_path / "mine.jsonl").write_text(
+        "".join(json.dumps({**r, "answer": f"{r['answer']} "}) + "\n" for r in rows)
+    )
     code, _, err = run_main(["critique", cfg.name, "--json"], capsys, monkeypatch)
     assert code == 2 and "another critique config" in err
 
@@ -196,8 +245,16 @@ def test_question_without_one_true_option_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     qs = tmp_path / "qs.jsonl"
-    q = {"id": "x1", "text": "Pick one.", "answer_cases": [{"short": "A", "long": "red", "value": 1.0},
-                                                          {"short": "B", "long": "blue", "value": 1.0}]}
+    q = {
+        "id": "x1",
+        "text": "Pick one.",
+        "answer_cases": [
+            {"short": "A", "long": "red", "value": 1.0},
+            {"short": "B", "long": "blue", "value": 1.0},
+        ],
+    }
     qs.write_text(json.dumps(q) + "\n")
-    code, _, err = run_main(["critique", str(_write(tmp_path, dataset={"name": str(qs)}))], capsys, monkeypatch)
+    code, _, err = run_main(
+        ["critique", str(_write(tmp_path, dataset={"name": str(qs)}))], capsys, monkeypatch
+    )
     assert code == 2 and "question 'x1' has 2 true options" in one_line_error(err)

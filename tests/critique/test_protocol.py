@@ -23,12 +23,26 @@ def _critique_aware(messages: Sequence[ChatMessage], config: GenerateConfig, see
 register_scripted("critique-aware", _critique_aware, replace=True)
 
 
-def _critiques(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, model: str,
-               n: int = 6) -> Path:
+def _critiques(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    model: str,
+    n: int = 6,
+) -> Path:
     cfg = tmp_path / "critique.yaml"
-    cfg.write_text(json.dumps({"model": model, "dataset": {"name": "arithmetic", "n": n, "seed": 4},
-                               "kinds": ["reference", "misleading"], "flaws": ["number"], "out": "crit",
-                               "temperatures": [0.0, 0.5, 1.0]}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "model": model,
+                "dataset": {"name": "arithmetic", "n": n, "seed": 4},
+                "kinds": ["reference", "misleading"],
+                "flaws": ["number"],
+                "out": "crit",
+                "temperatures": [0.0, 0.5, 1.0],
+            }
+        )
+    )
     code, _, err = run_main(["critique", str(cfg), "--json"], capsys, monkeypatch)
     assert code == 0, err
     return tmp_path / "crit" / "critiques.jsonl"
@@ -36,11 +50,19 @@ def _critiques(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: 
 
 def _grid(tmp_path: Path, judge: str, top_k: int = 2, **extra: object) -> Path:
     cfg = tmp_path / "grid.yaml"
-    cfg.write_text(json.dumps({
-        "name": "crit-grid", "dataset": {"name": "critiques", "path": "crit/critiques.jsonl", **extra},
-        "judge_models": [judge], "protocols": ["NaiveJudge", {"name": "CritiqueJudge", "top_k": top_k}],
-        "elicitation": {"order": ["verbalized"]}, "n_boot": 200, "out": str(tmp_path / "runs"),
-    }))
+    cfg.write_text(
+        json.dumps(
+            {
+                "name": "crit-grid",
+                "dataset": {"name": "critiques", "path": "crit/critiques.jsonl", **extra},
+                "judge_models": [judge],
+                "protocols": ["NaiveJudge", {"name": "CritiqueJudge", "top_k": top_k}],
+                "elicitation": {"order": ["verbalized"]},
+                "n_boot": 200,
+                "out": str(tmp_path / "runs"),
+            }
+        )
+    )
     return cfg
 
 
@@ -74,14 +96,25 @@ def test_judge_with_critiques_vs_without_in_a_grid(
     assert "CritiqueJudge_k2" in out
 
 
-def test_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_refusals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     _critiques(tmp_path, capsys, monkeypatch, "scripted:critic", n=2)
     code, _, err = run_main(["run", str(_grid(tmp_path, "scripted:coin", top_k=0))], capsys, monkeypatch)
     assert code == 2 and "top_k must be an integer >= 1" in one_line_error(err)
     # model answers have correct: null unless the text names an option; refused unless skipped
     cfg = tmp_path / "critique.yaml"
-    cfg.write_text(json.dumps({"model": "scripted:critic", "dataset": {"name": "reading", "n": 2}, "kinds": ["model"],
-                               "out": "crit2", "temperatures": [0.0]}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "model": "scripted:critic",
+                "dataset": {"name": "reading", "n": 2},
+                "kinds": ["model"],
+                "out": "crit2",
+                "temperatures": [0.0],
+            }
+        )
+    )
     assert run_main(["critique", str(cfg)], capsys, monkeypatch)[0] == 0
     g = _grid(tmp_path, "scripted:coin")
     g.write_text(g.read_text().replace("crit/critiques.jsonl", "crit2/critiques.jsonl"))
@@ -91,7 +124,10 @@ def test_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatc
     from seerbench.critique._dataset import critique_questions
 
     both = tmp_path / "both.jsonl"
-    known, unknown = (tmp_path / "crit" / "critiques.jsonl").read_text(), (tmp_path / "crit2" / "critiques.jsonl").read_text()
+    known, unknown = (
+        (tmp_path / "crit" / "critiques.jsonl").read_text(),
+        (tmp_path / "crit2" / "critiques.jsonl").read_text(),
+    )
     both.write_text(known + unknown)
     qs = critique_questions(str(both), unknown="skip")
     n_null = sum(1 for ln in unknown.splitlines() if json.loads(ln)["correct"] is None)
@@ -122,10 +158,27 @@ def test_a_critique_quote_is_said_to_be_checked_against_the_answer() -> None:
     from seerbench.render import turn_text
     from seerbench.types import AnswerCase, Question
 
-    q = Question(id="q", text="Is it right?", answer_cases=[AnswerCase(short="A", long="flawed", value=1.0),
-                                                           AnswerCase(short="B", long="correct", value=0.0)],
-                 metadata={"critiques": [{"id": "c1", "text": "The step 2 + 2 = 5 is wrong.", "helpfulness": 0.9,
-                                          "quote": "2 + 2 = 5", "quote_verified": True}]})
+    q = Question(
+        id="q",
+        text="Is it right?",
+        answer_cases=[
+            AnswerCase(short="A", long="flawed", value=1.0),
+            AnswerCase(short="B", long="correct", value=0.0),
+        ],
+        metadata={
+            "critiques": [
+                {
+                    "id": "c1",
+                    "text": "The step 2 + 2 = 5 is wrong.",
+                    "helpfulness": 0.9,
+                    "quote": "2 + 2 = 5",
+                    "quote_verified": True,
+                }
+            ]
+        },
+    )
     (turn,) = critique_turns(q, top_k=3)
-    assert turn_text(turn) == ('critique 1 (helpfulness 0.90): The step 2 + 2 = 5 is wrong.\n'
-                               '  Quote 1 [verified in the answer or the passage]: "2 + 2 = 5"')
+    assert turn_text(turn) == (
+        "critique 1 (helpfulness 0.90): The step 2 + 2 = 5 is wrong.\n"
+        '  Quote 1 [verified in the answer or the passage]: "2 + 2 = 5"'
+    )

@@ -195,7 +195,9 @@ def test_estimate_interval_and_cluster_options(tmp_path: Path) -> None:
     # default: Wilson for 7/10 (see test_core.py)
     assert ords["interval"] == "score"
     assert (ords["ci_low"], ords["ci_high"]) == pytest.approx((0.3967781, 0.8922087), abs=1e-6)
-    w = json.loads(runner.invoke(app, ["estimate", str(p), "--k", "4", "--json", "--interval", "wald"]).output)
+    w = json.loads(
+        runner.invoke(app, ["estimate", str(p), "--k", "4", "--json", "--interval", "wald"]).output
+    )
     ordw = {row["name"]: row["estimate"] for row in w["estimators"]}["ord"]
     assert (ordw["ci_low"], ordw["ci_high"]) == pytest.approx((0.4159741, 0.9840259), abs=1e-6)
     # one label per item: 30 clusters of one, so the cluster-robust variance is the independent one

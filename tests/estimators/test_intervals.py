@@ -217,7 +217,9 @@ def test_score_interval_coverage_monte_carlo(seed: int, k: int, a: float, n_o: i
     assert (r.ci_low, r.ci_high) == pytest.approx((lo[0], hi[0]), abs=1e-12)
 
 
-@pytest.mark.parametrize(("seed", "k", "a", "n_o", "n_c", "worst"), [(11, 10, 0.97, 500, 500, 0.85), (12, 4, 0.95, 20, 60, 0.7)])
+@pytest.mark.parametrize(
+    ("seed", "k", "a", "n_o", "n_c", "worst"), [(11, 10, 0.97, 500, 500, 0.85), (12, 4, 0.95, 20, 60, 0.7)]
+)
 def test_wald_interval_fails_where_the_score_interval_covers(
     seed: int, k: int, a: float, n_o: int, n_c: int, worst: float
 ) -> None:
@@ -230,12 +232,17 @@ def test_wald_interval_fails_where_the_score_interval_covers(
 
 def _exact_coverage(name: str, k: int, a: float, n_o: int, n_c: int) -> float:
     so, sc = np.meshgrid(np.arange(n_o + 1.0), np.arange(n_c + 1.0), indexing="ij")
-    p = np.outer(binom.pmf(np.arange(n_o + 1), n_o, a), binom.pmf(np.arange(n_c + 1), n_c, (a + k - 2) / (k - 1)))
+    p = np.outer(
+        binom.pmf(np.arange(n_o + 1), n_o, a), binom.pmf(np.arange(n_c + 1), n_c, (a + k - 2) / (k - 1))
+    )
     hit = _covered(_score_bounds(name, so.ravel(), n_o, sc.ravel(), n_c, k), a)
     return float((p.ravel() * hit).sum())
 
 
-@pytest.mark.parametrize(("k", "a", "n_o", "n_c"), [(4, 0.95, 20, 60), (10, 0.95, 20, 180), (4, 0.02, 100, 300), (4, 0.995, 100, 300)])
+@pytest.mark.parametrize(
+    ("k", "a", "n_o", "n_c"),
+    [(4, 0.95, 20, 60), (10, 0.95, 20, 180), (4, 0.02, 100, 300), (4, 0.995, 100, 300)],
+)
 def test_score_interval_exact_coverage(k: int, a: float, n_o: int, n_c: int) -> None:
     for name in ("ord", "comp", "mix", "ivw", "ml"):
         assert _exact_coverage(name, k, a, n_o, n_c) >= 0.905, name
@@ -294,7 +301,9 @@ def test_design_effect_by_hand_and_clustered_accuracy() -> None:
     half = Z / (1 + Z * Z) * math.sqrt(0.25 + Z * Z / 4)
     assert (r.ci_low, r.ci_high) == pytest.approx((max(0.0, 0.5 - half), min(1.0, 0.5 + half)))
     # Independent-looking clusters (each rater half right) give design effect 1 (floored).
-    ls2 = LabelSet.from_arrays(pred, [1, 2, 1, 2, 1, 2, 1, 2], [False] * 8, 4, extra={"rater": ["x"] * 4 + ["y"] * 4})
+    ls2 = LabelSet.from_arrays(
+        pred, [1, 2, 1, 2, 1, 2, 1, 2], [False] * 8, 4, extra={"rater": ["x"] * 4 + ["y"] * 4}
+    )
     assert cluster_design_effect(ls2, "rater", "ord") == 1.0
     with pytest.raises(DataError, match="rater2"):
         cluster_design_effect(ls, "rater2")

@@ -258,7 +258,10 @@ def test_partition_questions_is_a_library_call() -> None:
     assert part.mode == "all-complementary" and len(part.labels) == 4 and part.labels.n_complementary == 4
     assert part.true_accuracy == 0.5
     assert sorted(zip(part.labels.extra["id"], part.labels.label.tolist(), strict=True)) == [
-        ("q1", 2), ("q1", 3), ("q2", 2), ("q2", 3)
+        ("q1", 2),
+        ("q1", 3),
+        ("q2", 2),
+        ("q2", 3),
     ]
     # predictions given by the caller override metadata; ids that are not questions are refused
     assert partition_questions(qs, {"q2": "A"}, all_complementary=True).true_accuracy == 1.0

@@ -106,12 +106,16 @@ async def test_n_samples_have_distinct_keys_and_reproducible_seeds(tmp_path: Pat
     assert len(set(texts)) == 3  # distinct seeds per sample index
     assert cache.info()["entries"] == 3
     # the same request with a fresh, empty cache reproduces every sample
-    again = await _model(ScriptedBackend(_seeded), Cache(tmp_path / "b.sqlite")).generate("draw", n=3, temperature=1.0, seed=11)
+    again = await _model(ScriptedBackend(_seeded), Cache(tmp_path / "b.sqlite")).generate(
+        "draw", n=3, temperature=1.0, seed=11
+    )
     assert [s.text for s in again.samples] == texts
     # and the seeds are the documented derivation
     cfg = GenerateConfig(seed=11)
     assert texts == [_seeded([], cfg, cfg.sample_seed(i)) for i in range(3)]
-    other = await _model(ScriptedBackend(_seeded), Cache(tmp_path / "c.sqlite")).generate("draw", n=3, temperature=1.0, seed=12)
+    other = await _model(ScriptedBackend(_seeded), Cache(tmp_path / "c.sqlite")).generate(
+        "draw", n=3, temperature=1.0, seed=12
+    )
     assert not set(s.text for s in other.samples) & set(texts)
 
 

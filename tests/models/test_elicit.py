@@ -55,12 +55,22 @@ def test_renormalise_three_options_and_extreme_values() -> None:
 
 
 def _sample(first: str, top: dict[str, float]) -> Sample:
-    return Sample(text=first, logprobs=[TokenLogprob(token=first, logprob=top.get(first, -0.1),
-                                                    top=tuple(TopLogprob(token=t, logprob=v) for t, v in top.items()))])
+    return Sample(
+        text=first,
+        logprobs=[
+            TokenLogprob(
+                token=first,
+                logprob=top.get(first, -0.1),
+                top=tuple(TopLogprob(token=t, logprob=v) for t, v in top.items()),
+            )
+        ],
+    )
 
 
 def test_option_logprobs_from_top_sums_spelling_variants() -> None:
-    lp = option_logprobs_from_top(_sample("A", {"A": math.log(0.3), " A": math.log(0.1), "B": math.log(0.2), "x": -0.5}), AB)
+    lp = option_logprobs_from_top(
+        _sample("A", {"A": math.log(0.3), " A": math.log(0.1), "B": math.log(0.2), "x": -0.5}), AB
+    )
     assert isinstance(lp, dict)
     assert lp["A"] == pytest.approx(math.log(0.4))  # "A" and " A" together
     assert lp["B"] == pytest.approx(math.log(0.2))
@@ -104,14 +114,27 @@ def test_parse_verbalized_messy_strings(text: str, p_a: float) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["garbage", "", "I am not sure.", "150%", "A: 150%, B: 0%", "1.5", "-0.2", "0.6 or maybe 0.8", "7/0", "A: 0%, B: 0%"],
+    [
+        "garbage",
+        "",
+        "I am not sure.",
+        "150%",
+        "A: 150%, B: 0%",
+        "1.5",
+        "-0.2",
+        "0.6 or maybe 0.8",
+        "7/0",
+        "A: 0%, B: 0%",
+    ],
 )
 def test_parse_verbalized_failures_are_errors_not_numbers(text: str) -> None:
     assert isinstance(parse_verbalized(text, AB), str)
 
 
 def test_parse_verbalized_three_options() -> None:
-    assert parse_verbalized("A: 50%, B: 30%, C: 20%", ["A", "B", "C"]) == pytest.approx({"A": 0.5, "B": 0.3, "C": 0.2})
+    assert parse_verbalized("A: 50%, B: 30%, C: 20%", ["A", "B", "C"]) == pytest.approx(
+        {"A": 0.5, "B": 0.3, "C": 0.2}
+    )
     # with more than two options an unlabelled number is meaningless
     assert isinstance(parse_verbalized("70%", ["A", "B", "C"]), str)
     assert isinstance(parse_verbalized("A: 50%, B: 50%", ["A", "B", "C"]), str)
@@ -122,8 +145,20 @@ def test_parse_verbalized_three_options() -> None:
 
 @pytest.mark.parametrize(
     ("text", "letter"),
-    [("B", "B"), (" b", "B"), ("(A)", "A"), ("A) 7", "A"), ("Answer: B", "B"), ("answer is A.", "A"), ("**B**", "B"),
-     ("C", None), ("Apple", None), ("", None), ("I don't know", None), ("12", None)],
+    [
+        ("B", "B"),
+        (" b", "B"),
+        ("(A)", "A"),
+        ("A) 7", "A"),
+        ("Answer: B", "B"),
+        ("answer is A.", "A"),
+        ("**B**", "B"),
+        ("C", None),
+        ("Apple", None),
+        ("", None),
+        ("I don't know", None),
+        ("12", None),
+    ],
 )
 def test_parse_letter(text: str, letter: str | None) -> None:
     assert parse_letter(text, AB) == letter
@@ -208,7 +243,11 @@ async def test_elicitation_is_cached() -> None:
     calls = backend.calls
     v2 = await elicit(m, "Which? A) x B) y", AB)
     assert backend.calls == calls
-    assert v1.probabilities == v2.probabilities and v2.metadata["cached"] is True and v1.metadata["cached"] is False
+    assert (
+        v1.probabilities == v2.probabilities
+        and v2.metadata["cached"] is True
+        and v1.metadata["cached"] is False
+    )
 
 
 def test_invalid_config() -> None:

@@ -36,8 +36,16 @@ class _FakeLiteLLM(types.ModuleType):
         super().__init__("litellm")
         self.requests: list[dict[str, Any]] = []
         self.fail_with: list[Exception] = []
-        for name in ("AuthenticationError", "RateLimitError", "Timeout", "APIConnectionError",
-                     "ServiceUnavailableError", "InternalServerError", "NotFoundError", "BadRequestError"):
+        for name in (
+            "AuthenticationError",
+            "RateLimitError",
+            "Timeout",
+            "APIConnectionError",
+            "ServiceUnavailableError",
+            "InternalServerError",
+            "NotFoundError",
+            "BadRequestError",
+        ):
             setattr(self, name, type(name, (Exception,), {}))
 
     async def acompletion(self, **kw: Any) -> Any:
@@ -48,7 +56,11 @@ class _FakeLiteLLM(types.ModuleType):
         if kw.get("logprobs"):
             logprobs = SimpleNamespace(content=[_Token("B", -0.25, [("B", -0.25), ("A", -1.5)])])
         return SimpleNamespace(
-            choices=[SimpleNamespace(message=SimpleNamespace(content="B"), finish_reason="length", logprobs=logprobs)],
+            choices=[
+                SimpleNamespace(
+                    message=SimpleNamespace(content="B"), finish_reason="length", logprobs=logprobs
+                )
+            ],
             usage=SimpleNamespace(prompt_tokens=12, completion_tokens=1),
         )
 
@@ -61,18 +73,27 @@ def fake_litellm(monkeypatch: pytest.MonkeyPatch) -> _FakeLiteLLM:
 
 
 def _model(retry: RetryPolicy | None = None) -> Model:
-    return Model("litellm/anthropic/claude-x", LiteLLMBackend("anthropic/claude-x"), cache=False,
-                 retry=retry or RetryPolicy(max_attempts=2, base_delay=0.0, max_delay=0.0),
-                 usage=UsageTracker(PriceTable()))
+    return Model(
+        "litellm/anthropic/claude-x",
+        LiteLLMBackend("anthropic/claude-x"),
+        cache=False,
+        retry=retry or RetryPolicy(max_attempts=2, base_delay=0.0, max_delay=0.0),
+        usage=UsageTracker(PriceTable()),
+    )
 
 
 async def test_request_and_response_conversion(fake_litellm: _FakeLiteLLM) -> None:
     m = _model()
     cfg = GenerateConfig(max_tokens=5, temperature=0.3, stop=["\n"], logprobs=True, top_logprobs=2, seed=7)
-    out = await m.generate([{"role": "system", "content": "be brief"}, {"role": "user", "content": "A or B?"}], cfg)
+    out = await m.generate(
+        [{"role": "system", "content": "be brief"}, {"role": "user", "content": "A or B?"}], cfg
+    )
     (req,) = fake_litellm.requests
     assert req["model"] == "anthropic/claude-x"  # the provider/model part of the spec
-    assert req["messages"] == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "A or B?"}]
+    assert req["messages"] == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "A or B?"},
+    ]
     assert (req["max_tokens"], req["temperature"], req["stop"], req["n"]) == (5, 0.3, ["\n"], 1)
     assert req["logprobs"] is True and req["top_logprobs"] == 2
     assert req["seed"] == 7 * 1_000_003  # sample 0 of base seed 7: (7 * 1000003 + 0 * 7919) mod (2^31 - 1)

@@ -49,8 +49,13 @@ QUESTION = BARE + "\n\nAnswer with the letter of the correct option only (A or B
 
 @pytest.fixture(scope="module")
 def server_url() -> Iterator[str]:
-    proc = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         address = proc.stdout.readline().strip()
@@ -67,8 +72,11 @@ def server_url() -> Iterator[str]:
 
 
 def _raw(url: str, body: dict[str, Any]) -> dict[str, Any]:
-    req = urllib.request.Request(url + "/chat/completions", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url + "/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=120) as r:
         out: dict[str, Any] = json.loads(r.read())
     return out
@@ -82,8 +90,16 @@ def _model(url: str) -> Model:
 async def test_generation_matches_the_servers_own_answer(server_url: str) -> None:
     m = _model(server_url)
     out = await m.generate("Say hello.", max_tokens=8, seed=1)
-    raw = _raw(server_url, {"model": "smollm2", "messages": [{"role": "user", "content": "Say hello."}],
-                            "max_tokens": 8, "temperature": 0.0, "seed": (1 * 1_000_003) % (2**31 - 1)})
+    raw = _raw(
+        server_url,
+        {
+            "model": "smollm2",
+            "messages": [{"role": "user", "content": "Say hello."}],
+            "max_tokens": 8,
+            "temperature": 0.0,
+            "seed": (1 * 1_000_003) % (2**31 - 1),
+        },
+    )
     assert out.text == raw["choices"][0]["message"]["content"] and out.text.strip()
     assert out.usage.prompt_tokens == raw["usage"]["prompt_tokens"] > 3
     assert out.usage.completion_tokens == raw["usage"]["completion_tokens"] <= 8
@@ -95,8 +111,18 @@ async def test_logprobs_are_parsed_as_the_server_sent_them(server_url: str) -> N
     m = _model(server_url)
     out = await m.generate(QUESTION, max_tokens=1, logprobs=True, top_logprobs=5)
     (tok,) = out.samples[0].logprobs or []
-    raw = _raw(server_url, {"model": "smollm2", "messages": [{"role": "user", "content": QUESTION}], "max_tokens": 1,
-                            "temperature": 0.0, "seed": 0, "logprobs": True, "top_logprobs": 5})
+    raw = _raw(
+        server_url,
+        {
+            "model": "smollm2",
+            "messages": [{"role": "user", "content": QUESTION}],
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "seed": 0,
+            "logprobs": True,
+            "top_logprobs": 5,
+        },
+    )
     first = raw["choices"][0]["logprobs"]["content"][0]
     assert tok.token == first["token"] and tok.logprob == pytest.approx(first["logprob"], abs=1e-6)
     assert [(t.token, round(t.logprob, 5)) for t in tok.top] == [
@@ -116,8 +142,18 @@ async def test_logprob_elicitation_against_the_real_server(server_url: str) -> N
     assert v.probabilities is not None and sum(v.probabilities.values()) == pytest.approx(1.0, abs=1e-12)
     # worked out from the server's raw top-20 at the first answer token: an option's mass is that
     # of "A" and " A" where they appear, renormalised over the two options
-    raw = _raw(server_url, {"model": "smollm2", "messages": [{"role": "user", "content": QUESTION}], "max_tokens": 1,
-                            "temperature": 0.0, "seed": 0, "logprobs": True, "top_logprobs": 20})
+    raw = _raw(
+        server_url,
+        {
+            "model": "smollm2",
+            "messages": [{"role": "user", "content": QUESTION}],
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "seed": 0,
+            "logprobs": True,
+            "top_logprobs": 20,
+        },
+    )
     top = raw["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
     mass = {o: sum(math.exp(t["logprob"]) for t in top if t["token"] in (o, " " + o)) for o in ("A", "B")}
     assert mass["A"] > 0 and mass["B"] > 0  # both letters are among the likeliest first tokens

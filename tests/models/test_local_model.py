@@ -87,7 +87,9 @@ async def test_elicit_by_logprobs_sums_to_one() -> None:
     assert v.prob("A") == pytest.approx(1 / (1 + math.exp(lp["B"] - lp["A"])), abs=1e-9)
 
 
-def test_local_spec_uses_the_default_engine_and_refuses_an_unknown_one(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_local_spec_uses_the_default_engine_and_refuses_an_unknown_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from seerbench.errors import UnknownModelError
     from seerbench.models import make_backend
 
@@ -106,8 +108,10 @@ def test_local_spec_uses_the_default_engine_and_refuses_an_unknown_one(monkeypat
 
 def test_option_masses_by_hand() -> None:
     # a five-token vocabulary: A = ("A", " A") = 0.3 + 0.1; B = 0.2 (no " B" token)
-    entries = [{"token": t, "logprob": math.log(p)} for t, p in
-               [("A", 0.3), ("B", 0.2), (" A", 0.1), ("x", 0.25), ("y", 0.15)]]
+    entries = [
+        {"token": t, "logprob": math.log(p)}
+        for t, p in [("A", 0.3), ("B", 0.2), (" A", 0.1), ("x", 0.25), ("y", 0.15)]
+    ]
     got = option_masses(entries, ["A", "B"])
     assert got == pytest.approx({"A": math.log(0.4), "B": math.log(0.2)}, abs=1e-12)
     assert option_masses(entries, ["A", "Maybe"]) is None  # no token spells "Maybe": not exact, so None
@@ -123,8 +127,15 @@ async def test_xllamacpp_option_probabilities_are_exact() -> None:
     res = await m.option_logprobs(prompt, ["A", "B"])
     assert res is not None
     lps, _ = res
-    raw = b._call({"messages": [{"role": "user", "content": prompt}], "max_tokens": 1, "temperature": 0.0,
-                   "logprobs": True, "top_logprobs": ALL_TOKENS})
+    raw = b._call(
+        {
+            "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "logprobs": True,
+            "top_logprobs": ALL_TOKENS,
+        }
+    )
     entries = raw["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
     assert len(entries) == 49152  # SmolLM2's whole vocabulary
     total = sum(math.exp(e["logprob"]) for e in entries)
@@ -135,8 +146,10 @@ async def test_xllamacpp_option_probabilities_are_exact() -> None:
     # batched with other prompts in the server's slots, every prompt gets the numbers it gets alone
     import asyncio
 
-    others = [f"Which is larger, {a} or {b}?\nA) {a}\nB) {b}\n\nAnswer with the letter of the correct option only (A or B)."
-              for a, b in ((3, 9), (40, 4), (15, 51))]
+    others = [
+        f"Which is larger, {a} or {b}?\nA) {a}\nB) {b}\n\nAnswer with the letter of the correct option only (A or B)."
+        for a, b in ((3, 9), (40, 4), (15, 51))
+    ]
     alone = [await b.option_logprobs([_user(p)], ["A", "B"]) for p in others]
     together = await asyncio.gather(*(b.option_logprobs([_user(p)], ["A", "B"]) for p in [prompt, *others]))
     assert together[0] is not None and together[0][0] == pytest.approx(lps, abs=1e-9)
@@ -149,7 +162,9 @@ def _user(text: str) -> ChatMessage:
 
 
 @pytest.mark.parametrize("value", ["four", "0", "-2", "1.5"])
-def test_a_bad_local_setting_is_refused_naming_the_variable(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+def test_a_bad_local_setting_is_refused_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
     from seerbench.errors import ModelError
     from seerbench.models._xllamacpp import PARALLEL_ENV
 

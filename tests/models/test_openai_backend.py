@@ -14,8 +14,14 @@ from seerbench.testing import FakeOpenAIServer
 from tests.models.conftest import FAST_RETRY
 
 
-def _model(srv: FakeOpenAIServer, *, key: str | None = None, model: str = "fake-model",
-           retry: RetryPolicy = FAST_RETRY, cache: bool = False) -> Model:
+def _model(
+    srv: FakeOpenAIServer,
+    *,
+    key: str | None = None,
+    model: str = "fake-model",
+    retry: RetryPolicy = FAST_RETRY,
+    cache: bool = False,
+) -> Model:
     backend = OpenAIBackend(model, base_url=srv.base_url, api_key=key or srv.api_key)
     return Model(f"openai/{model}", backend, cache=cache, retry=retry, usage=UsageTracker(PriceTable()))
 
@@ -25,7 +31,10 @@ async def test_plain_answer_and_wire_format(fake_server: FakeOpenAIServer) -> No
     m = _model(fake_server)
     out = await m.generate(
         [{"role": "system", "content": "be brief"}, {"role": "user", "content": "which one?"}],
-        max_tokens=7, temperature=0.5, stop=["\n"], seed=3,
+        max_tokens=7,
+        temperature=0.5,
+        stop=["\n"],
+        seed=3,
     )
     assert out.text == "B is my answer"
     assert out.samples[0].logprobs is None  # not asked for
@@ -37,7 +46,10 @@ async def test_plain_answer_and_wire_format(fake_server: FakeOpenAIServer) -> No
     assert req["path"] == "/v1/chat/completions"
     assert req["headers"]["authorization"] == "Bearer test-key"
     assert body["model"] == "fake-model"
-    assert body["messages"] == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "which one?"}]
+    assert body["messages"] == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "which one?"},
+    ]
     assert body["max_tokens"] == 7 and body["temperature"] == 0.5 and body["stop"] == ["\n"]
     # sample 0 of base seed 3 is sent with the derived seed, not the base seed
     assert body["seed"] == (3 * 1_000_003) % (2**31 - 1)
@@ -63,11 +75,15 @@ async def test_logprobs_are_parsed_and_elicitation_renormalises(fake_server: Fak
 
     three = await elicit(m, "Which? A) x B) y C) z", ["A", "B", "C"], ElicitConfig(order=("logprobs",)))
     z = math.exp(-1) + math.exp(-2) + math.exp(-4)
-    assert three.probabilities == pytest.approx({"A": math.exp(-1) / z, "B": math.exp(-2) / z, "C": math.exp(-4) / z})
+    assert three.probabilities == pytest.approx(
+        {"A": math.exp(-1) / z, "B": math.exp(-2) / z, "C": math.exp(-4) / z}
+    )
     await m.aclose()
 
 
-async def test_option_missing_from_top_logprobs_falls_back_to_verbalized(fake_server: FakeOpenAIServer) -> None:
+async def test_option_missing_from_top_logprobs_falls_back_to_verbalized(
+    fake_server: FakeOpenAIServer,
+) -> None:
     # the server knows no logprob for "D": the logprobs method must fail, not invent a number
     fake_server.reply = "0.25"
     m = _model(fake_server)
@@ -150,8 +166,13 @@ def _free_port() -> int:
 
 async def test_unreachable_server_gives_up_after_retries() -> None:
     url = f"http://127.0.0.1:{_free_port()}/v1"
-    m = Model("openai/x", OpenAIBackend("x", base_url=url, api_key="k"), cache=False, retry=FAST_RETRY,
-              usage=UsageTracker(PriceTable()))
+    m = Model(
+        "openai/x",
+        OpenAIBackend("x", base_url=url, api_key="k"),
+        cache=False,
+        retry=FAST_RETRY,
+        usage=UsageTracker(PriceTable()),
+    )
     with pytest.raises(ModelUnavailableError, match=r"after 3 attempts.*cannot connect"):
         await m.generate("hello")
     assert m.usage.by_model["openai/x"].retries == 2
@@ -183,7 +204,9 @@ async def test_asyncio_front_end_of_the_fake_server() -> None:
     task = asyncio.create_task(srv.serve_asyncio())
     try:
         m = _model(srv)
-        outs = await asyncio.gather(*(m.generate(f"q{i}", max_tokens=1, logprobs=True, top_logprobs=2) for i in range(5)))
+        outs = await asyncio.gather(
+            *(m.generate(f"q{i}", max_tokens=1, logprobs=True, top_logprobs=2) for i in range(5))
+        )
         assert [o.text for o in outs] == ["B"] * 5
         assert outs[0].samples[0].logprobs is not None and outs[0].samples[0].logprobs[0].logprob == -1.0
         srv.fail_next(429)
@@ -221,7 +244,9 @@ async def test_a_server_slower_than_the_timeout_is_retried_then_reported() -> No
     srv = FakeOpenAIServer(reply="A", delay=1.0).start()
     try:
         backend = OpenAIBackend("fake-model", base_url=srv.base_url, api_key=srv.api_key, timeout=0.2)
-        m = Model("openai/fake-model", backend, cache=False, retry=FAST_RETRY, usage=UsageTracker(PriceTable()))
+        m = Model(
+            "openai/fake-model", backend, cache=False, retry=FAST_RETRY, usage=UsageTracker(PriceTable())
+        )
         with pytest.raises(ModelUnavailableError, match=r"after 3 attempts.*timed out"):
             await m.generate("slow")
         assert srv.request_count == 3

@@ -74,7 +74,9 @@ async def test_retryable_error_retry_after_reaches_the_sleep(slept: list[float])
             raise RetryableError("busy", retry_after=1.25 * calls)
         return "ok"
 
-    got = await _retry.with_retries(flaky, RetryPolicy(max_attempts=5, base_delay=0.001, max_delay=30.0), what="t")
+    got = await _retry.with_retries(
+        flaky, RetryPolicy(max_attempts=5, base_delay=0.001, max_delay=30.0), what="t"
+    )
     assert got == "ok" and calls == 3
     assert slept == [1.25, 2.5]
 
@@ -91,7 +93,9 @@ class _OptionBackend(Backend):
     def model_id(self) -> str:
         return "optfake-1"
 
-    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+    async def complete(
+        self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None
+    ) -> Sample:
         raise AssertionError("option_logprobs must not fall back to sampling here")
 
     async def option_logprobs(
@@ -115,7 +119,10 @@ async def test_option_logprobs_are_cached(tmp_path: Path) -> None:
     u = usage.by_model["optfake"]
     assert (u.calls, u.cache_hits) == (1, 1)
     # the key holds the options and the messages: other options or another prompt is a new call
-    assert await m.option_logprobs("Which? A) x B) y", ["A", "B", "C"]) == ({"A": -0.5, "B": -1.5, "C": -2.5}, False)
+    assert await m.option_logprobs("Which? A) x B) y", ["A", "B", "C"]) == (
+        {"A": -0.5, "B": -1.5, "C": -2.5},
+        False,
+    )
     assert await m.option_logprobs("Which now? A) x B) y", ["A", "B"]) == ({"A": -0.5, "B": -1.5}, False)
     assert backend.option_calls == 3
     # a new Model on the same cache file (a later run) hits too
@@ -138,5 +145,7 @@ async def test_giving_up_names_the_last_error_once() -> None:
 
     with pytest.raises(ModelUnavailableError) as e:
         await with_retries(down, RetryPolicy(max_attempts=2, base_delay=0.0), what="openai/m")
-    assert str(e.value) == ("openai/m still failing after 2 attempts: cannot connect to http://127.0.0.1:9: Connection error. "
-                            "Check that the server is running and reachable, or retry later.")
+    assert str(e.value) == (
+        "openai/m still failing after 2 attempts: cannot connect to http://127.0.0.1:9: Connection error. "
+        "Check that the server is running and reachable, or retry later."
+    )

@@ -58,13 +58,16 @@ def _dead_url() -> str:
         return f"http://127.0.0.1:{s.getsockname()[1]}/v1"  # nothing listens once closed
 
 
-def _pool(urls: list[str], *, per_endpoint: int = 4, retry: RetryPolicy = FAST_RETRY,
-          cache: Cache | bool = False) -> Model:
+def _pool(
+    urls: list[str], *, per_endpoint: int = 4, retry: RetryPolicy = FAST_RETRY, cache: Cache | bool = False
+) -> Model:
     backend = OpenAIBackend("fake-model", base_url=urls, per_endpoint=per_endpoint)
     return Model("openai/fake-model", backend, cache=cache, retry=retry, usage=UsageTracker(PriceTable()))
 
 
-async def test_requests_are_balanced_and_each_endpoint_keeps_its_limit(servers: list[FakeOpenAIServer]) -> None:
+async def test_requests_are_balanced_and_each_endpoint_keeps_its_limit(
+    servers: list[FakeOpenAIServer],
+) -> None:
     gauges = [_Gauge(0.05, f"r{i}") for i in range(3)]
     for s, g in zip(servers, gauges, strict=True):
         s.reply = g
@@ -84,8 +87,14 @@ async def test_more_concurrency_than_slots_waits_for_a_slot(servers: list[FakeOp
     for s, g in zip(servers[:2], gauges, strict=True):
         s.reply = g
     backend = OpenAIBackend("fake-model", base_url=[s.base_url for s in servers[:2]], per_endpoint=1)
-    m = Model("openai/fake-model", backend, cache=False, max_concurrency=8, retry=FAST_RETRY,
-              usage=UsageTracker(PriceTable()))  # the model allows 8, the pool 2
+    m = Model(
+        "openai/fake-model",
+        backend,
+        cache=False,
+        max_concurrency=8,
+        retry=FAST_RETRY,
+        usage=UsageTracker(PriceTable()),
+    )  # the model allows 8, the pool 2
     await asyncio.gather(*(m.generate(f"q{i}") for i in range(10)))
     assert [g.peak for g in gauges] == [1, 1]
     assert servers[0].request_count + servers[1].request_count == 10
@@ -151,7 +160,9 @@ async def test_every_endpoint_failing_gives_up_with_a_clear_error(servers: list[
         await m.generate("anyone?")
     # every server named (the message named the last one tried only)
     assert "after 3 attempts: all 2 servers of the pool failed: " in str(e.value)
-    assert f"cannot connect to {dead1}: Connection error" in str(e.value) and f"cannot connect to {dead2}: Connection error" in str(e.value)
+    assert f"cannot connect to {dead1}: Connection error" in str(
+        e.value
+    ) and f"cannot connect to {dead2}: Connection error" in str(e.value)
     u = m.usage.by_model["openai/fake-model"]
     assert (u.calls, u.retries, u.errors) == (0, 2, 1)
     await m.aclose()
@@ -205,7 +216,11 @@ def test_pool_spec_strings() -> None:
     assert parse_base_urls(" http://a/v1 , http://b/v1 ") == (["http://a/v1", "http://b/v1"], None, None)
     assert parse_base_urls("http://a/v1;timeout=2.5;per_endpoint=3") == (["http://a/v1"], 3, 2.5)
     slow = make_backend("openai/m@http://a/v1;timeout=7")
-    assert isinstance(slow, OpenAIBackend) and slow._timeout.sock_read == 7.0 and slow._timeout.sock_connect == 7.0
+    assert (
+        isinstance(slow, OpenAIBackend)
+        and slow._timeout.sock_read == 7.0
+        and slow._timeout.sock_connect == 7.0
+    )
 
 
 @pytest.mark.parametrize(
@@ -214,7 +229,10 @@ def test_pool_spec_strings() -> None:
         ("openai/m@http://a/v1,,http://b/v1", "empty base URL"),
         ("openai/m@http://a/v1,http://a/v1", "named twice"),
         ("openai/m@a:8000/v1", "must start with http://"),
-        ("openai/m@http://a/v1;per_endpoint=0", "per_endpoint must be a whole number >= 1 (requests in flight on each server), got '0'"),
+        (
+            "openai/m@http://a/v1;per_endpoint=0",
+            "per_endpoint must be a whole number >= 1 (requests in flight on each server), got '0'",
+        ),
         ("openai/m@http://a/v1;timeout=0", "timeout must be a number of seconds > 0, got '0'"),
         ("openai/m@http://a/v1;timeout=soon", "timeout must be a number of seconds > 0, got 'soon'"),
         ("openai/m@http://a/v1;concurrency=4", "unknown option 'concurrency=4' after the base URLs"),

@@ -111,7 +111,9 @@ class _Slow(Backend):
     def model_id(self) -> str:
         return "slow"
 
-    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+    async def complete(
+        self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None
+    ) -> Sample:
         self.in_flight += 1
         self.peak = max(self.peak, self.in_flight)
         await asyncio.sleep(0.01)

@@ -53,7 +53,9 @@ class Recorder:
         return [[m for m in p if m.role == "user"][-1].content for p in self.prompts]
 
 
-def judge_reply(prob_first: Callable[[str], float] | float = 0.5, question_text: str = "Is that so?") -> Callable[..., str]:
+def judge_reply(
+    prob_first: Callable[[str], float] | float = 0.5, question_text: str = "Is that so?"
+) -> Callable[..., str]:
     """A judge: answers the verbalized instruction with P(first option), asks ``question_text``
     when asked to question the consultant."""
 

@@ -98,7 +98,12 @@ def test_best_of_n_keeps_the_candidate_the_preference_judge_likes_most() -> None
         return next(p for i, p in p_a.items() if f"candidate {i}" in prompt)
 
     pjudge = Recorder("bon-judge", judge_reply(pref))
-    bon = BestOfNAgent(model_agent(agent, generation=GenerateConfig(max_tokens=50, seed=0)), 3, model_judge(pjudge), temperature=0.8)
+    bon = BestOfNAgent(
+        model_agent(agent, generation=GenerateConfig(max_tokens=50, seed=0)),
+        3,
+        model_judge(pjudge),
+        temperature=0.8,
+    )
     assert bon.name == "scripted:bon-agent-bo3"
     t = run(bon(question(), "A", [], AgentContext("consultancy", 1, 1, "consultant")))
     # arguing for A, the best is candidate 1 (P(A) = 0.9)
@@ -180,7 +185,9 @@ def test_tool_loop_is_bounded_and_off_without_tools() -> None:
 
 
 def _std() -> list[Question]:
-    qs = load_single_turn_debate(FIXTURES / "single_turn_debate.jsonl", quality_path=FIXTURES / "QuALITY.v1.0.1.dev")
+    qs = load_single_turn_debate(
+        FIXTURES / "single_turn_debate.jsonl", quality_path=FIXTURES / "QuALITY.v1.0.1.dev"
+    )
     return [q for q in binary_view(qs, seed=0) if all(a.argument for a in q.answer_cases)]
 
 
@@ -237,8 +244,11 @@ def test_best_of_n_candidates_keep_their_own_tool_calls() -> None:
         return f"CALC({seeds[seed] + 1} * 10)"  # candidate 0 computes 1 * 10, candidate 1 2 * 10
 
     agent = Recorder("bon-tools", reply)
-    cands = run(model_agent(agent, tools=["calculator"], generation=GenerateConfig(seed=0)).candidates(
-        question(), "A", [], AgentContext(), 2, 0.8))
+    cands = run(
+        model_agent(agent, tools=["calculator"], generation=GenerateConfig(seed=0)).candidates(
+            question(), "A", [], AgentContext(), 2, 0.8
+        )
+    )
     assert [c.content for c in cands] == ["final 10", "final 20"]
     assert [c.metadata["tool_calls"] for c in cands] == [
         [{"call": "CALC(1 * 10)", "result": "10"}],

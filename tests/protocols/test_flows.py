@@ -56,7 +56,8 @@ def test_naive_judge_runs_once_and_never_sees_the_source() -> None:
     assert [m.role for m in prompt] == ["system", "user"]
     assert prompt[0].content == JUDGE_SYSTEM
     assert prompt[1].content == (
-        "Question: What is the vault code?\n\nOptions:\nA) 4417\nB) 7144\n\nWhich option is correct?\n\n" + VERBAL_A
+        "Question: What is the vault code?\n\nOptions:\nA) 4417\nB) 7144\n\nWhich option is correct?\n\n"
+        + VERBAL_A
     )
     assert SECRET not in prompt[1].content
     # ASD of the naive judge = log q_T - log q_F = log 0.7 - log 0.3
@@ -116,8 +117,10 @@ def test_consultancy_turns_judge_questions_and_visibility() -> None:
     assert not any(SECRET in m.content for p in judge.prompts for m in p)
     # the consultant's third turn sees its earlier turns and the judge's questions
     b_prompts = [u for p, u in zip(agent.prompts, agent.users(), strict=True) if '"B)' in p[0].content]
-    assert "The discussion so far:\nconsultant (arguing for B): B argues in round 1.\n\njudge: Is that so?\n\n" \
+    assert (
+        "The discussion so far:\nconsultant (arguing for B): B argues in round 1.\n\njudge: Is that so?\n\n"
         "consultant (arguing for B): B argues in round 2.\n\njudge: Is that so?\n" in b_prompts[2]
+    )
     assert "The discussion so far" not in b_prompts[0]
     # the judge is asked between turns having seen the transcript so far, never after the last turn
     asks = [u for u in judge.users() if "Ask the consultant" in u]
@@ -138,7 +141,12 @@ def test_consultancy_without_asking_judge() -> None:
 def test_consultancy_config_names_and_bad_turns() -> None:
     judge, agent = _pair("cons-names")
     assert Consultancy(model_judge(judge), model_agent(agent), num_turns=2).config_name() == "Consultancy_t2"
-    assert Consultancy(model_judge(judge), model_agent(agent), both_orders=True, judge_sees_source=True).config_name() == "Consultancy_t1_src_swap"
+    assert (
+        Consultancy(
+            model_judge(judge), model_agent(agent), both_orders=True, judge_sees_source=True
+        ).config_name()
+        == "Consultancy_t1_src_swap"
+    )
     assert NaiveJudge(model_judge(judge), num_turns=5).config_name() == "NaiveJudge"
     with pytest.raises(ConfigError, match="num_turns"):
         Consultancy(model_judge(judge), model_agent(agent), num_turns=0)
@@ -149,7 +157,8 @@ def test_consultancy_config_names_and_bad_turns() -> None:
 def test_non_binary_question_is_refused() -> None:
     judge, agent = _pair("nonbin")
     q3 = Question(
-        id="k3", text="?",
+        id="k3",
+        text="?",
         answer_cases=[AnswerCase(short=s, long=s, value=float(s == "A")) for s in "ABC"],
     )
     with pytest.raises(DataError, match="3 options"):
@@ -309,7 +318,11 @@ def test_sequential_debate_adversary_sees_same_round_turn() -> None:
 def test_debate_judge_sees_source_only_when_granted() -> None:
     for grant in (False, True):
         judge, agent = _pair(f"dsrc{grant}")
-        run(SequentialDebate(model_judge(judge), model_agent(agent), judge_sees_source=grant).run_question(question()))
+        run(
+            SequentialDebate(model_judge(judge), model_agent(agent), judge_sees_source=grant).run_question(
+                question()
+            )
+        )
         assert all((SECRET in u) is grant for u in judge.users())
         assert all(SECRET in u for u in agent.users())
 
@@ -321,7 +334,10 @@ def test_debate_judge_sees_source_only_when_granted() -> None:
 def test_swap_options_and_average_by_hand() -> None:
     q = question()
     swapped, to_new = swap_options(q)
-    assert [(a.short, a.long, a.value) for a in swapped.answer_cases] == [("A", "7144", 0.0), ("B", "4417", 1.0)]
+    assert [(a.short, a.long, a.value) for a in swapped.answer_cases] == [
+        ("A", "7144", 0.0),
+        ("B", "4417", 1.0),
+    ]
     assert to_new == {"A": "B", "B": "A"}
     v1 = Verdict(probabilities={"A": 0.7, "B": 0.3})
     v2 = Verdict(probabilities={"A": 0.6, "B": 0.4})  # in swapped labels: original B = 0.6
@@ -357,8 +373,15 @@ def test_both_orders_averages_the_two_orders() -> None:
 
 def test_registry_lists_known_protocols() -> None:
     assert set(PROTOCOLS) == {
-        "NaiveJudge", "BlindTrust", "Consultancy", "RandomConsultancy", "OpenConsultancy",
-        "SimultaneousDebate", "SequentialDebate", "EvidenceDebate", "CritiqueJudge",
+        "NaiveJudge",
+        "BlindTrust",
+        "Consultancy",
+        "RandomConsultancy",
+        "OpenConsultancy",
+        "SimultaneousDebate",
+        "SequentialDebate",
+        "EvidenceDebate",
+        "CritiqueJudge",
     }
     with pytest.raises(ConfigError, match="known protocols: NaiveJudge, BlindTrust"):
         get_protocol("Debate")

@@ -59,9 +59,16 @@ def quickstart_config(**over: Any) -> ExperimentConfig:
 
 def _question(i: int) -> Question:
     passage = f"{VERIFIED} It was a cold winter on island {i}. The supply boat came late."
-    cases = [AnswerCase(short="A", long=f"three ({i})", value=1.0), AnswerCase(short="B", long=f"ninety ({i})", value=0.0)]
-    return Question(id=f"e{i}", text=f"This is question e{i}: how many ships did the keeper count?", answer_cases=cases,
-                    source_text=passage)
+    cases = [
+        AnswerCase(short="A", long=f"three ({i})", value=1.0),
+        AnswerCase(short="B", long=f"ninety ({i})", value=0.0),
+    ]
+    return Question(
+        id=f"e{i}",
+        text=f"This is question e{i}: how many ships did the keeper count?",
+        answer_cases=cases,
+        source_text=passage,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -75,7 +82,12 @@ def quickstart_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def evidence_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("report") / "evidence"
     raw = yaml.safe_load(QUICKSTART.read_text())
-    cfg = quickstart_config(judge_models=[JUDGE], agent_models=[AGENT], protocols=[*raw["protocols"], "EvidenceDebate"],
-                            elicitation={"order": ["logprobs", "verbalized"]}, both_orders=False)
+    cfg = quickstart_config(
+        judge_models=[JUDGE],
+        agent_models=[AGENT],
+        protocols=[*raw["protocols"], "EvidenceDebate"],
+        elicitation={"order": ["logprobs", "verbalized"]},
+        both_orders=False,
+    )
     Experiment(cfg, questions=[_question(i) for i in range(5)], out=out).run()
     return out

@@ -8,8 +8,12 @@ from seerbench.report import _figures as F
 
 def test_dollar_labels_are_text_and_missing_values_na() -> None:
     s = {"n": 3, "mean": 0.5, "ci_low": 0.2, "ci_high": 0.8}
-    svg = F.interval_plot([("cost $5 $\\frac{", s), ("empty", None), ("nan", {"n": 0, "mean": None})],
-                          title="t", xlabel="x", name="fig-a")
+    svg = F.interval_plot(
+        [("cost $5 $\\frac{", s), ("empty", None), ("nan", {"n": 0, "mean": None})],
+        title="t",
+        xlabel="x",
+        name="fig-a",
+    )
     assert svg.startswith("<svg ") and "<?xml" not in svg
     assert "cost $5 $\\frac{" in svg and svg.count("n/a") == 2
     heat = F.heatmap([[s, None]], ["judge $a$"], ["agent 1", "agent 2"], title="h", name="fig-b")

@@ -23,7 +23,9 @@ from .conftest import XSS, quickstart_config
 CONS = "Consultancy_t1/A_scripted-report-agent_J_scripted-report-judge"
 
 
-def _stats(run: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *extra: str) -> dict[str, Any]:
+def _stats(
+    run: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *extra: str
+) -> dict[str, Any]:
     code, out, err = run_main(["stats", str(run), "--json", *extra], capsys, monkeypatch)
     assert code == 0, err
     return json.loads(out)
@@ -49,8 +51,9 @@ def evidence_report(evidence_run: Path, tmp_path_factory: pytest.TempPathFactory
     return out
 
 
-def test_numbers_equal_stats_json(evidence_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_numbers_equal_stats_json(
+    evidence_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = tmp_path / "r.html"
     _report([str(evidence_run), "--out", str(out)], capsys, monkeypatch)
     stats = _stats(evidence_run, capsys, monkeypatch, "--baseline", "NaiveJudge")
@@ -74,9 +77,15 @@ def test_numbers_equal_stats_json(evidence_run: Path, tmp_path: Path, capsys: py
     for _, a, shown in t.tables["cells"]:
         s = cells[a["data-cell"]]
         assert (shown["n_questions"], shown["n_scored"], shown["parse_failures"], shown["n_excluded"]) == (
-            s["n_questions"], s["n_scored"], s["parse_failures"], s["n_excluded"])
+            s["n_questions"],
+            s["n_scored"],
+            s["parse_failures"],
+            s["n_excluded"],
+        )
     # the scripted judge fails on question e2: every cell with a judge model shows a parse failure
-    assert all(shown["parse_failures"] >= 1 for _, a, shown in t.tables["cells"] if "J_trust" not in a["data-cell"])
+    assert all(
+        shown["parse_failures"] >= 1 for _, a, shown in t.tables["cells"] if "J_trust" not in a["data-cell"]
+    )
     # the page shows three decimals of the same numbers
     html = out.read_text()
     asd = cells[CONS]["metrics"]["asd"]["log"]
@@ -111,20 +120,29 @@ def test_run_text_is_escaped_and_json_is_safe(evidence_report: Path) -> None:
     tricky = {"a": "</script><!-- & -->", "b": "\u2028"}
     s = script_json(tricky)
     assert "</" not in s and "<!--" not in s and json.loads(s) == tricky
-    assert json.loads(script_json({"x": [math.nan, math.inf, 1.5]})) == {"x": [None, None, 1.5]}  # JSON.parse reads no NaN
+    assert json.loads(script_json({"x": [math.nan, math.inf, 1.5]})) == {
+        "x": [None, None, 1.5]
+    }  # JSON.parse reads no NaN
 
 
 def test_figures_present_and_browser_rows_complete(evidence_run: Path, evidence_report: Path) -> None:
     t = read_report(evidence_report)
-    assert {"asd", "judge_accuracy", "betas", "calibration", "paired-asd", "paired-accuracy"} <= set(t.figures)
+    assert {"asd", "judge_accuracy", "betas", "calibration", "paired-asd", "paired-accuracy"} <= set(
+        t.figures
+    )
     data = json.loads(t.json["browser-data"])
     n_lines = sum(len(read_results(c.results_path)[0]) for c in RunFolder(evidence_run).cells())
     assert len(data["rows"]) == n_lines == 8 * 5
     assert len(data["questions"]) == 5 and not data["multi"]
 
 
-def test_several_runs_side_by_side(quickstart_run: Path, evidence_run: Path, tmp_path: Path,
-                                   capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_several_runs_side_by_side(
+    quickstart_run: Path,
+    evidence_run: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     out = tmp_path / "both.html"
     _report([str(quickstart_run), str(evidence_run), "--out", str(out)], capsys, monkeypatch)
     t = read_report(out)
@@ -134,22 +152,29 @@ def test_several_runs_side_by_side(quickstart_run: Path, evidence_run: Path, tmp
         mine = [(a, shown) for r, a, shown in asd_rows if r == run.name]
         assert {a["data-cell"] for a, _ in mine} == set(cells)
         for a, shown in mine:
-            _same(shown, cells[a["data-cell"]]["metrics"].get("asd", {}).get("log"))  # OpenConsultancy: no ASD
+            _same(
+                shown, cells[a["data-cell"]]["metrics"].get("asd", {}).get("log")
+            )  # OpenConsultancy: no ASD
     data = json.loads(t.json["browser-data"])
     assert data["multi"] and {c["run"] for c in data["cells"]} == {"quickstart", "evidence"}
     assert len(data["questions"]) == 4 + 5  # arithmetic and hand-written questions, once each
 
 
-def test_default_out_is_in_the_run_folder(quickstart_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_out_is_in_the_run_folder(
+    quickstart_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     run = tmp_path / "qs"
     shutil.copytree(quickstart_run, run)
     _report([str(run)], capsys, monkeypatch)
     assert (run / "report.html").stat().st_size > 0
-    assert _stats(run, capsys, monkeypatch)["cells"] == _stats(quickstart_run, capsys, monkeypatch)["cells"]  # still a run
+    assert (
+        _stats(run, capsys, monkeypatch)["cells"] == _stats(quickstart_run, capsys, monkeypatch)["cells"]
+    )  # still a run
 
 
-def test_pressure_section_when_stats_have_it(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pressure_section_when_stats_have_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from seerbench.experiment import Experiment, ExperimentConfig
 
     cfg = ExperimentConfig.from_yaml(Path(__file__).resolve().parents[2] / "examples" / "best_of_n.yaml")
@@ -162,12 +187,16 @@ def test_pressure_section_when_stats_have_it(tmp_path: Path, capsys: pytest.Capt
     groups = stats["pressure"]["groups"]
     assert t.figures.count("pressure") == len(groups) == 2
     rows = t.tables["stats-pressure"]
-    for shown_rows, g in zip([rows[i * 13:(i + 1) * 13] for i in range(len(groups))], groups, strict=True):
+    for shown_rows, g in zip([rows[i * 13 : (i + 1) * 13] for i in range(len(groups))], groups, strict=True):
         for _, a, shown in shown_rows[:-1]:
             p = next(p for p in g["points"] if str(p["best_of_n"]) == a["data-n"])
             _same(shown, p[a["data-metric"]])
         slope = shown_rows[-1][2]
-        assert (slope["mean"], slope["ci_low"], slope["ci_high"]) == (g["slope"]["estimate"], g["slope"]["ci_low"], g["slope"]["ci_high"])
+        assert (slope["mean"], slope["ci_low"], slope["ci_high"]) == (
+            g["slope"]["estimate"],
+            g["slope"]["ci_low"],
+            g["slope"]["ci_high"],
+        )
 
 
 def test_no_pressure_section_without_best_of_n(evidence_report: Path) -> None:
@@ -178,14 +207,18 @@ def test_no_pressure_section_without_best_of_n(evidence_report: Path) -> None:
 # ---- the study report ---------------------------------------------------------------------------
 
 
-def test_study_report_equals_study_stats(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_study_report_equals_study_stats(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from seerbench.study import create_study, load_manifest
     from tests.study.conftest import FakeClock, base_manifest, question
 
     qs = [question(f"q{i}", "AB"[i % 2]) for i in range(6)]
     (tmp_path / "items.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
     db = tmp_path / "study.sqlite"
-    store = create_study(load_manifest(base_manifest(catch_rate=0.3, catch_min=1, tasks_per_rater=3)), db, base_dir=tmp_path)
+    store = create_study(
+        load_manifest(base_manifest(catch_rate=0.3, catch_min=1, tasks_per_rater=3)), db, base_dir=tmp_path
+    )
     clock = FakeClock()
     store.clock = clock
     for n in range(12):  # raters answer A with 70% until the plan is done (about half right)
@@ -209,7 +242,11 @@ def test_study_report_equals_study_stats(tmp_path: Path, capsys: pytest.CaptureF
         _same(shown, stats["conditions"][a["data-condition"]]["accuracy"])
     for _, a, shown in t.tables["stats-study-time"]:
         c = stats["conditions"][a["data-condition"]]
-        assert (shown["judgments"], shown["median_seconds"], shown["timed_out"]) == (c["judgments"], c["median_seconds"], c["timed_out"])
+        assert (shown["judgments"], shown["median_seconds"], shown["timed_out"]) == (
+            c["judgments"],
+            c["median_seconds"],
+            c["timed_out"],
+        )
     assert {"study-accuracy", "study-time"} <= set(t.figures)
     assert stats["catch"]["judgments"] > 0
     [(_, _, shown)] = t.tables["stats-study-catch"]
@@ -222,7 +259,9 @@ def test_study_report_equals_study_stats(tmp_path: Path, capsys: pytest.CaptureF
     _report(["--study", str(db)], capsys, monkeypatch)
     assert (tmp_path / "study.report.html").is_file()
     # a database URL has no folder to write beside
-    assert "give the file to write with --out" in _error(["--study", "postgresql://u@h/db"], capsys, monkeypatch)
+    assert "give the file to write with --out" in _error(
+        ["--study", "postgresql://u@h/db"], capsys, monkeypatch
+    )
 
 
 # ---- user errors ----------------------------------------------------------------------------------
@@ -234,7 +273,9 @@ def _error(args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pyt
     return one_line_error(err)
 
 
-def test_user_errors(tmp_path: Path, quickstart_run: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_user_errors(
+    tmp_path: Path, quickstart_run: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert "is not a folder" in _error([str(tmp_path / "nope")], capsys, monkeypatch)
     assert "no experiment.json" in _error([str(tmp_path)], capsys, monkeypatch)
     empty = tmp_path / "empty"
@@ -244,20 +285,29 @@ def test_user_errors(tmp_path: Path, quickstart_run: Path, capsys: pytest.Captur
     assert "not both" in _error([str(quickstart_run), "--study", "x.sqlite"], capsys, monkeypatch)
     assert "give one or more run folders" in _error([], capsys, monkeypatch)
     assert "no such study database" in _error(["--study", str(tmp_path / "none.sqlite")], capsys, monkeypatch)
-    assert _error([str(quickstart_run), "--baseline", "Nope", "--out", str(tmp_path / "x.html")], capsys, monkeypatch).startswith(
-        f"error: {quickstart_run}: no protocol folder 'Nope'")  # names the run (several may be given)
-    assert "is a file, not a folder" in _error([str(quickstart_run), "--out", str(quickstart_run / "experiment.json" / "r.html")],
-                                               capsys, monkeypatch)
+    assert _error(
+        [str(quickstart_run), "--baseline", "Nope", "--out", str(tmp_path / "x.html")], capsys, monkeypatch
+    ).startswith(
+        f"error: {quickstart_run}: no protocol folder 'Nope'"
+    )  # names the run (several may be given)
+    assert "is a file, not a folder" in _error(
+        [str(quickstart_run), "--out", str(quickstart_run / "experiment.json" / "r.html")],
+        capsys,
+        monkeypatch,
+    )
 
 
-def test_missing_matplotlib_is_one_line(quickstart_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_matplotlib_is_one_line(
+    quickstart_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     line = _error([str(quickstart_run), "--out", str(tmp_path / "r.html")], capsys, monkeypatch)
     assert "pip install 'seerbench[report]'" in line
     assert not (tmp_path / "r.html").exists()
-    assert "pip install 'seerbench[report]'" in _error(["--study", str(tmp_path / "s.sqlite")], capsys, monkeypatch)  # before the db
+    assert "pip install 'seerbench[report]'" in _error(
+        ["--study", str(tmp_path / "s.sqlite")], capsys, monkeypatch
+    )  # before the db
 
 
 def test_quickstart_config_is_the_example() -> None:
@@ -273,9 +323,17 @@ def test_one_id_two_questions_side_by_side(tmp_path: Path) -> None:
 
     runs = []
     for name in ("first", "second"):
-        q = Question(id="x", text=f"The {name} question?", answer_cases=[AnswerCase(short="A", long="yes", value=1.0),
-                                                                         AnswerCase(short="B", long="no", value=0.0)])
-        cfg = quickstart_config(protocols=["NaiveJudge"], both_orders=False, elicitation={"order": ["vote"], "vote_samples": 3})
+        q = Question(
+            id="x",
+            text=f"The {name} question?",
+            answer_cases=[
+                AnswerCase(short="A", long="yes", value=1.0),
+                AnswerCase(short="B", long="no", value=0.0),
+            ],
+        )
+        cfg = quickstart_config(
+            protocols=["NaiveJudge"], both_orders=False, elicitation={"order": ["vote"], "vote_samples": 3}
+        )
         Experiment(cfg, questions=[q], out=tmp_path / name).run()
         runs.append(tmp_path / name)
     data = json.loads(read_report(build_report(runs, tmp_path / "r.html")).json["browser-data"])
@@ -283,26 +341,32 @@ def test_one_id_two_questions_side_by_side(tmp_path: Path) -> None:
     assert shown == {"first": "The first question?", "second": "The second question?"}
 
 
-def test_judge_by_agent_heat_map(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_judge_by_agent_heat_map(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Two agent models: one heat map per protocol, each square annotated with stats' mean and CI."""
     from seerbench.experiment import Experiment
 
-    cfg = quickstart_config(agent_models=["scripted:coin", "scripted:echo"], protocols=["NaiveJudge", "Consultancy"], limit=4)
+    cfg = quickstart_config(
+        agent_models=["scripted:coin", "scripted:echo"], protocols=["NaiveJudge", "Consultancy"], limit=4
+    )
     run = tmp_path / "agents"
     Experiment(cfg, out=run).run()
     out = tmp_path / "r.html"
     _report([str(run), "--out", str(out)], capsys, monkeypatch)
     assert read_report(out).figures.count("asd-judge-agent") == 1  # NaiveJudge has no agent
     html = out.read_text()
-    svg = html[html.index('data-figure="asd-judge-agent"'):]
-    svg = svg[:svg.index("</svg>")]
+    svg = html[html.index('data-figure="asd-judge-agent"') :]
+    svg = svg[: svg.index("</svg>")]
     for s in _stats(run, capsys, monkeypatch)["cells"]:
         if s["agent"]:
             asd = s["metrics"]["asd"]["log"]
             assert f"{asd['mean']:.2f}" in svg and f"[{asd['ci_low']:.2f}, {asd['ci_high']:.2f}]" in svg
 
 
-def test_study_report_reliance(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_study_report_reliance(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A factuality study whose items record whether the AI was right: the reliance figure and
     table show study stats' split."""
     from seerbench.study import create_study, load_manifest
@@ -310,14 +374,31 @@ def test_study_report_reliance(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
     def fq(i: int) -> dict[str, Any]:
         true = "accurate" if i % 2 else "inaccurate"
-        return {"id": f"f{i}", "text": f"Claim {i}.", "metadata": {"ai_correct": i % 3 != 0},
-                "answer_cases": [{"short": "accurate", "long": "Accurate", "value": float(true == "accurate")},
-                                 {"short": "inaccurate", "long": "Not accurate", "value": float(true == "inaccurate")}]}
+        return {
+            "id": f"f{i}",
+            "text": f"Claim {i}.",
+            "metadata": {"ai_correct": i % 3 != 0},
+            "answer_cases": [
+                {"short": "accurate", "long": "Accurate", "value": float(true == "accurate")},
+                {"short": "inaccurate", "long": "Not accurate", "value": float(true == "inaccurate")},
+            ],
+        }
 
     (tmp_path / "items.jsonl").write_text("".join(json.dumps(fq(i)) + "\n" for i in range(8)))
     db = tmp_path / "f.sqlite"
-    store = create_study(load_manifest(base_manifest(task="factuality", time_limit_s=None, conditions=["none"], ratings_per_item=1,
-                                                     tasks_per_rater=4)), db, base_dir=tmp_path)
+    store = create_study(
+        load_manifest(
+            base_manifest(
+                task="factuality",
+                time_limit_s=None,
+                conditions=["none"],
+                ratings_per_item=1,
+                tasks_per_rater=4,
+            )
+        ),
+        db,
+        base_dir=tmp_path,
+    )
     store.clock = FakeClock()
     for n in range(2):
         rid = str(store.rater_for(f"prolific:r{n}", "prolific")["id"])

@@ -17,12 +17,21 @@ from ._html import read_report
 from .conftest import XSS
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed (apt-get install chromium)"),
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed (apt-get install chromium)"
+    ),
 ]
 
 
@@ -54,14 +63,18 @@ class Opened:
                 r.abort()
 
         self.ctx.route("**/*", route)
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type in ("error", "warning") else None)
+        self.page.on(
+            "console", lambda m: self.errors.append(m.text) if m.type in ("error", "warning") else None
+        )
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         self.page.on("requestfailed", lambda r: self.errors.append(f"failed: {r.url}"))
         self.page.goto(url)
         self.page.wait_for_load_state("load")
 
     def rows(self) -> list[str]:
-        return list(self.page.locator(".tb-row").evaluate_all("els => els.map(e => e.getAttribute('data-cell'))"))
+        return list(
+            self.page.locator(".tb-row").evaluate_all("els => els.map(e => e.getAttribute('data-cell'))")
+        )
 
     def status(self) -> str:
         return str(self.page.locator("#tb-status").text_content())
@@ -91,7 +104,9 @@ def _check_offline_and_figures(o: Opened, path: Path) -> None:
 def test_quickstart_report_opens_offline(browser: Any, quickstart_html: Path) -> None:
     o = Opened(browser, quickstart_html)
     _check_offline_and_figures(o, quickstart_html)
-    assert o.page.locator("#asd .fig svg").count() == 1 and o.page.locator("#calibration .fig svg").count() == 1
+    assert (
+        o.page.locator("#asd .fig svg").count() == 1 and o.page.locator("#calibration .fig svg").count() == 1
+    )
     assert len(o.rows()) == 20  # the first page of 7 cells x 4 questions
     assert o.status() == "rows 1–20 of 28 (of 28)"
     # the quickstart runs both option orders: each scored verdict shows both views it averages
@@ -112,8 +127,13 @@ def test_filters_change_the_rows(browser: Any, evidence_html: Path, evidence_run
     page.click("#tb-prev")
 
     page.select_option("#tb-protocol", "Consultancy_t1")
-    assert set(o.rows()) == {"Consultancy_t1/A_scripted-report-agent_J_scripted-report-judge"} and len(o.rows()) == 5
-    page.check("#tb-wrong")  # consultancy: the judge follows the consultant, so each question has a wrong verdict
+    assert (
+        set(o.rows()) == {"Consultancy_t1/A_scripted-report-agent_J_scripted-report-judge"}
+        and len(o.rows()) == 5
+    )
+    page.check(
+        "#tb-wrong"
+    )  # consultancy: the judge follows the consultant, so each question has a wrong verdict
     assert len(o.rows()) == 4  # e2 failed to parse: no verdict to be wrong
     page.uncheck("#tb-wrong")
     page.check("#tb-failures")
@@ -131,7 +151,9 @@ def test_filters_change_the_rows(browser: Any, evidence_html: Path, evidence_run
     assert o.rows() == []
     page.fill("#tb-search", "question e3")
     page.wait_for_timeout(400)
-    assert {page.locator(".tb-row").nth(i).get_attribute("data-question") for i in range(len(o.rows()))} == {"e3"}
+    assert {page.locator(".tb-row").nth(i).get_attribute("data-question") for i in range(len(o.rows()))} == {
+        "e3"
+    }
     assert len(o.rows()) == 8
     page.fill("#tb-search", "ninety ships")  # a quote's text is not searched, the agent's argument is
     page.wait_for_timeout(400)
@@ -156,7 +178,9 @@ def test_transcripts_render_as_text(browser: Any, evidence_html: Path) -> None:
     o.ctx.close()
 
 
-def test_side_by_side_in_the_browser(browser: Any, quickstart_run: Path, evidence_run: Path, tmp_path: Path) -> None:
+def test_side_by_side_in_the_browser(
+    browser: Any, quickstart_run: Path, evidence_run: Path, tmp_path: Path
+) -> None:
     path = build_report([quickstart_run, evidence_run], tmp_path / "both.html")
     o = Opened(browser, path)
     _check_offline_and_figures(o, path)

@@ -20,7 +20,10 @@ XSS = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2
 
 PASSAGE = (
     "The lighthouse keeper kept a log of every ship. In the winter of the storm she recorded only "
-    "three ships, all of them fishing boats.\n\n" + "Filler sentence about the sea and the gulls. " * 40 + "\n\n"
+    "three ships, all of them fishing boats.\n\n"
+    + "Filler sentence about the sea and the gulls. "
+    * 40
+    + "\n\n"
     "When the supply boat failed to arrive she rationed her lamp oil. In spring the harbour master "
     "thanked her because no ship had been lost on the point."
 )

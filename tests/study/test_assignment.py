@@ -60,7 +60,9 @@ def test_resume_returns_the_open_task(make_study) -> None:
 
 def test_abandoned_assignment_is_reclaimed_after_its_time(make_study) -> None:
     clock = FakeClock()
-    store = make_study(questions=[question("only")], conditions=["P"], ratings_per_item=1, tasks_per_rater=1, clock=clock)
+    store = make_study(
+        questions=[question("only")], conditions=["P"], ratings_per_item=1, tasks_per_rater=1, clock=clock
+    )
     ra, rb = _rater(store, "a"), _rater(store, "b")
     a, _ = store.next_assignment(ra)
     assert a is not None
@@ -241,7 +243,13 @@ def test_study_full_gives_no_code_for_no_work(make_study) -> None:
     from seerbench.study._storage import slot_t
 
     for min_tasks, earned_a in ((None, False), (1, True)):
-        store = make_study(questions=[question("q0"), question("q1")], conditions=["P"], ratings_per_item=1, tasks_per_rater=2, min_tasks_for_code=min_tasks)
+        store = make_study(
+            questions=[question("q0"), question("q1")],
+            conditions=["P"],
+            ratings_per_item=1,
+            tasks_per_rater=2,
+            min_tasks_for_code=min_tasks,
+        )
         with store.engine.begin() as c:
             first = c.execute(select(slot_t.c.id).order_by(slot_t.c.id).limit(1)).scalar_one()
             c.execute(update(slot_t).where(slot_t.c.id == first).values(status="done"))
@@ -261,7 +269,14 @@ def test_catch_trials_alone_earn_no_code(make_study) -> None:
 
     from seerbench.study._storage import slot_t
 
-    store = make_study(questions=[question(f"q{i}", "AB"[i % 2]) for i in range(3)], conditions=["PSA"], catch_rate=0.99, tasks_per_rater=5, min_tasks_for_code=1, seed=11)
+    store = make_study(
+        questions=[question(f"q{i}", "AB"[i % 2]) for i in range(3)],
+        conditions=["PSA"],
+        catch_rate=0.99,
+        tasks_per_rater=5,
+        min_tasks_for_code=1,
+        seed=11,
+    )
     with store.engine.begin() as c:
         c.execute(update(slot_t).values(status="done"))
     rid = _rater(store, "c")

@@ -33,7 +33,9 @@ COMPLETE = "https://prolific.example/submissions/complete"
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed (apt-get install chromium)"),
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed (apt-get install chromium)"
+    ),
 ]
 
 
@@ -71,7 +73,9 @@ def test_rater_journey(browser, make_study, live_server) -> None:
     page = ctx.new_page()
     page.route(
         "https://prolific.example/**",
-        lambda route: route.fulfill(status=200, content_type="text/html", body="<p id=ok>back on Prolific</p>"),
+        lambda route: route.fulfill(
+            status=200, content_type="text/html", body="<p id=ok>back on Prolific</p>"
+        ),
     )
     page.goto(f"{srv.url}/start?PROLIFIC_PID=pw1&STUDY_ID=s&SESSION_ID=x")
 
@@ -139,7 +143,13 @@ def test_rater_journey(browser, make_study, live_server) -> None:
 def test_works_without_javascript(browser, make_study, live_server) -> None:
     from playwright.sync_api import expect
 
-    store = make_study(questions=[question("q0", "A")], conditions=["PSA"], ratings_per_item=1, tasks_per_rater=1, completion_url=None)
+    store = make_study(
+        questions=[question("q0", "A")],
+        conditions=["PSA"],
+        ratings_per_item=1,
+        tasks_per_rater=1,
+        completion_url=None,
+    )
     srv = live_server(store)
     ctx = browser.new_context(java_script_enabled=False)
     page = ctx.new_page()
@@ -163,14 +173,19 @@ def _enter(browser, url: str, pid: str):
     """A new browser context through the Prolific link and the tutorial quiz; returns (ctx, page)."""
     ctx = browser.new_context(viewport={"width": 1000, "height": 700})
     page = ctx.new_page()
-    page.route("https://prolific.example/**", lambda route: route.fulfill(status=200, content_type="text/html", body="<p id=ok>back</p>"))
+    page.route(
+        "https://prolific.example/**",
+        lambda route: route.fulfill(status=200, content_type="text/html", body="<p id=ok>back</p>"),
+    )
     page.goto(f"{url}/start?PROLIFIC_PID={pid}&STUDY_ID=s&SESSION_ID={pid}")
     page.check("input[name=q0][value='0']")
     page.click("#quiz-submit")
     return ctx, page
 
 
-def _judge(page, store, rid: str, *, answer: str | None = None, right: bool = True, probability: str = "") -> tuple[str, bool]:
+def _judge(
+    page, store, rid: str, *, answer: str | None = None, right: bool = True, probability: str = ""
+) -> tuple[str, bool]:
     """Do the task on screen: start the timer, choose ``answer`` (or the right / wrong option),
     submit, go on. Returns (condition, is_catch) as stored."""
     from playwright.sync_api import expect
@@ -195,11 +210,23 @@ def test_browser_vote_at_50_is_the_chosen_option(browser, make_study, live_serve
     # issue 14.1: two raters choose B (the true answer) at probability 50: right, majority and unanimous
     from seerbench.study import study_stats
 
-    store = make_study(questions=[question("q0", "B")], conditions=["P"], ratings_per_item=2, tasks_per_rater=1, completion_url=None)
+    store = make_study(
+        questions=[question("q0", "B")],
+        conditions=["P"],
+        ratings_per_item=2,
+        tasks_per_rater=1,
+        completion_url=None,
+    )
     srv = live_server(store)
     for pid in ("v1", "v2"):
         ctx, page = _enter(browser, srv.url, pid)
-        _judge(page, store, str(store.rater_for(f"prolific:{pid}", "prolific")["id"]), answer="B", probability="50")
+        _judge(
+            page,
+            store,
+            str(store.rater_for(f"prolific:{pid}", "prolific")["id"]),
+            answer="B",
+            probability="50",
+        )
         page.locator("#completion-code").wait_for()
         ctx.close()
     rows = export_rows(store)
@@ -215,7 +242,12 @@ def test_browser_catch_rule_removes_from_one_condition(browser, make_study, live
 
     store = make_study(
         questions=[question(f"q{i}", "AB"[i % 2]) for i in range(12)],
-        conditions=["PS", "PSA"], catch_rate=0.99, catch_min=2, catch_threshold=0.5, tasks_per_rater=8, seed=11,
+        conditions=["PS", "PSA"],
+        catch_rate=0.99,
+        catch_min=2,
+        catch_threshold=0.5,
+        tasks_per_rater=8,
+        seed=11,
         completion_url=None,
     )
     srv = live_server(store)
@@ -236,13 +268,22 @@ def test_browser_study_full_shows_no_code(browser, make_study, live_server) -> N
     # issue 14.5: the only slot is taken; a new rater sees "study full" and Prolific's return flow
     from playwright.sync_api import expect
 
-    store = make_study(questions=[question("only")], conditions=["P"], ratings_per_item=1, tasks_per_rater=1, completion_url=COMPLETE + "?cc={code}")
+    store = make_study(
+        questions=[question("only")],
+        conditions=["P"],
+        ratings_per_item=1,
+        tasks_per_rater=1,
+        completion_url=COMPLETE + "?cc={code}",
+    )
     store.next_assignment(str(store.rater_for("prolific:first", "prolific")["id"]))
     srv = live_server(store)
     ctx, page = _enter(browser, srv.url, "late")
     expect(page.locator("h1")).to_have_text("This study is full")
     expect(page.locator("#return-note")).to_contain_text("return")
-    assert page.locator("#completion-code").count() == 0 and page.locator("meta[http-equiv=refresh]").count() == 0
+    assert (
+        page.locator("#completion-code").count() == 0
+        and page.locator("meta[http-equiv=refresh]").count() == 0
+    )
     assert "DONE123" not in page.content() and page.url.endswith("/full")
     _shot(page, "9-study-full")
     page.goto(f"{srv.url}/done")  # no way round it
@@ -261,7 +302,9 @@ def test_browser_passage_conditions_show_a_passage(browser, make_study, live_ser
 
     with pytest.raises(ConfigError, match=r"PS: 1 items \(bare\)"):
         make_study(questions=[{**question("bare"), "source_text": None}], conditions=["PS"])
-    store = make_study(questions=[question("q0", "A")], conditions=["PS"], ratings_per_item=1, tasks_per_rater=1)
+    store = make_study(
+        questions=[question("q0", "A")], conditions=["PS"], ratings_per_item=1, tasks_per_rater=1
+    )
     srv = live_server(store)
     ctx, page = _enter(browser, srv.url, "ps1")
     page.click("#start-timer")

@@ -18,7 +18,9 @@ from .test_critique_study import critique_manifest, critiqued_answers, write_cri
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed (apt-get install chromium)"),
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed (apt-get install chromium)"
+    ),
 ]
 
 
@@ -68,7 +70,9 @@ def test_critique_task_in_chromium(browser, live_server, tmp_path: Path) -> None
     # severity is required: the error names the critique and every entry survives
     page.click("#submit-answer")
     expect(page.locator("#form-error")).to_have_text("Critique 2: choose a severity.")
-    expect(page.locator("#c2-text")).to_have_value("The answer does not say where the figure comes from; the passage says 12 km.")
+    expect(page.locator("#c2-text")).to_have_value(
+        "The answer does not say where the figure comes from; the passage says 12 km."
+    )
     expect(page.locator("#c1-text")).to_have_value("It does not say the lake freezes.")
     assert store.critiques() == {}
     page.select_option("#c1-severity", "minor")
@@ -86,7 +90,13 @@ def test_critique_task_in_chromium(browser, live_server, tmp_path: Path) -> None
     assert [(r["critique_text"], r["severity"], r["category"], r["used"], r["edited"]) for r in rows] == [
         ("The length is wrong.", "critical", "accuracy", False, False),
         ("It does not say the lake freezes.", "minor", "coverage", False, False),
-        ("The answer does not say where the figure comes from; the passage says 12 km.", "major", "other", True, True),
+        (
+            "The answer does not say where the figure comes from; the passage says 12 km.",
+            "major",
+            "other",
+            True,
+            True,
+        ),
     ]
     assert {(r["likert"], r["n_critiques"], r["model_critique_id"] is not None) for r in rows} == {
         (2, 3, False),

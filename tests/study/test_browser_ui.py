@@ -15,7 +15,9 @@ from .test_browser import ARGS, CHROMIUM, _shot
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed (apt-get install chromium)"),
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed (apt-get install chromium)"
+    ),
 ]
 
 BLUE, ORANGE = "rgb(207, 227, 255)", "rgb(255, 224, 179)"  # .snip.highlight.opt-0 / .opt-1
@@ -84,7 +86,12 @@ def test_answer_form_stays_in_view(browser, make_study, live_server) -> None:
     # on screen; a submit without a choice shows the error next to the form, on screen
     from playwright.sync_api import expect
 
-    store = make_study(questions=[question("q0", "A"), question("q1", "B")], conditions=["PSA"], ratings_per_item=1, tasks_per_rater=2)
+    store = make_study(
+        questions=[question("q0", "A"), question("q1", "B")],
+        conditions=["PSA"],
+        ratings_per_item=1,
+        tasks_per_rater=2,
+    )
     srv = live_server(store)
     ctx, page = _enter(browser, srv.url, "fv1")
     page.click("#start-timer")
@@ -146,7 +153,11 @@ def test_factuality_page(browser, make_study, live_server) -> None:
 
     store = make_study(
         questions=[_factuality_item("f0", "accurate"), _factuality_item("f1", "inaccurate")],
-        task="factuality", time_limit_s=None, ratings_per_item=1, tasks_per_rater=2, completion_url=None,
+        task="factuality",
+        time_limit_s=None,
+        ratings_per_item=1,
+        tasks_per_rater=2,
+        completion_url=None,
         conditions=[{"name": "evidence", "assistance": ["search_results", "evidence", "judgments"]}],
     )
     srv = live_server(store)
@@ -162,9 +173,14 @@ def test_factuality_page(browser, make_study, live_server) -> None:
     _shot(page, "16-factuality-collapsed")
     evidence.locator("summary").click()
     expect(evidence.get_by_text("USDA: 58.8 mg per 100 g")).to_be_visible()
-    expect(page.locator("#assist-judgments").get_by_text("Accurate", exact=True)).to_be_hidden()  # the others stay shut
+    expect(
+        page.locator("#assist-judgments").get_by_text("Accurate", exact=True)
+    ).to_be_hidden()  # the others stay shut
 
-    skip_bg, submit_bg = _style(page, "#skip", "backgroundColor"), _style(page, "#submit-answer", "backgroundColor")
+    skip_bg, submit_bg = (
+        _style(page, "#skip", "backgroundColor"),
+        _style(page, "#submit-answer", "backgroundColor"),
+    )
     assert skip_bg != submit_bg
     assert _style(page, "#skip", "color") != _style(page, "#submit-answer", "color")
     _shot(page, "17-factuality-open")
@@ -184,7 +200,12 @@ def test_factuality_page(browser, make_study, live_server) -> None:
     second = ({"f0", "f1"} - {first}).pop()
     r1, r2 = rows[first], rows[second]
     # unsupported -> binarised "inaccurate": right on f1 (inaccurate), wrong on f0
-    assert (r1["rating"], r1["answer"], r1["confidence"], r1["helpfulness"]) == ("unsupported", "inaccurate", 3, 2)
+    assert (r1["rating"], r1["answer"], r1["confidence"], r1["helpfulness"]) == (
+        "unsupported",
+        "inaccurate",
+        3,
+        2,
+    )
     assert r1["correct"] == (1.0 if first == "f1" else 0.0)
     assert (r2["rating"], r2["answer"], r2["correct"]) == ("skip", "skip", None)
     ctx.close()
@@ -207,8 +228,13 @@ def test_expert_routing_page(browser, make_study, live_server) -> None:
         }
 
     store = make_study(
-        questions=[q3("e0"), q3("e1")], task="expert_routing", conditions=["Q"], ratings_per_item=1, tasks_per_rater=2,
-        time_limit_s=None, completion_url=None,
+        questions=[q3("e0"), q3("e1")],
+        task="expert_routing",
+        conditions=["Q"],
+        ratings_per_item=1,
+        tasks_per_rater=2,
+        time_limit_s=None,
+        completion_url=None,
     )
     srv = live_server(store)
     ctx, page = _enter(browser, srv.url, "ex1")

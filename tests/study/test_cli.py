@@ -57,10 +57,13 @@ def test_create_serve_export_stats(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         assert rows[-1]["rater_external_id"] == "prolific:cli" and rows[-1]["correct"] == 1.0
     r = runner.invoke(app, ["study", "stats", "--db", db, "--json"])
     assert r.exit_code == 0, r.output
+
     def _refuse(c: str) -> None:
         raise AssertionError(f"{c} is not JSON")
 
-    stats = json.loads(r.output, parse_constant=_refuse)  # strict JSON: one judgment leaves some statistics undefined
+    stats = json.loads(
+        r.output, parse_constant=_refuse
+    )  # strict JSON: one judgment leaves some statistics undefined
     (cond,) = stats["conditions"].values()
     assert cond["accuracy"]["mean"] == 1.0 and cond["judgments"] == 1
     r = runner.invoke(app, ["study", "stats", "--db", db])
@@ -83,7 +86,9 @@ def test_missing_study_database(tmp_path: Path) -> None:
         assert (tmp_path / name).read_bytes() == before
 
 
-def _main(argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
+def _main(
+    argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> tuple[int, str, str]:
     """`seerbench ARGV` through the console-script entry point: (exit status, stdout, stderr)."""
     from seerbench.cli import main
 
@@ -95,11 +100,16 @@ def _main(argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pyte
     return int(e.value.code or 0), out, err
 
 
-def test_serve_on_a_busy_port_fails_before_printing_links(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_serve_on_a_busy_port_fails_before_printing_links(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import socket
 
     db = str(tmp_path / "s.sqlite")
-    assert _main(["study", "create", str(ROOT / "examples" / "study.yaml"), "--db", db], capsys, monkeypatch)[0] == 0
+    assert (
+        _main(["study", "create", str(ROOT / "examples" / "study.yaml"), "--db", db], capsys, monkeypatch)[0]
+        == 0
+    )
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -107,48 +117,76 @@ def test_serve_on_a_busy_port_fails_before_printing_links(tmp_path: Path, capsys
         code, out, err = _main(["study", "serve", "--db", db, "--port", str(port)], capsys, monkeypatch)
     assert code == 2 and out == ""  # no link printed
     (line,) = err.strip().splitlines()
-    assert line.startswith(f"error: cannot listen on 127.0.0.1:{port} (") and "choose another with --port" in line
+    assert (
+        line.startswith(f"error: cannot listen on 127.0.0.1:{port} (")
+        and "choose another with --port" in line
+    )
 
 
-def test_create_prints_notes_and_refuses_missing_passages(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_create_prints_notes_and_refuses_missing_passages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from .conftest import question
 
-    qs = [question("q0", "A"), question("q0dup", "A", text="Question q0: how many ships did she record?"), question("q1", "B")]
+    qs = [
+        question("q0", "A"),
+        question("q0dup", "A", text="Question q0: how many ships did she record?"),
+        question("q1", "B"),
+    ]
     (tmp_path / "items.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
     (tmp_path / "m.yaml").write_text(
         "name: t\nitems: [{questions: items.jsonl}]\nconditions: [P, PSA]\ntasks_per_rater: 2\ncompletion_code: X\n"
     )
-    code, out, err = _main(["study", "create", str(tmp_path / "m.yaml"), "--db", str(tmp_path / "a.sqlite")], capsys, monkeypatch)
+    code, out, err = _main(
+        ["study", "create", str(tmp_path / "m.yaml"), "--db", str(tmp_path / "a.sqlite")], capsys, monkeypatch
+    )
     assert code == 0, err
     assert "note: merged duplicate question q0dup into q0 (same text, options and passage)" in out
-    assert "note: catch rule off in condition P" in out and "note: catch rule unreachable in condition PSA" in out
+    assert (
+        "note: catch rule off in condition P" in out
+        and "note: catch rule unreachable in condition PSA" in out
+    )
     bare = [{**q, "source_text": None} for q in qs]
     (tmp_path / "items.jsonl").write_text("".join(json.dumps(q) + "\n" for q in bare))
-    code, out, err = _main(["study", "create", str(tmp_path / "m.yaml"), "--db", str(tmp_path / "b.sqlite")], capsys, monkeypatch)
+    code, out, err = _main(
+        ["study", "create", str(tmp_path / "m.yaml"), "--db", str(tmp_path / "b.sqlite")], capsys, monkeypatch
+    )
     assert code == 2 and out == ""
     (line,) = err.strip().splitlines()
-    assert line.startswith("error: conditions that show the passage have items without one (no source_text): P: 2 items (q0, q1); PSA: 2 items (q0, q1)")
+    assert line.startswith(
+        "error: conditions that show the passage have items without one (no source_text): P: 2 items (q0, q1); PSA: 2 items (q0, q1)"
+    )
 
 
-def test_a_failed_create_leaves_nothing_and_can_be_run_again(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_create_leaves_nothing_and_can_be_run_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     # a manifest asking more tasks of a rater than there are questions (4 > 3) is refused in one
     # line; no database is left behind, so the same command works once the manifest is fixed
     from .conftest import question
 
     (tmp_path / "items.jsonl").write_text("".join(json.dumps(question(f"q{i}")) + "\n" for i in range(3)))
     manifest = tmp_path / "m.yaml"
-    manifest.write_text("name: t\nitems: [{questions: items.jsonl}]\nconditions: [P]\ntasks_per_rater: 4\ncompletion_code: X\n")
+    manifest.write_text(
+        "name: t\nitems: [{questions: items.jsonl}]\nconditions: [P]\ntasks_per_rater: 4\ncompletion_code: X\n"
+    )
     db = tmp_path / "s.sqlite"
     code, out, err = _main(["study", "create", str(manifest), "--db", str(db)], capsys, monkeypatch)
     assert code == 2 and out == ""
-    assert err.strip() == ("error: tasks_per_rater 4 exceeds the 3 distinct questions: a rater never sees a question twice, "
-                           "so no rater could earn the completion code; set tasks_per_rater to at most 3 or add items")
+    assert err.strip() == (
+        "error: tasks_per_rater 4 exceeds the 3 distinct questions: a rater never sees a question twice, "
+        "so no rater could earn the completion code; set tasks_per_rater to at most 3 or add items"
+    )
     # a failure inside the database writes (a condition with no item to show) removes the file too
-    manifest.write_text("name: t\nitems: [{questions: items.jsonl}]\nconditions: [transcript]\ntasks_per_rater: 3\ncompletion_code: X\n")
+    manifest.write_text(
+        "name: t\nitems: [{questions: items.jsonl}]\nconditions: [transcript]\ntasks_per_rater: 3\ncompletion_code: X\n"
+    )
     code, out, err = _main(["study", "create", str(manifest), "--db", str(db)], capsys, monkeypatch)
     assert code == 2 and "have no items to show" in err and len(err.strip().splitlines()) == 1
     assert not db.exists() and list(tmp_path.glob("s.sqlite*")) == []
-    manifest.write_text("name: t\nitems: [{questions: items.jsonl}]\nconditions: [P]\ntasks_per_rater: 3\ncompletion_code: X\n")
+    manifest.write_text(
+        "name: t\nitems: [{questions: items.jsonl}]\nconditions: [P]\ntasks_per_rater: 3\ncompletion_code: X\n"
+    )
     code, out, err = _main(["study", "create", str(manifest), "--db", str(db)], capsys, monkeypatch)
     assert code == 0, err
     # nothing submitted yet: one line, not empty tables
@@ -157,46 +195,79 @@ def test_a_failed_create_leaves_nothing_and_can_be_run_again(tmp_path: Path, cap
         f"study t: nothing submitted yet (9 ratings to collect); serve it with `seerbench study serve --db {db}`"
     ]
     # invitation links point at the public address given
-    code, out, err = _main(["study", "invite", "--db", str(db), "--public-url", "https://rate.example.org/", "ann"], capsys, monkeypatch)
+    code, out, err = _main(
+        ["study", "invite", "--db", str(db), "--public-url", "https://rate.example.org/", "ann"],
+        capsys,
+        monkeypatch,
+    )
     assert code == 0 and out.startswith("ann\thttps://rate.example.org/invite/")
 
 
 @pytest.mark.parametrize("port", ["99999", "0", "-1"])
-def test_serve_refuses_a_port_out_of_range_before_printing_links(port: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_serve_refuses_a_port_out_of_range_before_printing_links(
+    port: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = str(tmp_path / "s.sqlite")
-    assert _main(["study", "create", str(ROOT / "examples" / "study.yaml"), "--db", db], capsys, monkeypatch)[0] == 0
+    assert (
+        _main(["study", "create", str(ROOT / "examples" / "study.yaml"), "--db", db], capsys, monkeypatch)[0]
+        == 0
+    )
     code, out, err = _main(["study", "serve", "--db", db, "--port", port], capsys, monkeypatch)
     assert (code, out) == (2, "")
     assert err.strip() == f"error: --port {port} is not a port; give one from 1 to 65535 (e.g. 8000)"
 
 
-def test_a_database_that_cannot_be_reached_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_database_that_cannot_be_reached_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     manifest = str(ROOT / "examples" / "study.yaml")
     # a SQLite file in a folder that does not exist
-    code, out, err = _main(["study", "create", manifest, "--db", str(tmp_path / "no" / "s.sqlite")], capsys, monkeypatch)
+    code, out, err = _main(
+        ["study", "create", manifest, "--db", str(tmp_path / "no" / "s.sqlite")], capsys, monkeypatch
+    )
     assert (code, out) == (2, "")
-    assert err.strip() == f"error: cannot make {tmp_path / 'no' / 's.sqlite'}: the folder {tmp_path / 'no'} does not exist; create it first"
+    assert (
+        err.strip()
+        == f"error: cannot make {tmp_path / 'no' / 's.sqlite'}: the folder {tmp_path / 'no'} does not exist; create it first"
+    )
     assert not (tmp_path / "no").exists()
     # a PostgreSQL server that is not there (port 1 on this machine: nothing listens), with a password
     url = "postgresql://me:hunter2@127.0.0.1:1/studies"
-    for argv in (["study", "create", manifest, "--db", url], ["study", "stats", "--db", url], ["study", "serve", "--db", url]):
+    for argv in (
+        ["study", "create", manifest, "--db", url],
+        ["study", "stats", "--db", url],
+        ["study", "serve", "--db", url],
+    ):
         code, out, err = _main(argv, capsys, monkeypatch)
         assert (code, out) == (2, ""), argv
         (line,) = err.strip().splitlines()
-        assert line.startswith("error: cannot connect to the database postgresql+psycopg://me:***@127.0.0.1:1/studies: ")
+        assert line.startswith(
+            "error: cannot connect to the database postgresql+psycopg://me:***@127.0.0.1:1/studies: "
+        )
         assert "hunter2" not in line and "holds no study" not in line
         assert "Connection refused" in line and "\t" not in line  # the driver's reason, on one line
 
 
-def test_invite_without_labels_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_invite_without_labels_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     code, out, err = _main(["study", "invite", "--db", str(tmp_path / "s.sqlite")], capsys, monkeypatch)
     assert (code, out) == (2, "")
-    assert err.strip() == "error: give one LABEL per rater to invite, e.g. `seerbench study invite r01 r02 --db DB`"
+    assert (
+        err.strip()
+        == "error: give one LABEL per rater to invite, e.g. `seerbench study invite r01 r02 --db DB`"
+    )
 
 
-def test_manifest_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "m.yaml").write_text("name: t\nitems: [{questions: items.jsonl}]\nconditions: [P]\ntask_per_rater: 4\ncompletion_code: X\nratings_per_item: 0\n")
-    code, out, err = _main(["study", "create", str(tmp_path / "m.yaml"), "--db", str(tmp_path / "s.sqlite")], capsys, monkeypatch)
+def test_manifest_errors_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "m.yaml").write_text(
+        "name: t\nitems: [{questions: items.jsonl}]\nconditions: [P]\ntask_per_rater: 4\ncompletion_code: X\nratings_per_item: 0\n"
+    )
+    code, out, err = _main(
+        ["study", "create", str(tmp_path / "m.yaml"), "--db", str(tmp_path / "s.sqlite")], capsys, monkeypatch
+    )
     assert code == 2 and out == ""
     (line,) = err.strip().splitlines()
     assert line.startswith(f"error: invalid study manifest {tmp_path / 'm.yaml'}: ")

@@ -15,7 +15,9 @@ from seerbench.study import merge_validations, read_export, study_stats, write_e
 from seerbench.study._critique_results import CRITIQUE_FIELDS, _measure
 
 
-def _task(jid: str, cond: str, item: str, rater: str, likert: int, seconds: float, critiques: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _task(
+    jid: str, cond: str, item: str, rater: str, likert: int, seconds: float, critiques: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     base = dict.fromkeys(CRITIQUE_FIELDS)
     base.update(
         judgment_id=jid,
@@ -36,7 +38,9 @@ def _task(jid: str, cond: str, item: str, rater: str, likert: int, seconds: floa
     return [{**base, "critique_id": f"{jid}-{n}", "critique_n": n, **c} for n, c in enumerate(critiques)]
 
 
-def _c(sev: str, cat: str, used: bool, edited: bool, valid: float | None, covers: float | None, novel: bool) -> dict[str, Any]:
+def _c(
+    sev: str, cat: str, used: bool, edited: bool, valid: float | None, covers: float | None, novel: bool
+) -> dict[str, Any]:
     return {
         "critique_text": f"{sev} {cat}",
         "severity": sev,
@@ -57,10 +61,18 @@ def _rows(validated: bool = True) -> list[dict[str, Any]]:
     return [
         # assisted: t1 used one model critique unchanged and wrote one of its own (invalid);
         # t2 used and edited one
-        *_task("t1", A, "m1", "r1", 3, 100.0, [
-            _c("major", "accuracy", True, False, v(1.0), v(1.0), False),
-            _c("minor", "coverage", False, False, v(0.0), v(0.0), True),
-        ]),
+        *_task(
+            "t1",
+            A,
+            "m1",
+            "r1",
+            3,
+            100.0,
+            [
+                _c("major", "accuracy", True, False, v(1.0), v(1.0), False),
+                _c("minor", "coverage", False, False, v(0.0), v(0.0), True),
+            ],
+        ),
         *_task("t2", A, "m2", "r2", 4, 80.0, [_c("critical", "accuracy", True, True, v(1.0), v(0.0), False)]),
         # unassisted: t3 one novel valid critique covering the flaw; t4 none
         *_task("t3", N, "m1", "r2", 5, 60.0, [_c("minor", "coherence", False, False, v(1.0), v(1.0), True)]),
@@ -76,7 +88,14 @@ def test_measures_match_hand_worked_numbers() -> None:
     s = study_stats(_rows(), seed=1)
     assert s["task"] == "critique" and s["validated"]
     a, n = s["conditions"][A], s["conditions"][N]
-    assert (a["tasks"], a["critiques"], a["used"], n["tasks"], n["critiques"], n["used"]) == (2, 3, 2, 2, 1, 0)
+    assert (a["tasks"], a["critiques"], a["used"], n["tasks"], n["critiques"], n["used"]) == (
+        2,
+        3,
+        2,
+        2,
+        1,
+        0,
+    )
     # section 3.3: critiques per answer (3 over 2 tasks; 1 over 2), by severity and category
     assert _mean(a["critiques_per_answer"]) == pytest.approx(1.5)
     assert _mean(n["critiques_per_answer"]) == pytest.approx(0.5)
@@ -161,7 +180,13 @@ def test_merge_validations_takes_the_share_of_validators() -> None:
         ],
     )
     by_id = {r["critique_id"]: (r["valid"], r["covers_intended"]) for r in merged}
-    assert by_id == {"t1-0": (0.5, 1.0), "t1-1": (0.0, 0.0), "t2-0": (1.0, 0.0), "t3-0": (1.0, 1.0), None: (None, None)}
+    assert by_id == {
+        "t1-0": (0.5, 1.0),
+        "t1-1": (0.0, 0.0),
+        "t2-0": (1.0, 0.0),
+        "t3-0": (1.0, 1.0),
+        None: (None, None),
+    }
     s = study_stats(merged)
     assert _mean(s["conditions"][A]["valid_share"]) == pytest.approx(1.5 / 3)
     # t1 is only fully validated when each critique has a mark: here all are

@@ -31,7 +31,11 @@ def critiqued_answers() -> list[dict[str, Any]]:
         ("q2", "When did the mill close?", P1, "In 1990.", "In 2004."),
         ("q3", "How long is Birch Lake?", P2, "It is 12 km long.", "It is 21 km long."),
     ):
-        for kind, answer, correct in (("model", right, True), ("reference", right, True), ("misleading", wrong, False)):
+        for kind, answer, correct in (
+            ("model", right, True),
+            ("reference", right, True),
+            ("misleading", wrong, False),
+        ):
             out.append(
                 {
                     "question_id": qid,
@@ -79,7 +83,9 @@ def critique_manifest(**over: Any) -> dict[str, Any]:
         "name": "critique-test",
         "task": "critique",
         "items": [{"critiques": "critiques.jsonl"}],
-        "conditions": [f"{k}.{a}" for k in ("model", "reference", "misleading") for a in ("assist", "no_assist")],
+        "conditions": [
+            f"{k}.{a}" for k in ("model", "reference", "misleading") for a in ("assist", "no_assist")
+        ],
         "ratings_per_item": 1,
         "tasks_per_rater": 2,
         "completion_code": "CRIT1",
@@ -95,7 +101,9 @@ def critique_study(tmp_path: Path):
     stores: list[StudyStore] = []
 
     def make(**over: Any) -> StudyStore:
-        store = create_study(load_manifest(critique_manifest(**over)), tmp_path / f"cr{len(stores)}.sqlite", base_dir=tmp_path)
+        store = create_study(
+            load_manifest(critique_manifest(**over)), tmp_path / f"cr{len(stores)}.sqlite", base_dir=tmp_path
+        )
         stores.append(store)
         return store
 
@@ -118,15 +126,23 @@ def _simple_submit(client: TestClient, r: Any, likert: str = "5", critiques: int
     aid = str(r.url).rsplit("/", 1)[-1]
     data = {"csrf": _csrf(r.text), "n_rows": str(critiques + 1), "likert": likert}
     for i in range(critiques):
-        data |= {f"c{i}_text": f"Critique {i} of mine.", f"c{i}_severity": "minor", f"c{i}_category": "coverage"}
+        data |= {
+            f"c{i}_text": f"Critique {i} of mine.",
+            f"c{i}_severity": "minor",
+            f"c{i}_category": "coverage",
+        }
     return client.post(f"/task/{aid}/submit", data=data, follow_redirects=True)
 
 
 def test_a_rater_never_sees_a_passage_twice(critique_study) -> None:
     store = critique_study()
     assert {c: p["total"] for c, p in store.progress()["conditions"].items()} == {
-        "model.assist": 3, "model.no_assist": 3, "reference.assist": 3,
-        "reference.no_assist": 3, "misleading.assist": 3, "misleading.no_assist": 3,
+        "model.assist": 3,
+        "model.no_assist": 3,
+        "reference.assist": 3,
+        "reference.no_assist": 3,
+        "misleading.assist": 3,
+        "misleading.no_assist": 3,
     }
     app = create_app(store)
     for n in range(12):
@@ -148,7 +164,9 @@ def test_a_rater_never_sees_a_passage_twice(critique_study) -> None:
     assert kinds == {True}
 
 
-def _first_task(client: TestClient, assist: bool, store: StudyStore, start: int = 0) -> tuple[TestClient, Any]:
+def _first_task(
+    client: TestClient, assist: bool, store: StudyStore, start: int = 0
+) -> tuple[TestClient, Any]:
     app = client.app
     for n in range(start, start + 40):
         c = TestClient(app)
@@ -169,13 +187,22 @@ def test_critique_form_use_edit_required_fields_and_one_submission(critique_stud
     assert "helpfulness 0.81" in html and "helpfulness 0.32" in html
     assert html.index("helpfulness 0.81") < html.index("helpfulness 0.32")  # sorted by helpfulness
     assert 'id="passage"' in html and "<details" in html  # the passage on demand
-    assert "intended" not in html.lower() or "The number is wrong" not in html  # the planted flaw stays hidden
+    assert (
+        "intended" not in html.lower() or "The number is wrong" not in html
+    )  # the planted flaw stays hidden
     uses = re.findall(r'name="use" value="([^"]+)"', html)
     assert len(uses) == 2
     # "use" without JavaScript: the form comes back with the entry kept and a pre-filled critique
     r = c.post(
         f"/task/{aid}/submit",
-        data={"csrf": csrf, "n_rows": "1", "c0_text": "Too short.", "c0_severity": "minor", "c0_category": "coverage", "use": uses[0]},
+        data={
+            "csrf": csrf,
+            "n_rows": "1",
+            "c0_text": "Too short.",
+            "c0_severity": "minor",
+            "c0_category": "coverage",
+            "use": uses[0],
+        },
     )
     assert r.status_code == 200 and "Too short." in r.text
     assert r.text.count('class="critique-row"') == 3  # mine, the used one, a blank one
@@ -198,23 +225,41 @@ def test_critique_form_use_edit_required_fields_and_one_submission(critique_stud
         "likert": "3",
     }
     # severity and category are required for every critique; the entries survive the error
-    for drop, msg in (("c1_severity", "Critique 2: choose a severity."), ("c2_category", "Critique 3: choose a category.")):
+    for drop, msg in (
+        ("c1_severity", "Critique 2: choose a severity."),
+        ("c2_category", "Critique 3: choose a category."),
+    ):
         r = c.post(f"/task/{aid}/submit", data={k: v for k, v in full.items() if k != drop})
         assert r.status_code == 400 and msg in r.text
         assert "the passage gives another." in r.text
     r = c.post(f"/task/{aid}/submit", data={k: v for k, v in full.items() if k != "likert"})
     assert r.status_code == 400 and "from 1 to 7" in r.text
-    assert export_rows(store) == [row for row in export_rows(store) if row["judgment_id"] != aid]  # nothing stored
+    assert export_rows(store) == [
+        row for row in export_rows(store) if row["judgment_id"] != aid
+    ]  # nothing stored
     r1 = c.post(f"/task/{aid}/submit", data=full, follow_redirects=False)
-    r2 = c.post(f"/task/{aid}/submit", data=full, follow_redirects=False)  # a double click stores nothing more
+    r2 = c.post(
+        f"/task/{aid}/submit", data=full, follow_redirects=False
+    )  # a double click stores nothing more
     assert r1.status_code == 303 and r2.status_code == 303
     mine = [row for row in export_rows(store) if row["judgment_id"] == aid]
-    assert [(x["critique_text"], x["severity"], x["category"], x["used"], x["edited"], x["novel"]) for x in mine] == [
+    assert [
+        (x["critique_text"], x["severity"], x["category"], x["used"], x["edited"], x["novel"]) for x in mine
+    ] == [
         ("Too short.", "minor", "coverage", False, False, True),
-        ("The answer states the wrong number: the passage gives another.", "major", "accuracy", True, True, False),
+        (
+            "The answer states the wrong number: the passage gives another.",
+            "major",
+            "accuracy",
+            True,
+            True,
+            False,
+        ),
         ("The answer does not say where the figure comes from.", "medium", "other", True, False, False),
     ]
-    assert {(x["likert"], x["n_critiques"], x["model_critiques"], x["assist"]) for x in mine} == {(3, 3, 2, True)}
+    assert {(x["likert"], x["n_critiques"], x["model_critiques"], x["assist"]) for x in mine} == {
+        (3, 3, 2, True)
+    }
     assert [x["model_critique_id"] for x in mine] == [None, uses[0], uses[1]]
 
 
@@ -228,8 +273,13 @@ def test_no_assist_shows_no_model_critiques_and_ignores_a_forged_source(critique
     r = c.post(
         f"/task/{aid}/submit",
         data={
-            "csrf": _csrf(r.text), "n_rows": "1", "c0_text": forged["text"], "c0_source": forged["id"],
-            "c0_severity": "minor", "c0_category": "accuracy", "likert": "6",
+            "csrf": _csrf(r.text),
+            "n_rows": "1",
+            "c0_text": forged["text"],
+            "c0_source": forged["id"],
+            "c0_severity": "minor",
+            "c0_category": "accuracy",
+            "likert": "6",
         },
         follow_redirects=False,
     )
@@ -279,7 +329,18 @@ def test_validation_study_and_merged_stats(critique_study, tmp_path: Path) -> No
         marked += k
     assert marked == sum(1 for row in rows if row["critique_id"])
     runner = CliRunner()
-    res = runner.invoke(cli, ["study", "stats", "--db", str(store.url.split("///")[1]), "--validation", str(tmp_path / "val.sqlite"), "--json"])
+    res = runner.invoke(
+        cli,
+        [
+            "study",
+            "stats",
+            "--db",
+            str(store.url.split("///")[1]),
+            "--validation",
+            str(tmp_path / "val.sqlite"),
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     s = json.loads(res.output)
     for cond, cs in s["conditions"].items():
@@ -296,14 +357,35 @@ def test_validation_study_and_merged_stats(critique_study, tmp_path: Path) -> No
             assert cs["intended_flaw_found"]["n"] == 0
     assert set(s["differences"]) == {"model", "reference", "misleading"}
     # the merged export carries validity
-    res = runner.invoke(cli, ["study", "export", str(tmp_path / "merged.csv"), "--db", str(store.url.split("///")[1]), "--validation", str(tmp_path / "val.sqlite")])
+    res = runner.invoke(
+        cli,
+        [
+            "study",
+            "export",
+            str(tmp_path / "merged.csv"),
+            "--db",
+            str(store.url.split("///")[1]),
+            "--validation",
+            str(tmp_path / "val.sqlite"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     head = (tmp_path / "merged.csv").read_text().splitlines()[0].split(",")
     assert {"used", "edited", "severity", "category", "valid", "covers_intended"} <= set(head)
     # a validation study has no statistics of its own; --validation needs a critique study
     res = runner.invoke(cli, ["study", "stats", "--db", str(tmp_path / "val.sqlite")])
     assert isinstance(res.exception, ConfigError) and "merge its export" in str(res.exception)
-    res = runner.invoke(cli, ["study", "stats", "--db", str(tmp_path / "val.sqlite"), "--validation", str(tmp_path / "val.sqlite")])
+    res = runner.invoke(
+        cli,
+        [
+            "study",
+            "stats",
+            "--db",
+            str(tmp_path / "val.sqlite"),
+            "--validation",
+            str(tmp_path / "val.sqlite"),
+        ],
+    )
     assert isinstance(res.exception, ConfigError) and "for critique studies" in str(res.exception)
     # the admin page shows the critique measures
     page = TestClient(app).get(f"/admin?token={store.admin_token}")
@@ -317,7 +399,10 @@ def test_validation_study_and_merged_stats(critique_study, tmp_path: Path) -> No
         ({"conditions": [{"name": "x", "show": ["passage"]}]}, "show no judging material"),
         ({"conditions": ["assist", "no_assist"], "task": "two_option"}, "use them with task: critique"),
         ({"categories": ["accuracy", "accuracy"]}, "distinct"),
-        ({"task": "two_option", "categories": ["a"], "conditions": ["P"]}, "categories are for task: critique"),
+        (
+            {"task": "two_option", "categories": ["a"], "conditions": ["P"]},
+            "categories are for task: critique",
+        ),
         ({"conditions": ["nonsense.assist"]}, "unknown condition shorthand"),
     ],
 )
@@ -330,15 +415,27 @@ def test_items_refusals(tmp_path: Path) -> None:
     write_critiques(tmp_path / "critiques.jsonl", critiqued_answers())
     (tmp_path / "q.jsonl").write_text("")
     with pytest.raises(DataError, match="task validation takes 'judgments'"):
-        create_study(load_manifest(critique_manifest(task="validation", conditions=[{"name": "v"}])), tmp_path / "a.sqlite", base_dir=tmp_path)
+        create_study(
+            load_manifest(critique_manifest(task="validation", conditions=[{"name": "v"}])),
+            tmp_path / "a.sqlite",
+            base_dir=tmp_path,
+        )
     with pytest.raises(DataError, match="needs items from"):
         create_study(
-            load_manifest(critique_manifest(task="two_option", conditions=["Q"], catch_rate=0)), tmp_path / "b.sqlite", base_dir=tmp_path
+            load_manifest(critique_manifest(task="two_option", conditions=["Q"], catch_rate=0)),
+            tmp_path / "b.sqlite",
+            base_dir=tmp_path,
         )
     only_model = [a for a in critiqued_answers() if a["answer_kind"] == "model"]
     write_critiques(tmp_path / "critiques.jsonl", only_model)
-    with pytest.raises(ConfigError, match=r"\['misleading.assist'\] have no items to show: the critiques file"):
-        create_study(load_manifest(critique_manifest(conditions=["model.assist", "misleading.assist"])), tmp_path / "m.sqlite", base_dir=tmp_path)
+    with pytest.raises(
+        ConfigError, match=r"\['misleading.assist'\] have no items to show: the critiques file"
+    ):
+        create_study(
+            load_manifest(critique_manifest(conditions=["model.assist", "misleading.assist"])),
+            tmp_path / "m.sqlite",
+            base_dir=tmp_path,
+        )
     dup = critiqued_answers()
     write_critiques(tmp_path / "critiques.jsonl", [*dup, dup[0]])
     with pytest.raises(DataError, match="appears twice"):

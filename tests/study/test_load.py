@@ -58,7 +58,9 @@ def test_paced_raters(make_study, live_server) -> None:
     store = make_study(questions=qs, conditions=["P", "PSA"], ratings_per_item=1, tasks_per_rater=2)
     srv = live_server(store)
     logs = asyncio.run(
-        simulate_paced(srv.url, 60, quiz={"q0": "0"}, think_s=(30.0, 120.0), time_scale=400, arrival_s=0.2, seed=1)
+        simulate_paced(
+            srv.url, 60, quiz={"q0": "0"}, think_s=(30.0, 120.0), time_scale=400, arrival_s=0.2, seed=1
+        )
     )
     assert equivalent_raters(60, 400) == 24_000
     assert [e for log in logs for e in log.errors] == []
@@ -77,4 +79,6 @@ def test_paced_raters(make_study, live_server) -> None:
     kinds = Counter(k for log in logs for k, _ in log.requests)
     assert kinds["submit"] == 80 and kinds["start"] == 80 and kinds["tutorial"] == 60
     lat = sorted(x for log in logs for _, x in log.requests)
-    print(f"\npaced: {len(lat)} requests, p50 {statistics.median(lat) * 1000:.1f} ms, p99 {lat[int(0.99 * (len(lat) - 1))] * 1000:.1f} ms")
+    print(
+        f"\npaced: {len(lat)} requests, p50 {statistics.median(lat) * 1000:.1f} ms, p99 {lat[int(0.99 * (len(lat) - 1))] * 1000:.1f} ms"
+    )

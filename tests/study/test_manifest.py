@@ -15,7 +15,9 @@ from .conftest import base_manifest, question
 
 
 def test_shorthand_conditions_expand_to_seed_letters() -> None:
-    m = load_manifest(base_manifest(conditions=["P", "PS", "psa", "transcript", {"name": "custom", "show": ["snippets"]}]))
+    m = load_manifest(
+        base_manifest(conditions=["P", "PS", "psa", "transcript", {"name": "custom", "show": ["snippets"]}])
+    )
     assert [c.show for c in m.conditions] == [
         ["passage"],
         ["passage", "snippets"],
@@ -64,16 +66,35 @@ def test_missing_and_malformed_manifest_files(tmp_path: Path) -> None:
 
 def test_items_from_questions_inline_and_results(tmp_path: Path) -> None:
     (tmp_path / "q.jsonl").write_text(json.dumps(question("q1")) + "\n\n")
-    tr: dict[str, Any] = {"question_id": "r1", "protocol": "consultancy", "turns": [{"role": "agent", "speaker": "consultant", "content": "Pick A", "answer_case": "A"}]}
+    tr: dict[str, Any] = {
+        "question_id": "r1",
+        "protocol": "consultancy",
+        "turns": [{"role": "agent", "speaker": "consultant", "content": "Pick A", "answer_case": "A"}],
+    }
     results = [
         # list form, with extra keys a results line also carries
-        {"question": question("r1"), "answer_cases": [{"short": "A", "transcript": tr, "probabilities": {"A": 0.8, "B": 0.2}}, {"short": "B", "transcript": {**tr, "turns": [{**tr["turns"][0], "answer_case": "B"}]}}], "asd": {}},
+        {
+            "question": question("r1"),
+            "answer_cases": [
+                {"short": "A", "transcript": tr, "probabilities": {"A": 0.8, "B": 0.2}},
+                {"short": "B", "transcript": {**tr, "turns": [{**tr["turns"][0], "answer_case": "B"}]}},
+            ],
+            "asd": {},
+        },
         # mapping form; a case without a transcript, or with no turns, is skipped
-        {"question": question("r2", "B"), "answer_cases": {"A": {"transcript": {**tr, "question_id": "r2"}}, "B": {"transcript": {**tr, "turns": []}}}},
+        {
+            "question": question("r2", "B"),
+            "answer_cases": {
+                "A": {"transcript": {**tr, "question_id": "r2"}},
+                "B": {"transcript": {**tr, "turns": []}},
+            },
+        },
     ]
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
     m = load_manifest(
-        base_manifest(items=[{"questions": "q.jsonl"}, {"question": question("inline")}, {"results": "results.jsonl"}])
+        base_manifest(
+            items=[{"questions": "q.jsonl"}, {"question": question("inline")}, {"results": "results.jsonl"}]
+        )
     )
     items = load_items(m, tmp_path)
     assert [(i.key, i.answer_case) for i in items] == [
@@ -132,8 +153,16 @@ def test_duplicate_questions_are_merged_and_reported(tmp_path: Path) -> None:
     # other white space and case and another writer's arguments, is judged once
     dup = question("q0dup", "A", text="  question q0: HOW many ships did she record? ")
     dup["answer_cases"][0]["argument"] = "Another writer's argument."
-    _write(tmp_path, "items.jsonl", [question("q0", "A", text="Question q0: how many ships did she record?"), question("q1", "B"), dup])
-    store = create_study(load_manifest(base_manifest(conditions=["PSA"], ratings_per_item=1, tasks_per_rater=2)), tmp_path / "s.sqlite", base_dir=tmp_path)
+    _write(
+        tmp_path,
+        "items.jsonl",
+        [question("q0", "A", text="Question q0: how many ships did she record?"), question("q1", "B"), dup],
+    )
+    store = create_study(
+        load_manifest(base_manifest(conditions=["PSA"], ratings_per_item=1, tasks_per_rater=2)),
+        tmp_path / "s.sqlite",
+        base_dir=tmp_path,
+    )
     try:
         assert store.notes() == ["merged duplicate question q0dup into q0 (same text, options and passage)"]
         rid = str(store.rater_for("prolific:r", "prolific")["id"])
@@ -149,8 +178,14 @@ def test_duplicate_questions_are_merged_and_reported(tmp_path: Path) -> None:
 
 
 def test_duplicates_that_disagree_about_the_answer_are_refused(tmp_path: Path) -> None:
-    _write(tmp_path, "items.jsonl", [question("q0", "A"), question("q1", "B", text="Question q0: how many ships did she record?")])
-    with pytest.raises(DataError, match="questions 'q0' and 'q1' have the same text and options but different true answers"):
+    _write(
+        tmp_path,
+        "items.jsonl",
+        [question("q0", "A"), question("q1", "B", text="Question q0: how many ships did she record?")],
+    )
+    with pytest.raises(
+        DataError, match="questions 'q0' and 'q1' have the same text and options but different true answers"
+    ):
         create_study(load_manifest(base_manifest()), tmp_path / "s.sqlite", base_dir=tmp_path)
 
 
@@ -166,8 +201,14 @@ def test_passage_conditions_need_a_passage(tmp_path: Path) -> None:
     assert "args" not in msg and "allow_missing_passage: true" in msg and "\n" not in msg
     assert not (tmp_path / "a.sqlite").exists()  # refused before the database is made
     # without the passage conditions the same items are fine; with the override, noted
-    create_study(load_manifest({**m, "conditions": ["Q", {"name": "args", "show": ["snippets", "arguments"]}]}), tmp_path / "b.sqlite", base_dir=tmp_path).close()
-    store = create_study(load_manifest({**m, "allow_missing_passage": True}), tmp_path / "c.sqlite", base_dir=tmp_path)
+    create_study(
+        load_manifest({**m, "conditions": ["Q", {"name": "args", "show": ["snippets", "arguments"]}]}),
+        tmp_path / "b.sqlite",
+        base_dir=tmp_path,
+    ).close()
+    store = create_study(
+        load_manifest({**m, "allow_missing_passage": True}), tmp_path / "c.sqlite", base_dir=tmp_path
+    )
     assert "shown without a passage (allow_missing_passage): PS: 7 items" in store.notes()[0]
     store.close()
 
@@ -186,7 +227,9 @@ def test_passage_conditions_need_a_passage(tmp_path: Path) -> None:
         # 20 tasks in PSA at 10%: about 2 catch trials, 5 needed
         (
             {"conditions": ["PSA"], "tasks_per_rater": 20, "catch_rate": 0.1},
-            ["catch rule fires only by chance in condition PSA: raters get about 2.0 catch trials there, fewer than catch_min 5; set catch_per_condition: 5"],
+            [
+                "catch rule fires only by chance in condition PSA: raters get about 2.0 catch trials there, fewer than catch_min 5; set catch_per_condition: 5"
+            ],
         ),
         # guaranteed: nothing to say
         ({"conditions": ["PSA"], "tasks_per_rater": 20, "catch_rate": 0.1, "catch_per_condition": 5}, []),

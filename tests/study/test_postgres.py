@@ -97,18 +97,30 @@ def test_postgres_critique_and_validation_rows(tmp_path: Path) -> None:
     eng = create_engine(database_url(URL))
     metadata.drop_all(eng)
     eng.dispose()
-    write_critiques(tmp_path / "critiques.jsonl", [a for a in critiqued_answers() if a["answer_id"] == "q1-misleading"])
-    store = create_study(load_manifest(critique_manifest(conditions=["misleading.assist"], tasks_per_rater=1)), URL, base_dir=tmp_path)
+    write_critiques(
+        tmp_path / "critiques.jsonl", [a for a in critiqued_answers() if a["answer_id"] == "q1-misleading"]
+    )
+    store = create_study(
+        load_manifest(critique_manifest(conditions=["misleading.assist"], tasks_per_rater=1)),
+        URL,
+        base_dir=tmp_path,
+    )
     try:
         c = TestClient(create_app(store))
         page = c.get("/start?PROLIFIC_PID=pg1")
         aid = str(page.url).rsplit("/", 1)[-1]
         csrf = page.text.split('name="csrf" value="', 1)[1].split('"', 1)[0]
         form = {
-            "csrf": csrf, "n_rows": "2", "likert": "2",
-            "c0_text": "Mine.", "c0_severity": "minor", "c0_category": "other",
-            "c1_text": "The answer states the wrong number!", "c1_source": "q1-misleading-c0",
-            "c1_severity": "critical", "c1_category": "accuracy",
+            "csrf": csrf,
+            "n_rows": "2",
+            "likert": "2",
+            "c0_text": "Mine.",
+            "c0_severity": "minor",
+            "c0_category": "other",
+            "c1_text": "The answer states the wrong number!",
+            "c1_source": "q1-misleading-c0",
+            "c1_severity": "critical",
+            "c1_category": "accuracy",
         }
         for _ in range(2):
             assert c.post(f"/task/{aid}/submit", data=form, follow_redirects=False).status_code == 303
@@ -139,9 +151,13 @@ def test_postgres_failed_create_leaves_no_tables(tmp_path: Path) -> None:
     metadata.drop_all(eng)
     (tmp_path / "items.jsonl").write_text("".join(json.dumps(question(f"q{i}")) + "\n" for i in range(3)))
     with pytest.raises(ConfigError, match="have no items to show"):
-        create_study(load_manifest(base_manifest(conditions=["transcript"], tasks_per_rater=3)), URL, base_dir=tmp_path)
+        create_study(
+            load_manifest(base_manifest(conditions=["transcript"], tasks_per_rater=3)), URL, base_dir=tmp_path
+        )
     assert not inspect(eng).has_table("study_meta") and not inspect(eng).has_table("assignment")
-    store = create_study(load_manifest(base_manifest(conditions=["P"], tasks_per_rater=3)), URL, base_dir=tmp_path)
+    store = create_study(
+        load_manifest(base_manifest(conditions=["P"], tasks_per_rater=3)), URL, base_dir=tmp_path
+    )
     store.close()
     with eng.begin() as c:
         c.execute(text("ALTER TABLE assignment DROP COLUMN session_param"))

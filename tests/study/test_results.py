@@ -79,8 +79,12 @@ def test_export_round_trip_and_accuracy_by_hand(scored: StudyStore, tmp_path: Pa
     assert s["conditions"]["P"]["accuracy"]["mean"] == pytest.approx(0.5)
     assert s["conditions"]["PSA"]["accuracy"]["mean"] == pytest.approx(0.75)
     assert s["conditions"]["P"]["timed_out"] == 1
-    assert study_stats(rows, timeout_policy="exclude")["conditions"]["P"]["accuracy"]["mean"] == pytest.approx(2 / 3)
-    assert study_stats(rows, timeout_policy="half")["conditions"]["P"]["accuracy"]["mean"] == pytest.approx(2.5 / 4)
+    assert study_stats(rows, timeout_policy="exclude")["conditions"]["P"]["accuracy"][
+        "mean"
+    ] == pytest.approx(2 / 3)
+    assert study_stats(rows, timeout_policy="half")["conditions"]["P"]["accuracy"]["mean"] == pytest.approx(
+        2.5 / 4
+    )
     # one rating per item: majority vote = the rating
     assert s["conditions"]["PSA"]["vote"] == {"items": 4, "majority": 0.75, "unanimous": 0.75}
 
@@ -100,7 +104,13 @@ def test_verdicts_feed_judge_accuracy(scored: StudyStore) -> None:
 
 def test_catch_trials_are_excluded_and_reported_separately(scored: StudyStore) -> None:
     rows = export_rows(scored)
-    fake_catch = {**rows[0], "is_catch": True, "answer": "B" if rows[0]["true_answer"] == "A" else "A", "timed_out": False, "judgment_id": "c1"}
+    fake_catch = {
+        **rows[0],
+        "is_catch": True,
+        "answer": "B" if rows[0]["true_answer"] == "A" else "A",
+        "timed_out": False,
+        "judgment_id": "c1",
+    }
     s = study_stats([*rows, fake_catch])
     assert s["conditions"]["P"]["accuracy"]["mean"] == pytest.approx(0.5)
     assert s["conditions"]["PSA"]["accuracy"]["mean"] == pytest.approx(0.75)
@@ -109,10 +119,23 @@ def test_catch_trials_are_excluded_and_reported_separately(scored: StudyStore) -
 
 def test_asd_from_both_answer_cases_by_hand(make_study) -> None:
     # t1 (true A): the consultant argues A in one transcript and B in the other; 2 ratings each.
-    tr = {"question_id": "t1", "protocol": "consultancy", "turns": [{"role": "agent", "speaker": "consultant", "content": "trust me"}]}
-    results = [{"question": question("t1", "A"), "answer_cases": [{"short": "A", "transcript": tr}, {"short": "B", "transcript": tr}]}]
+    tr = {
+        "question_id": "t1",
+        "protocol": "consultancy",
+        "turns": [{"role": "agent", "speaker": "consultant", "content": "trust me"}],
+    }
+    results = [
+        {
+            "question": question("t1", "A"),
+            "answer_cases": [{"short": "A", "transcript": tr}, {"short": "B", "transcript": tr}],
+        }
+    ]
     store = make_study(
-        items=[{"results": "r.jsonl"}], extra_files={"r.jsonl": results}, conditions=["transcript"], ratings_per_item=2, tasks_per_rater=1
+        items=[{"results": "r.jsonl"}],
+        extra_files={"r.jsonl": results},
+        conditions=["transcript"],
+        ratings_per_item=2,
+        tasks_per_rater=1,
     )
     answers = {"A": [("A", 0.8), ("A", 0.6)], "B": [("B", 0.6), ("A", 0.8)]}
     for i in range(4):
@@ -127,11 +150,19 @@ def test_asd_from_both_answer_cases_by_hand(make_study) -> None:
     # after A: mean q(A) = (0.8 + 0.6)/2 = 0.7; after B: q = mean({A .4, B .6}, {A .8, B .2}) = {A .6, B .4}
     assert s["asd"]["questions"] == 1
     assert s["asd"]["log"]["mean"] == pytest.approx(math.log(0.7) - math.log(0.4))
-    assert s["asd"]["accuracy"]["mean"] == pytest.approx(1.0)  # AS_T acc 1 (0.7 > 0.3), AS_F acc 0 (0.4 < 0.6)
+    assert s["asd"]["accuracy"]["mean"] == pytest.approx(
+        1.0
+    )  # AS_T acc 1 (0.7 > 0.3), AS_F acc 0 (0.4 < 0.6)
 
 
 def test_expert_routing_verdicts() -> None:
-    base = {"options": ["A", "B", "C"], "true_answer": "B", "task": "expert_routing", "question_id": "q", "timed_out": False}
+    base = {
+        "options": ["A", "B", "C"],
+        "true_answer": "B",
+        "task": "expert_routing",
+        "question_id": "q",
+        "timed_out": False,
+    }
     yes = judgment_verdict({**base, "expert_option": "B", "answer": "yes"})
     no = judgment_verdict({**base, "expert_option": "A", "answer": "no"})
     assert yes.probabilities == {"A": 0.0, "B": 1.0, "C": 0.0}
@@ -145,24 +176,46 @@ def test_factuality_task_and_reliance(make_study) -> None:
             "text": f"Strawberries are a source of vitamin C ({qid}).",
             "answer_cases": [
                 {"short": "accurate", "long": "Accurate", "value": 1.0 if true == "accurate" else 0.0},
-                {"short": "inaccurate", "long": "Not accurate", "value": 1.0 if true == "inaccurate" else 0.0},
+                {
+                    "short": "inaccurate",
+                    "long": "Not accurate",
+                    "value": 1.0 if true == "inaccurate" else 0.0,
+                },
             ],
             "metadata": {
                 "ai_correct": ai_correct,
-                "assistance": {"evidence": ["USDA: 58.8 mg per 100 g"], "judgments": "Accurate", "confidence": "high (95%)"},
+                "assistance": {
+                    "evidence": ["USDA: 58.8 mg per 100 g"],
+                    "judgments": "Accurate",
+                    "confidence": "high (95%)",
+                },
             },
         }
 
-    qs = [fq("f0", "accurate", True), fq("f1", "inaccurate", False), fq("f2", "inaccurate", True), fq("f3", "accurate", False)]
+    qs = [
+        fq("f0", "accurate", True),
+        fq("f1", "inaccurate", False),
+        fq("f2", "inaccurate", True),
+        fq("f3", "accurate", False),
+    ]
     store = make_study(
-        questions=qs, task="factuality", time_limit_s=None,
-        conditions=[{"name": "evidence", "assistance": ["evidence"]}], ratings_per_item=1, tasks_per_rater=4,
+        questions=qs,
+        task="factuality",
+        time_limit_s=None,
+        conditions=[{"name": "evidence", "assistance": ["evidence"]}],
+        ratings_per_item=1,
+        tasks_per_rater=4,
     )
     c = TestClient(create_app(store))
     r = c.get("/start?PROLIFIC_PID=f")
     csrf = re.search(r'name="csrf" value="([^"]+)"', r.text).group(1)  # type: ignore[union-attr]
     r = c.post("/tutorial", data={"csrf": csrf, "q0": "0"})
-    plan = {"f0": {"rating": "accurate", "confidence": "4", "helpfulness": "3"}, "f1": {"rating": "unsupported"}, "f2": {"rating": "no_claim"}, "f3": {"action": "skip"}}
+    plan = {
+        "f0": {"rating": "accurate", "confidence": "4", "helpfulness": "3"},
+        "f1": {"rating": "unsupported"},
+        "f2": {"rating": "no_claim"},
+        "f3": {"action": "skip"},
+    }
     for _ in range(4):
         html = r.text
         assert "this could be misleading" in html and "USDA: 58.8 mg per 100 g" in html
@@ -173,7 +226,11 @@ def test_factuality_task_and_reliance(make_study) -> None:
         assert r.status_code == 200
         r = c.get("/next")
     rows = {x["question_id"]: x for x in export_rows(store)}
-    assert rows["f1"]["rating"] == "unsupported" and rows["f1"]["answer"] == "inaccurate" and rows["f1"]["correct"] == 1.0
+    assert (
+        rows["f1"]["rating"] == "unsupported"
+        and rows["f1"]["answer"] == "inaccurate"
+        and rows["f1"]["correct"] == 1.0
+    )
     assert rows["f0"]["confidence"] == 4 and rows["f0"]["helpfulness"] == 3
     assert rows["f2"]["correct"] == 0.0 and rows["f3"]["correct"] is None
     s = study_stats(list(rows.values()))["conditions"]["evidence"]
@@ -197,7 +254,14 @@ def test_expert_routing_flow(make_study) -> None:
             ],
         }
 
-    store = make_study(questions=[q3(f"e{i}") for i in range(4)], task="expert_routing", conditions=["Q"], ratings_per_item=1, tasks_per_rater=4, time_limit_s=None)
+    store = make_study(
+        questions=[q3(f"e{i}") for i in range(4)],
+        task="expert_routing",
+        conditions=["Q"],
+        ratings_per_item=1,
+        tasks_per_rater=4,
+        time_limit_s=None,
+    )
     c = TestClient(create_app(store))
     r = c.get("/start?PROLIFIC_PID=ex")
     csrf = re.search(r'name="csrf" value="([^"]+)"', r.text).group(1)  # type: ignore[union-attr]
@@ -215,12 +279,18 @@ def test_expert_routing_flow(make_study) -> None:
     for x in rows:
         v = judgment_verdict(x)
         k = x["expert_option"]
-        expected = {o: (1.0 if o == k else 0.0) for o in "ABC"} if k == "A" else {o: (0.0 if o == k else 0.5) for o in "ABC"}
+        expected = (
+            {o: (1.0 if o == k else 0.0) for o in "ABC"}
+            if k == "A"
+            else {o: (0.0 if o == k else 0.5) for o in "ABC"}
+        )
         assert v.probabilities == expected
     assert study_stats(rows)["conditions"]["Q"]["accuracy"]["mean"] == 1.0  # the experts' yes/no accuracy
 
 
-def _judge_all(store: StudyStore, clock: FakeClock, plan: dict[tuple[str, str], tuple[str, float | None] | None]) -> None:
+def _judge_all(
+    store: StudyStore, clock: FakeClock, plan: dict[tuple[str, str], tuple[str, float | None] | None]
+) -> None:
     """Each rater named in ``plan`` ((rater, question) -> (answer, probability) or None for a
     timeout) takes tasks until none is left and answers as planned."""
     for name in sorted({r for r, _ in plan}):
@@ -240,7 +310,13 @@ def test_a_vote_at_probability_50_counts_for_the_chosen_option(make_study, tmp_p
     # All four judgments are right, so accuracy, majority and unanimous are all 1 (the old code
     # read the 50/50 verdict as a vote for A: majority 0, unanimous 0, accuracy 0.5).
     clock = FakeClock()
-    store = make_study(questions=[question("q0", "B"), question("q1", "B")], conditions=["P"], ratings_per_item=2, tasks_per_rater=2, clock=clock)
+    store = make_study(
+        questions=[question("q0", "B"), question("q1", "B")],
+        conditions=["P"],
+        ratings_per_item=2,
+        tasks_per_rater=2,
+        clock=clock,
+    )
     _judge_all(store, clock, {(r, q): ("B", 0.5) for r in ("r0", "r1") for q in ("q0", "q1")})
     rows = read_export(write_export(export_rows(store), tmp_path / "j.csv"))
     assert [r["correct"] for r in rows] == [1.0, 1.0, 1.0, 1.0]
@@ -255,7 +331,13 @@ def test_a_vote_at_probability_50_counts_for_the_chosen_option(make_study, tmp_p
 def test_accuracy_agrees_with_the_correct_column(make_study) -> None:
     # a wrong choice at 50 is wrong (0), not half right: accuracy is the mean of `correct`
     clock = FakeClock()
-    store = make_study(questions=[question("q0", "B"), question("q1", "A")], conditions=["P"], ratings_per_item=1, tasks_per_rater=2, clock=clock)
+    store = make_study(
+        questions=[question("q0", "B"), question("q1", "A")],
+        conditions=["P"],
+        ratings_per_item=1,
+        tasks_per_rater=2,
+        clock=clock,
+    )
     _judge_all(store, clock, {("r0", "q0"): ("A", 0.5), ("r0", "q1"): ("A", 0.9)})
     rows = export_rows(store)
     assert sorted((r["question_id"], r["correct"]) for r in rows) == [("q0", 0.0), ("q1", 1.0)]
@@ -267,10 +349,20 @@ def test_timed_out_judgments_are_wrong_votes(make_study) -> None:
     # code dropped the timeouts and counted r0's lone vote: majority 1).
     # q1 (true A): r0 and r1 right, r2 times out -> 2 of 3: majority 1, not unanimous.
     clock = FakeClock()
-    store = make_study(questions=[question("q0", "A"), question("q1", "A")], conditions=["P"], ratings_per_item=3, tasks_per_rater=2, clock=clock)
+    store = make_study(
+        questions=[question("q0", "A"), question("q1", "A")],
+        conditions=["P"],
+        ratings_per_item=3,
+        tasks_per_rater=2,
+        clock=clock,
+    )
     plan: dict[tuple[str, str], tuple[str, float | None] | None] = {
-        ("r0", "q0"): ("A", 0.9), ("r1", "q0"): None, ("r2", "q0"): None,
-        ("r0", "q1"): ("A", 0.9), ("r1", "q1"): ("A", 0.8), ("r2", "q1"): None,
+        ("r0", "q0"): ("A", 0.9),
+        ("r1", "q0"): None,
+        ("r2", "q0"): None,
+        ("r0", "q1"): ("A", 0.9),
+        ("r1", "q1"): ("A", 0.8),
+        ("r2", "q1"): None,
     }
     _judge_all(store, clock, plan)
     rows = export_rows(store)
@@ -279,15 +371,28 @@ def test_timed_out_judgments_are_wrong_votes(make_study) -> None:
     assert wrong["accuracy"]["mean"] == pytest.approx(3 / 6)
     assert wrong["vote"] == {"items": 2, "majority": 0.5, "unanimous": 0.0}
     # exclude: q0 has r0 only (right), q1 has r0, r1 (right): both unanimous
-    assert study_stats(rows, timeout_policy="exclude")["conditions"]["P"]["vote"] == {"items": 2, "majority": 1.0, "unanimous": 1.0}
+    assert study_stats(rows, timeout_policy="exclude")["conditions"]["P"]["vote"] == {
+        "items": 2,
+        "majority": 1.0,
+        "unanimous": 1.0,
+    }
     # half: a timeout is half a right vote: q0 1 + 0.5 + 0.5 = 2 of 3 > 1.5; q1 2.5 of 3
-    assert study_stats(rows, timeout_policy="half")["conditions"]["P"]["vote"] == {"items": 2, "majority": 1.0, "unanimous": 0.0}
+    assert study_stats(rows, timeout_policy="half")["conditions"]["P"]["vote"] == {
+        "items": 2,
+        "majority": 1.0,
+        "unanimous": 0.0,
+    }
 
 
 def test_csv_export_neutralises_spreadsheet_formulas(make_study, tmp_path: Path) -> None:
     # issue 14.7: a cell starting with = + - @ (or tab, CR) is a formula in a spreadsheet
-    comments = ["=HYPERLINK(\"http://evil.example\",\"x\")", "+1+2", "-3", "@SUM(A1)", "'kept quote", "plain"]
-    store = make_study(questions=[question(f"q{i}") for i in range(6)], conditions=["P"], ratings_per_item=1, tasks_per_rater=6)
+    comments = ['=HYPERLINK("http://evil.example","x")', "+1+2", "-3", "@SUM(A1)", "'kept quote", "plain"]
+    store = make_study(
+        questions=[question(f"q{i}") for i in range(6)],
+        conditions=["P"],
+        ratings_per_item=1,
+        tasks_per_rater=6,
+    )
     rid = str(store.rater_for("prolific:r0", "prolific")["id"])
     for text in comments:
         a, _ = store.next_assignment(rid)
@@ -299,7 +404,14 @@ def test_csv_export_neutralises_spreadsheet_formulas(make_study, tmp_path: Path)
 
     with path.open(newline="") as f:
         cells = [r["comment"] for r in csv.DictReader(f)]
-    assert cells == ["'=HYPERLINK(\"http://evil.example\",\"x\")", "'+1+2", "'-3", "'@SUM(A1)", "''kept quote", "plain"]
+    assert cells == [
+        '\'=HYPERLINK("http://evil.example","x")',
+        "'+1+2",
+        "'-3",
+        "'@SUM(A1)",
+        "''kept quote",
+        "plain",
+    ]
     assert [r["comment"] for r in read_export(path)] == comments  # read back as written
     c = TestClient(create_app(store))
     body = c.get(f"/admin/export.csv?token={store.admin_token}").text
@@ -325,7 +437,10 @@ def test_export_carries_prolific_study_and_session_ids(make_study) -> None:
     csrf = re.search(r'name="csrf" value="([^"]+)"', r.text).group(1)  # type: ignore[union-attr]
     c.post(f"/task/{aid2}/start", data={"csrf": csrf})
     c.post(f"/task/{aid2}/submit", data={"csrf": csrf, "answer": "A"})
-    assert {r["judgment_id"]: r["prolific_session_id"] for r in export_rows(store)} == {aid: "se2", aid2: "se3"}
+    assert {r["judgment_id"]: r["prolific_session_id"] for r in export_rows(store)} == {
+        aid: "se2",
+        aid2: "se3",
+    }
 
 
 def test_a_study_made_before_the_link_columns_opens_and_exports(make_study) -> None:
@@ -356,7 +471,13 @@ def test_admin_shows_per_rater_accuracy_and_time(make_study) -> None:
     # issue 14.8: what bonuses need: accuracy on scored (non-catch) tasks and time, per rater.
     # q0 (true A) answered A after 10 s: right; q1 (true B) answered A after 20 s: wrong.
     clock = FakeClock()
-    store = make_study(questions=[question("q0", "A"), question("q1", "B")], conditions=["P"], ratings_per_item=1, tasks_per_rater=2, clock=clock)
+    store = make_study(
+        questions=[question("q0", "A"), question("q1", "B")],
+        conditions=["P"],
+        ratings_per_item=1,
+        tasks_per_rater=2,
+        clock=clock,
+    )
     rid = str(store.rater_for("prolific:bonus1", "prolific")["id"])
     for _ in range(2):
         a, _ = store.next_assignment(rid)
@@ -368,6 +489,9 @@ def test_admin_shows_per_rater_accuracy_and_time(make_study) -> None:
     (r,) = c.get(f"/admin/stats.json?token={store.admin_token}").json()["progress"]["raters"]
     assert (r["scored"], r["accuracy"], r["total_seconds"], r["median_seconds"]) == (2, 0.5, 30.0, 15.0)
     html = c.get(f"/admin?token={store.admin_token}").text
-    row = html[html.index("prolific:bonus1"):]
+    row = html[html.index("prolific:bonus1") :]
     row = row[: row.index("</tr>")]
-    assert '<td class="scored">2</td><td class="accuracy">50%</td>' in row and '<td class="total-seconds">30.0</td>' in row
+    assert (
+        '<td class="scored">2</td><td class="accuracy">50%</td>' in row
+        and '<td class="total-seconds">30.0</td>' in row
+    )

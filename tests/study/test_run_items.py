@@ -36,7 +36,10 @@ QUESTIONS = [
     Question(
         id=f"r{i}",
         text=f"Run question {i}: is it so?",
-        answer_cases=[AnswerCase(short="A", long=f"yes {i}", value=1.0), AnswerCase(short="B", long=f"no {i}", value=0.0)],
+        answer_cases=[
+            AnswerCase(short="A", long=f"yes {i}", value=1.0),
+            AnswerCase(short="B", long=f"no {i}", value=0.0),
+        ],
     )
     for i in range(3)
 ]
@@ -45,11 +48,17 @@ QUESTIONS = [
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("run") / "out"
-    cfg = ExperimentConfig.parse({
-        "name": "for-study", "dataset": "arithmetic", "judge_models": [JUDGE], "agent_models": [AGENT],
-        "protocols": ["Consultancy", "SimultaneousDebate", "NaiveJudge"], "elicitation": {"order": ["verbalized"]},
-        "n_boot": 100,
-    })
+    cfg = ExperimentConfig.parse(
+        {
+            "name": "for-study",
+            "dataset": "arithmetic",
+            "judge_models": [JUDGE],
+            "agent_models": [AGENT],
+            "protocols": ["Consultancy", "SimultaneousDebate", "NaiveJudge"],
+            "elicitation": {"order": ["verbalized"]},
+            "n_boot": 100,
+        }
+    )
     Experiment(cfg, questions=QUESTIONS, out=out).run()
     return out
 
@@ -60,9 +69,18 @@ def _results(run_dir: Path, protocol: str) -> str:
 
 
 def test_consultancy_results_become_one_item_per_answer_case(run_dir: Path, tmp_path: Path) -> None:
-    m = load_manifest(base_manifest(items=[{"results": _results(run_dir, "Consultancy")}], conditions=["transcript"], ratings_per_item=1, tasks_per_rater=3))
+    m = load_manifest(
+        base_manifest(
+            items=[{"results": _results(run_dir, "Consultancy")}],
+            conditions=["transcript"],
+            ratings_per_item=1,
+            tasks_per_rater=3,
+        )
+    )
     store = create_study(m, tmp_path / "s.sqlite")
-    items = sorted((it.key, it.answer_case, it.question.case(it.correct).long) for it in store._items.values())
+    items = sorted(
+        (it.key, it.answer_case, it.question.case(it.correct).long) for it in store._items.values()
+    )
     # the old reader looked for answer_cases[].transcript and found no item at all
     assert items == [(f"r{i}#{s}", s, f"yes {i}") for i in range(3) for s in "AB"]
     # raters see the consultant's turn (one answer case of a question each: a rater never sees
@@ -90,9 +108,17 @@ def test_consultancy_results_become_one_item_per_answer_case(run_dir: Path, tmp_
 
 def test_debate_results_become_one_item_per_question(run_dir: Path, tmp_path: Path) -> None:
     # a symmetric run has one transcript for both answer cases: judged once
-    m = load_manifest(base_manifest(items=[{"results": _results(run_dir, "SimultaneousDebate")}], conditions=["transcript"], tasks_per_rater=3))
+    m = load_manifest(
+        base_manifest(
+            items=[{"results": _results(run_dir, "SimultaneousDebate")}],
+            conditions=["transcript"],
+            tasks_per_rater=3,
+        )
+    )
     store = create_study(m, tmp_path / "s.sqlite")
-    items = sorted((it.key, it.answer_case, len(it.transcript.turns)) for it in store._items.values() if it.transcript)
+    items = sorted(
+        (it.key, it.answer_case, len(it.transcript.turns)) for it in store._items.values() if it.transcript
+    )
     assert items == [(f"r{i}#both", None, 2) for i in range(3)]
     store.close()
 

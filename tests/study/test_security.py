@@ -45,10 +45,26 @@ def test_model_and_dataset_text_is_escaped(make_study) -> None:
 
 
 def test_transcript_text_is_escaped(make_study) -> None:
-    tr = {"question_id": "t", "protocol": "consultancy", "turns": [{"role": "agent", "speaker": f"bot{XSS}", "content": f"Say {XSS}", "answer_case": "A", "quotes": [{"text": XSS, "verified": False}]}]}
+    tr = {
+        "question_id": "t",
+        "protocol": "consultancy",
+        "turns": [
+            {
+                "role": "agent",
+                "speaker": f"bot{XSS}",
+                "content": f"Say {XSS}",
+                "answer_case": "A",
+                "quotes": [{"text": XSS, "verified": False}],
+            }
+        ],
+    }
     results = [{"question": question("t"), "answer_cases": [{"short": "A", "transcript": tr}]}]
     store = make_study(
-        items=[{"results": "results.jsonl"}], extra_files={"results.jsonl": results}, conditions=["transcript"], ratings_per_item=1, tasks_per_rater=1
+        items=[{"results": "results.jsonl"}],
+        extra_files={"results.jsonl": results},
+        conditions=["transcript"],
+        ratings_per_item=1,
+        tasks_per_rater=1,
     )
     c, csrf, aid = _enter(store, "p1")
     html = c.post(f"/task/{aid}/start", data={"csrf": csrf}).text
@@ -100,7 +116,9 @@ def test_csrf_is_required_on_every_form(make_study) -> None:
     r = c.post("/tutorial", data={"q0": "0", "csrf": _csrf(r.text)})
     aid = str(r.url).rsplit("/", 1)[-1]
     assert c.post(f"/task/{aid}/start", data={}).status_code == 403
-    assert store.get_assignment(aid, store.rater_for("prolific:p1", "prolific")["id"]).timer_started_at is None
+    assert (
+        store.get_assignment(aid, store.rater_for("prolific:p1", "prolific")["id"]).timer_started_at is None
+    )
     assert c.post(f"/task/{aid}/submit", data={"answer": "A"}).status_code == 403
     assert export_rows(store) == []
 
@@ -113,7 +131,9 @@ def test_late_submission_is_marked_timed_out(make_study) -> None:
     assert 'data-remaining="90"' in r.text and 'id="material"' in r.text
     clock.advance(95)  # reading time over: the material is no longer served
     r = c.get(f"/task/{aid}")
-    assert 'id="material"' not in r.text and 'id="finalise-note"' in r.text and 'data-remaining="25"' in r.text
+    assert (
+        'id="material"' not in r.text and 'id="finalise-note"' in r.text and 'data-remaining="25"' in r.text
+    )
     clock.advance(40)  # past 90 + 30 + 3 s grace; the client claims nothing about time
     r = c.post(f"/task/{aid}/submit", data={"csrf": csrf, "answer": "A", "probability": "90"})
     assert r.status_code == 200 and "Time ran out" in r.text
@@ -135,7 +155,12 @@ def test_the_page_timer_flag_is_checked_against_the_server_clock(make_study) -> 
     r = c.post(f"/task/{aid}/submit", data={"csrf": csrf, "auto": "1", "answer": "B", "comment": "early"})
     assert r.status_code == 200
     (row,) = export_rows(store)
-    assert (row["timed_out"], row["auto_submitted"], row["answer"], row["comment"]) == (False, False, "B", "early")
+    assert (row["timed_out"], row["auto_submitted"], row["answer"], row["comment"]) == (
+        False,
+        False,
+        "B",
+        "early",
+    )
     # at the final deadline (90 + 30 s) the page's submission is a time-out, and its comment is kept
     r = c.get("/next")
     aid2 = str(r.url).rsplit("/", 1)[-1]
@@ -143,14 +168,22 @@ def test_the_page_timer_flag_is_checked_against_the_server_clock(make_study) -> 
     clock.advance(119.5)  # within the 1 s the page's timer may be early by
     c.post(f"/task/{aid2}/submit", data={"csrf": csrf, "auto": "1", "answer": "A", "comment": "ran out"})
     row2 = next(r for r in export_rows(store) if r["judgment_id"] == aid2)
-    assert (row2["timed_out"], row2["auto_submitted"], row2["answer"], row2["comment"]) == (True, True, None, "ran out")
+    assert (row2["timed_out"], row2["auto_submitted"], row2["answer"], row2["comment"]) == (
+        True,
+        True,
+        None,
+        "ran out",
+    )
     assert row2["correct"] == 0.0
 
 
 def test_answer_validation_and_timer_required(make_study) -> None:
     store = make_study(probability="required")
     c, csrf, aid = _enter(store, "p1")
-    assert c.post(f"/task/{aid}/submit", data={"csrf": csrf, "answer": "A", "probability": "80"}).status_code == 400
+    assert (
+        c.post(f"/task/{aid}/submit", data={"csrf": csrf, "answer": "A", "probability": "80"}).status_code
+        == 400
+    )
     c.post(f"/task/{aid}/start", data={"csrf": csrf})
     r = c.post(f"/task/{aid}/submit", data={"csrf": csrf, "answer": "Z", "probability": "80"})
     assert r.status_code == 400 and "choose one of the answers" in r.text
@@ -191,7 +224,11 @@ def test_errors_show_no_stack_trace(make_study, monkeypatch: pytest.MonkeyPatch)
 
 
 def _cookie_header(r) -> str:
-    (h,) = [v for k, v in r.history[0].headers.multi_items() if k == "set-cookie"] if r.history else [r.headers["set-cookie"]]
+    (h,) = (
+        [v for k, v in r.history[0].headers.multi_items() if k == "set-cookie"]
+        if r.history
+        else [r.headers["set-cookie"]]
+    )
     return str(h)
 
 
@@ -230,7 +267,9 @@ def test_session_and_csrf_rotate_on_entry(make_study) -> None:
     assert c.post(f"/task/{aid}/start", data={"csrf": csrf1}).status_code == 403  # old token
     stale = TestClient(create_app(store))
     stale.cookies.set("sb_rater", str(old_cookie))
-    assert stale.get(f"/task/{aid}").status_code == 404 and stale.get("/next").status_code == 401  # old cookie
+    assert (
+        stale.get(f"/task/{aid}").status_code == 404 and stale.get("/next").status_code == 401
+    )  # old cookie
     assert c.post(f"/task/{aid}/start", data={"csrf": csrf2}).status_code == 200
 
 
@@ -240,7 +279,9 @@ def test_second_link_does_not_switch_identity_mid_study(make_study) -> None:
     c, csrf, aid = _enter(store, "p1")
     r = c.get("/start?PROLIFIC_PID=p2&STUDY_ID=S&SESSION_ID=Y")
     assert r.status_code == 409 and "already taking part" in r.text and 'id="current-id">p1<' in r.text
-    assert store.rater_for("prolific:p1", "prolific")["id"] and c.get(f"/task/{aid}").status_code == 200  # still p1
+    assert (
+        store.rater_for("prolific:p1", "prolific")["id"] and c.get(f"/task/{aid}").status_code == 200
+    )  # still p1
     assert "p2" not in {x["external_id"].split(":")[-1] for x in store.progress()["raters"]}
     # a forged switch (no CSRF) does nothing; the confirmed one logs in p2
     assert c.post("/switch", data={"target": "/start?PROLIFIC_PID=p2"}).status_code == 403
@@ -255,7 +296,13 @@ def test_second_link_does_not_switch_identity_mid_study(make_study) -> None:
 
 def test_full_study_sends_no_code(make_study) -> None:
     # issue 14.5: one slot, taken by "a"; "b" enters, gets nothing and sees "study full", no code
-    store = make_study(questions=[question("only")], conditions=["P"], ratings_per_item=1, tasks_per_rater=1, full_code="FULL42")
+    store = make_study(
+        questions=[question("only")],
+        conditions=["P"],
+        ratings_per_item=1,
+        tasks_per_rater=1,
+        full_code="FULL42",
+    )
     ra = str(store.rater_for("prolific:a", "prolific")["id"])
     a, _ = store.next_assignment(ra)
     assert a is not None
@@ -285,8 +332,13 @@ def test_a_rater_removed_from_a_condition_is_not_told_others_took_the_tasks(make
     from seerbench.study._storage import slot_t
 
     store = make_study(
-        questions=[question(f"q{i}", "AB"[i % 2]) for i in range(6)], conditions=["P", "PS"], ratings_per_item=1,
-        catch_rate=0.99, catch_min=2, catch_threshold=0.5, tasks_per_rater=6,
+        questions=[question(f"q{i}", "AB"[i % 2]) for i in range(6)],
+        conditions=["P", "PS"],
+        ratings_per_item=1,
+        catch_rate=0.99,
+        catch_min=2,
+        catch_threshold=0.5,
+        tasks_per_rater=6,
     )
     with store.engine.begin() as c:
         c.execute(update(slot_t).where(slot_t.c.condition == "P").values(status="done"))
@@ -307,5 +359,7 @@ def test_a_rater_removed_from_a_condition_is_not_told_others_took_the_tasks(make
     assert str(r.url).endswith("/full")
     assert "No more tasks for you" in r.text and "Other participants" not in r.text
     done = store.submitted(rid)
-    assert done >= 2 and f"You submitted {done} of the {store.manifest.tasks_per_rater} tasks" in " ".join(r.text.split())
+    assert done >= 2 and f"You submitted {done} of the {store.manifest.tasks_per_rater} tasks" in " ".join(
+        r.text.split()
+    )
     assert "no completion code" in r.text and "DONE123" not in r.text

@@ -91,7 +91,11 @@ def test_reclaimed_task_says_so(make_study) -> None:
     # someone else (not "Start the timer before answering"), and nothing of A's is stored.
     clock = FakeClock()
     store = make_study(
-        questions=[question("only", "A")], conditions=["P"], ratings_per_item=1, tasks_per_rater=1, clock=clock,
+        questions=[question("only", "A")],
+        conditions=["P"],
+        ratings_per_item=1,
+        tasks_per_rater=1,
+        clock=clock,
         completion_url=None,
     )
     ca, csrf_a, aid_a = _enter(store, "a")
@@ -121,7 +125,13 @@ def test_reclaimed_task_says_so(make_study) -> None:
 def test_reclaim_needs_another_rater(make_study) -> None:
     # an expired task nobody else took is still the rater's: the page shows it as usual
     clock = FakeClock()
-    store = make_study(questions=[question("only", "A")], conditions=["P"], ratings_per_item=1, tasks_per_rater=1, clock=clock)
+    store = make_study(
+        questions=[question("only", "A")],
+        conditions=["P"],
+        ratings_per_item=1,
+        tasks_per_rater=1,
+        clock=clock,
+    )
     c, csrf, aid = _enter(store, "a")
     clock.advance(store.manifest.assignment_timeout_s + 1)
     r = c.get(f"/task/{aid}")

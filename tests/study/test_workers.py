@@ -50,7 +50,15 @@ def _db(backend: str, tmp_path: Path) -> str:
 def _spawn(db: str, workers: int) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     env = {**os.environ, "SEERBENCH_STUDY_DB": db, "PYTHONPATH": str(SRC)}
-    cmd = [sys.executable, "-m", "uvicorn", "--factory", "seerbench.study:app_from_env", "--host", "127.0.0.1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "--factory",
+        "seerbench.study:app_from_env",
+        "--host",
+        "127.0.0.1",
+    ]
     cmd += ["--port", str(port), "--workers", str(workers), "--log-level", "warning", "--backlog", "2048"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
@@ -117,7 +125,9 @@ def _double_submit_across_processes(urls: list[str]) -> str:
     return aid
 
 
-def test_several_server_processes_keep_the_guarantees(study_db: tuple[str, StudyStore], servers: list[str]) -> None:
+def test_several_server_processes_keep_the_guarantees(
+    study_db: tuple[str, StudyStore], servers: list[str]
+) -> None:
     _, store = study_db
     twice = _double_submit_across_processes(servers)
     logs = asyncio.run(simulate_raters(servers, RATERS, quiz={"q0": "0"}, double_click_every=8, prefix="w"))

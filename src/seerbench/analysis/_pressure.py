@@ -104,8 +104,12 @@ class PressurePoint:
     dropped: int  # questions this cell scored that another N of the group did not
 
     def to_dict(self) -> dict[str, Any]:
-        return {"best_of_n": self.best_of_n, "cell": self.cell, "dropped": self.dropped,
-                **{m: getattr(self, m).as_dict() for m in PRESSURE_METRICS}}
+        return {
+            "best_of_n": self.best_of_n,
+            "cell": self.cell,
+            "dropped": self.dropped,
+            **{m: getattr(self, m).as_dict() for m in PRESSURE_METRICS},
+        }
 
 
 @dataclass(frozen=True)
@@ -119,7 +123,11 @@ class PressureStep:
     accuracy: Summary
 
     def to_dict(self) -> dict[str, Any]:
-        return {"from_n": self.from_n, "to_n": self.to_n, **{m: getattr(self, m).as_dict() for m in PRESSURE_METRICS}}
+        return {
+            "from_n": self.from_n,
+            "to_n": self.to_n,
+            **{m: getattr(self, m).as_dict() for m in PRESSURE_METRICS},
+        }
 
 
 @dataclass(frozen=True)
@@ -135,9 +143,15 @@ class PressureGroup:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.axes, "n_questions": self.n_questions, "n_clusters": self.n_clusters,
-                "points": [p.to_dict() for p in self.points], "steps": [s.to_dict() for s in self.steps],
-                "slope": None if self.slope is None else self.slope.to_dict(), "notes": list(self.notes)}
+        return {
+            **self.axes,
+            "n_questions": self.n_questions,
+            "n_clusters": self.n_clusters,
+            "points": [p.to_dict() for p in self.points],
+            "steps": [s.to_dict() for s in self.steps],
+            "slope": None if self.slope is None else self.slope.to_dict(),
+            "notes": list(self.notes),
+        }
 
 
 @dataclass(frozen=True)
@@ -154,8 +168,15 @@ class PressureResult:
     groups: list[PressureGroup]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"score": self.score, "beta": self.beta, "cluster": self.cluster, "confidence": self.confidence,
-                "n_boot": self.n_boot, "seed": self.seed, "groups": [g.to_dict() for g in self.groups]}
+        return {
+            "score": self.score,
+            "beta": self.beta,
+            "cluster": self.cluster,
+            "confidence": self.confidence,
+            "n_boot": self.n_boot,
+            "seed": self.seed,
+            "groups": [g.to_dict() for g in self.groups],
+        }
 
 
 # ---- the statistics (pure) ----------------------------------------------------------------------
@@ -183,7 +204,13 @@ def _ols(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _accuracy_intervals(
-    means: np.ndarray, boot: np.ndarray | None, k: int, n: int, g: int, confidence: float, n_max: Sequence[float]
+    means: np.ndarray,
+    boot: np.ndarray | None,
+    k: int,
+    n: int,
+    g: int,
+    confidence: float,
+    n_max: Sequence[float],
 ) -> dict[tuple[str, int], tuple[float, float]]:
     """Intervals of judge accuracy (a mean of values in [0, 1]) that keep their coverage near 0 and
     1, where a percentile interval collapses onto the estimate: Wilson's at the effective sample
@@ -195,10 +222,16 @@ def _accuracy_intervals(
     if n == 0:
         return {(m, j): (math.nan, math.nan) for m in ("accuracy", "d_accuracy") for j in range(k)}
     # rows of boot: asd (k), ase (k), accuracy (k), then differences
-    reps = boot[2 * k:3 * k] if boot is not None else None
+    reps = boot[2 * k : 3 * k] if boot is not None else None
     cov = np.cov(reps) if reps is not None else np.zeros((k, k))
     ivs: list[Interval] = [
-        proportion_interval(float(means[j]), float(cov[j, j]), n_max=float(n_max[j]), n_boundary=float(g), confidence=confidence)
+        proportion_interval(
+            float(means[j]),
+            float(cov[j, j]),
+            n_max=float(n_max[j]),
+            n_boundary=float(g),
+            confidence=confidence,
+        )
         for j in range(k)
     ]
     out = {("accuracy", j): (iv.ci_low, iv.ci_high) for j, iv in enumerate(ivs)}
@@ -222,14 +255,14 @@ def pressure_from_values(
 ) -> tuple[list[dict[str, Summary]], list[dict[str, Summary]], Slope | None]:
     """The statistics of one group from its per-question values.
 
-    ``values[m]`` for m in :data:`PRESSURE_METRICS` is a ``len(ns) x n`` array: row j holds the
-    values at N = ``ns[j]``, column i question i (the same question in every row). ``clusters``
-    labels each question's cluster (None: every question its own). ``verdicts[j]`` is the number
-of judge verdicts the accuracies at N = ``ns[j]`` average (a consultancy question's accuracy is the
-mean of 2 verdicts; default: one per question): it caps the effective sample size of the accuracy
-    interval. Returns per-N summaries, the summaries of successive differences (row j+1 - row j),
-    and the slope of mean ASD on mean ASE (None when ASE is the same at every N). With all questions
-    in one cluster nothing measures the spread: SEs and the CIs of ASD and ASE are NaN."""
+        ``values[m]`` for m in :data:`PRESSURE_METRICS` is a ``len(ns) x n`` array: row j holds the
+        values at N = ``ns[j]``, column i question i (the same question in every row). ``clusters``
+        labels each question's cluster (None: every question its own). ``verdicts[j]`` is the number
+    of judge verdicts the accuracies at N = ``ns[j]`` average (a consultancy question's accuracy is the
+    mean of 2 verdicts; default: one per question): it caps the effective sample size of the accuracy
+        interval. Returns per-N summaries, the summaries of successive differences (row j+1 - row j),
+        and the slope of mean ASD on mean ASE (None when ASE is the same at every N). With all questions
+        in one cluster nothing measures the spread: SEs and the CIs of ASD and ASE are NaN."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     k = len(ns)
@@ -260,7 +293,9 @@ mean of 2 verdicts; default: one per question): it caps the effective sample siz
     summaries: dict[tuple[str, int], Summary] = {}
     n_max = [float(n)] * k if verdicts is None else [float(v) for v in verdicts]
     if len(n_max) != k or any(v < n for v in n_max):
-        raise ValueError(f"verdicts must give, per N, at least one verdict per question ({n}); got {verdicts}")
+        raise ValueError(
+            f"verdicts must give, per N, at least one verdict per question ({n}); got {verdicts}"
+        )
     acc_means = arrays["accuracy"].mean(axis=1) if n else np.full(k, math.nan)  # no question: no warning
     acc_iv = _accuracy_intervals(acc_means, boot, k, n, g, confidence, n_max)
     for r, (m, j, x) in enumerate(rows):
@@ -289,8 +324,18 @@ mean of 2 verdicts; default: one per question): it caps the effective sample siz
         return per_n, steps, None
     if boot is None:
         one = n <= 1
-        return per_n, steps, Slope(float(slope_v), 0.0 if one else math.nan, float(slope_v) if one else math.nan,
-                                   float(slope_v) if one else math.nan, float(icpt), 0)
+        return (
+            per_n,
+            steps,
+            Slope(
+                float(slope_v),
+                0.0 if one else math.nan,
+                float(slope_v) if one else math.nan,
+                float(slope_v) if one else math.nan,
+                float(icpt),
+                0,
+            ),
+        )
     ase_b = boot[[r for r, (m, _, _) in enumerate(rows) if m == "ase"]].T  # (n_boot x k)
     asd_b = boot[[r for r, (m, _, _) in enumerate(rows) if m == "asd"]].T
     slopes, _ = _ols(ase_b, asd_b)
@@ -317,8 +362,10 @@ def _cluster_label(line: dict[str, Any], cluster: str) -> str:
     key = cluster.removeprefix("metadata:")
     meta = q.get("metadata") or {}
     if key not in meta:
-        raise ConfigError(f"question {line['question_id']!r} has no metadata key {key!r} to cluster on; "
-                          f"cluster on 'source' (questions sharing a passage) or 'none' instead")
+        raise ConfigError(
+            f"question {line['question_id']!r} has no metadata key {key!r} to cluster on; "
+            f"cluster on 'source' (questions sharing a passage) or 'none' instead"
+        )
     return "m:" + str(meta[key])
 
 
@@ -374,8 +421,10 @@ def optimization_pressure(
         nv = int(first.get("best_of_n") or 1)
         group = groups.setdefault(gkey, {})
         if nv in group:  # two cells at one point of the grid: which to compare would be a guess
-            raise ConfigError(f"cells {group[nv].key} and {cell.key} have the same protocol, agent, judge, tools and "
-                              f"best_of_n ({nv}); move one of them out of {folder.path}")
+            raise ConfigError(
+                f"cells {group[nv].key} and {cell.key} have the same protocol, agent, judge, tools and "
+                f"best_of_n ({nv}); move one of them out of {folder.path}"
+            )
         group[nv] = cell
 
     out: list[PressureGroup] = []
@@ -391,7 +440,11 @@ def optimization_pressure(
             vals: dict[str, tuple[float, float, float]] = {}
             for ln in ResultsFile(by_n[nv].results_path):
                 s = rescore(ln, eps=eps_v, policy=policy, betas=(beta,))
-                asd, ase, acc = (s.get("asd") or {}).get(score), (s.get(ase_key) or {}).get(score), s.get("judge_accuracy")
+                asd, ase, acc = (
+                    (s.get("asd") or {}).get(score),
+                    (s.get(ase_key) or {}).get(score),
+                    s.get("judge_accuracy"),
+                )
                 if not s["excluded"] and acc is not None and asd is None:
                     no_asd = True
                 if s["excluded"] or asd is None or ase is None or acc is None:
@@ -400,8 +453,11 @@ def optimization_pressure(
                     continue
                 vals[s["question_id"]] = (float(asd), float(ase), float(acc))
                 # distinct verdicts behind the accuracy: one run serves every case of a symmetric line
-                n_verdicts[nv][s["question_id"]] = 1 if s.get("symmetric") else sum(
-                    1 for c in s["answer_cases"] if c.get("agent_score") is not None)
+                n_verdicts[nv][s["question_id"]] = (
+                    1
+                    if s.get("symmetric")
+                    else sum(1 for c in s["answer_cases"] if c.get("agent_score") is not None)
+                )
                 labels.setdefault(s["question_id"], _cluster_label(s, cluster))
             per_cell.append(vals)
         # in the first N's file order (dataset order), so that without clusters or dropped
@@ -412,25 +468,40 @@ def optimization_pressure(
             continue
         shared = set.intersection(*(set(v) for v in per_cell))
         common = [q for q in per_cell[0] if q in shared]
-        arrays = {m: np.array([[v[q][i] for q in common] for v in per_cell]).reshape(len(ns), len(common))
-                  for i, m in enumerate(PRESSURE_METRICS)}
+        arrays = {
+            m: np.array([[v[q][i] for q in common] for v in per_cell]).reshape(len(ns), len(common))
+            for i, m in enumerate(PRESSURE_METRICS)
+        }
         clusters = [labels[q] for q in common]
         verdicts = [sum(max(n_verdicts[nv][q], 1) for q in common) for nv in ns]
-        per_n, steps, slope = pressure_from_values(ns, arrays, clusters=clusters, confidence=confidence,
-                                                   n_boot=n_boot_v, seed=seed_v, verdicts=verdicts)
+        per_n, steps, slope = pressure_from_values(
+            ns,
+            arrays,
+            clusters=clusters,
+            confidence=confidence,
+            n_boot=n_boot_v,
+            seed=seed_v,
+            verdicts=verdicts,
+        )
         notes = []
         n_clusters = len(set(clusters))
         if 0 < n_clusters < MIN_CLUSTERS:
-            notes.append(f"only {n_clusters} independent question cluster(s): bootstrap CIs this small are not to be trusted")
+            notes.append(
+                f"only {n_clusters} independent question cluster(s): bootstrap CIs this small are not to be trusted"
+            )
         if not common:
             notes.append("no question was scored at every N: nothing to compare")
         elif slope is None:
             notes.append("mean ASE is the same at every N: the slope of ASD on ASE is undefined")
         elif math.isinf(slope.ci_high):
-            notes.append(f"ASE did not vary across N in {slope.n_flat} of {n_boot_v} bootstrap replicates: "
-                         "the slope's CI is unbounded")
-        points = [PressurePoint(nv, by_n[nv].key, p["asd"], p["ase"], p["accuracy"], len(v) - len(common))
-                  for nv, p, v in zip(ns, per_n, per_cell, strict=True)]
+            notes.append(
+                f"ASE did not vary across N in {slope.n_flat} of {n_boot_v} bootstrap replicates: "
+                "the slope's CI is unbounded"
+            )
+        points = [
+            PressurePoint(nv, by_n[nv].key, p["asd"], p["ase"], p["accuracy"], len(v) - len(common))
+            for nv, p, v in zip(ns, per_n, per_cell, strict=True)
+        ]
         stp = [PressureStep(ns[j], ns[j + 1], s["asd"], s["ase"], s["accuracy"]) for j, s in enumerate(steps)]
         out.append(PressureGroup(axes_of[gkey], len(common), n_clusters, points, stp, slope, notes))
     return PressureResult(score, beta, cluster, confidence, n_boot_v, seed_v, out)

@@ -38,7 +38,11 @@ def _nan_summary(n: int, confidence: float, n_boot: int, seed: int) -> Summary:
 
 
 def summarize(
-    values: Sequence[float] | np.ndarray, *, confidence: float = 0.95, n_boot: int = DEFAULT_N_BOOT, seed: int = 0
+    values: Sequence[float] | np.ndarray,
+    *,
+    confidence: float = 0.95,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
 ) -> Summary:
     """Mean, sample std (ddof=1), standard error and percentile bootstrap CI of ``values``.
 
@@ -75,12 +79,15 @@ def _bootstrap_means(columns: Sequence[np.ndarray], n_boot: int, seed: int) -> l
         b = min(rows, n_boot - start)
         idx = rng.integers(0, n, size=(b, n))
         for x, means in zip(columns, out, strict=True):
-            means[start:start + b] = x[idx].mean(axis=1)
+            means[start : start + b] = x[idx].mean(axis=1)
     return out
 
 
 def summarize_many(
-    columns: Mapping[str, Sequence[float] | np.ndarray | array[float]], *, confidence: float = 0.95, n_boot: int = DEFAULT_N_BOOT,
+    columns: Mapping[str, Sequence[float] | np.ndarray | array[float]],
+    *,
+    confidence: float = 0.95,
+    n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
 ) -> dict[str, Summary]:
     """:func:`summarize` of every column, each result identical to ``summarize(column, ...)``.
@@ -90,7 +97,11 @@ def summarize_many(
     by_n: dict[int, list[tuple[str, np.ndarray]]] = {}
     for name, col in columns.items():
         # an array('d') is viewed, not copied
-        x = np.frombuffer(col, dtype=float) if isinstance(col, array) and col.typecode == "d" else np.asarray(col, dtype=float)
+        x = (
+            np.frombuffer(col, dtype=float)
+            if isinstance(col, array) and col.typecode == "d"
+            else np.asarray(col, dtype=float)
+        )
         if x.size > 1 and np.all(np.isfinite(x)):
             by_n.setdefault(int(x.size), []).append((name, x))
         else:  # nothing to resample: summarize's own short cut
@@ -104,13 +115,13 @@ def summarize_many(
             n = int(x.size)
             std = float(x.std(ddof=1))
             lo, hi = np.quantile(means, [alpha, 1 - alpha])
-            out[name] = Summary(n, float(x.mean()), std, std / math.sqrt(n), float(lo), float(hi), confidence, n_boot, seed)
+            out[name] = Summary(
+                n, float(x.mean()), std, std / math.sqrt(n), float(lo), float(hi), confidence, n_boot, seed
+            )
     return {name: out[name] for name in columns}
 
 
-def paired_difference(
-    a: Sequence[float], b: Sequence[float], **kw: Any
-) -> Summary:
+def paired_difference(a: Sequence[float], b: Sequence[float], **kw: Any) -> Summary:
     """Summary of a - b over the same questions (paired: element i of each is question i)."""
     if len(a) != len(b):
         raise ValueError(f"paired difference needs equal lengths, got {len(a)} and {len(b)}")

@@ -41,22 +41,40 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
     ] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging on stderr (and in --log-file).")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Debug logging on stderr (and in --log-file).")
+    ] = False,
     quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="Errors only: no progress bar, tables or notes (--json output still prints).")
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="Errors only: no progress bar, tables or notes (--json output still prints).",
+        ),
     ] = False,
     log_file: Annotated[
-        Path | None, typer.Option("--log-file", help="Append the log (info and up; debug with -v) to this file.", dir_okay=False)
+        Path | None,
+        typer.Option(
+            "--log-file", help="Append the log (info and up; debug with -v) to this file.", dir_okay=False
+        ),
     ] = None,
     cache_dir: Annotated[
-        Path | None, typer.Option("--cache-dir", help=f"Where the disk cache lives (default: ${CACHE_DIR_ENV} or the user cache dir).")
+        Path | None,
+        typer.Option(
+            "--cache-dir",
+            help=f"Where the disk cache lives (default: ${CACHE_DIR_ENV} or the user cache dir).",
+        ),
     ] = None,
     prices: Annotated[
         Path | None,
-        typer.Option("--prices", help="Price table, YAML or JSON of `spec: {prompt: $/Mtok, completion: $/Mtok}` "
-                     "(default: $SEERBENCH_PRICES)."),
+        typer.Option(
+            "--prices",
+            help="Price table, YAML or JSON of `spec: {prompt: $/Mtok, completion: $/Mtok}` "
+            "(default: $SEERBENCH_PRICES).",
+        ),
     ] = None,
 ) -> None:
     from seerbench.cli._common import NORMAL, QUIET, VERBOSE, configure_logging
@@ -64,7 +82,9 @@ def _root(
     if verbose and quiet:
         raise ConfigError("-v/--verbose and -q/--quiet exclude each other; give one")
     configure_logging(VERBOSE if verbose else QUIET if quiet else NORMAL, log_file)
-    logging.getLogger("seerbench.cli").debug("seerbench %s; python %s; argv %s", __version__, sys.version.split()[0], sys.argv[1:])
+    logging.getLogger("seerbench.cli").debug(
+        "seerbench %s; python %s; argv %s", __version__, sys.version.split()[0], sys.argv[1:]
+    )
     if cache_dir is not None:
         os.environ[CACHE_DIR_ENV] = str(cache_dir)
     if prices is not None:
@@ -91,10 +111,21 @@ log = logging.getLogger("seerbench.cli")
 
 #: OS errors that come from the user's paths and environment (a folder that is a file, no write
 #: permission, a full or read-only disk), not from a bug: one line, exit 2.
-_USER_ERRNOS = frozenset({
-    errno.EACCES, errno.EPERM, errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EEXIST, errno.EROFS,
-    errno.ENOSPC, errno.EDQUOT, errno.ENAMETOOLONG, errno.ELOOP,
-})
+_USER_ERRNOS = frozenset(
+    {
+        errno.EACCES,
+        errno.EPERM,
+        errno.ENOENT,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.EEXIST,
+        errno.EROFS,
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.ENAMETOOLONG,
+        errno.ELOOP,
+    }
+)
 
 
 def user_os_error(e: OSError) -> str | None:
@@ -108,7 +139,11 @@ def user_os_error(e: OSError) -> str | None:
     if e.errno in (errno.EEXIST, errno.ENOTDIR) and e.filename2 is None:
         blocker = _file_in_the_way(Path(where))
         if blocker is not None:  # creating a folder, or a file inside one, where a file is
-            return f"{where} is a file, not a folder" if blocker == Path(where) else f"{where}: {blocker} is a file, not a folder"
+            return (
+                f"{where} is a file, not a folder"
+                if blocker == Path(where)
+                else f"{where}: {blocker} is a file, not a folder"
+            )
     return f"{where}: {e.strerror or os.strerror(e.errno or 0)}"
 
 
@@ -141,8 +176,11 @@ def main() -> None:
             app(prog_name="seerbench")
         except SystemExit as e:
             if e.code == 130:  # Ctrl-C (typer turns KeyboardInterrupt into exit 130)
-                typer.secho("interrupted: every finished question is saved; the same command resumes a run",
-                            fg="yellow", err=True)
+                typer.secho(
+                    "interrupted: every finished question is saved; the same command resumes a run",
+                    fg="yellow",
+                    err=True,
+                )
             _warn_unused_prices()  # also after a run that exited 1 for failed questions
             raise
     except SeerbenchError as e:

@@ -114,7 +114,9 @@ def configure_logging(level: int = NORMAL, log_file: Path | None = None) -> None
         try:
             fh = _FileHandler(log_file, mode="a", encoding="utf-8")
         except OSError as e:
-            raise ConfigError(f"--log-file {log_file}: cannot open it for writing: {e.strerror or e}") from None
+            raise ConfigError(
+                f"--log-file {log_file}: cannot open it for writing: {e.strerror or e}"
+            ) from None
         fh.setLevel(file_level)
         fh.setFormatter(logging.Formatter(_LOG_FORMAT))
         logger.addHandler(fh)

@@ -42,24 +42,49 @@ def parse_thresholds(text: str) -> list[float]:
             return [round(start + k * step, 10) for k in range(max(n, 0))]
         return [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise ConfigError(f"--thresholds: give numbers like 0.5,0.6,0.7 or start:stop:step (e.g. 0:1:0.05), got {text!r}") from None
+        raise ConfigError(
+            f"--thresholds: give numbers like 0.5,0.6,0.7 or start:stop:step (e.g. 0:1:0.05), got {text!r}"
+        ) from None
 
 
 @app.command("complementarity")
 def complementarity(
-    ai: Path = typer.Option(..., "--ai", help="The AI rater's run folder (with ratings.jsonl) or the ratings.jsonl file."),
-    humans: str = typer.Option(..., "--humans", help="The study database (SQLite path or URL) or its export (.csv / .jsonl)."),
-    unassisted: str | None = typer.Option(None, help="The unassisted condition (default: the study's condition without assistance, or one named none/baseline/unassisted)."),
-    condition: str | None = typer.Option(None, help="The human condition whose full threshold sweep the table shows (default: the unassisted one)."),
-    thresholds: str = typer.Option("0:1:0.05", help="Thresholds T: AI where its confidence > T, humans where <= T. A list (0.5,0.6) or start:stop:step."),
-    cost_per_rating: float | None = typer.Option(None, "--cost-per-rating", help="Cost of one human rating, for the human cost per item."),
-    judges: list[Path] = typer.Option([], "--judges", help="A `seerbench run` folder whose model judges to add to the calibration table (repeatable)."),
-    n_boot: int = typer.Option(1000, "--n-boot", help="Bootstrap replicates per resampling (items, raters, judgments)."),
+    ai: Path = typer.Option(
+        ..., "--ai", help="The AI rater's run folder (with ratings.jsonl) or the ratings.jsonl file."
+    ),
+    humans: str = typer.Option(
+        ..., "--humans", help="The study database (SQLite path or URL) or its export (.csv / .jsonl)."
+    ),
+    unassisted: str | None = typer.Option(
+        None,
+        help="The unassisted condition (default: the study's condition without assistance, or one named none/baseline/unassisted).",
+    ),
+    condition: str | None = typer.Option(
+        None,
+        help="The human condition whose full threshold sweep the table shows (default: the unassisted one).",
+    ),
+    thresholds: str = typer.Option(
+        "0:1:0.05",
+        help="Thresholds T: AI where its confidence > T, humans where <= T. A list (0.5,0.6) or start:stop:step.",
+    ),
+    cost_per_rating: float | None = typer.Option(
+        None, "--cost-per-rating", help="Cost of one human rating, for the human cost per item."
+    ),
+    judges: list[Path] = typer.Option(
+        [],
+        "--judges",
+        help="A `seerbench run` folder whose model judges to add to the calibration table (repeatable).",
+    ),
+    n_boot: int = typer.Option(
+        1000, "--n-boot", help="Bootstrap replicates per resampling (items, raters, judgments)."
+    ),
     seed: int = typer.Option(0, help="Seed of the bootstrap and the cross-validation folds."),
     folds: int = typer.Option(5, help="Folds of the cross-validated threshold choice."),
     repeats: int = typer.Option(20, help="Repeats of the cross-validation (fresh random folds each)."),
     no_mixed: bool = typer.Option(False, "--no-mixed", help="Leave out the mixed-effects model."),
-    no_interaction: bool = typer.Option(False, "--no-interaction", help="Mixed effects without the condition x ai_correct interaction."),
+    no_interaction: bool = typer.Option(
+        False, "--no-interaction", help="Mixed effects without the condition x ai_correct interaction."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
 ) -> None:
     """Hybridization of the AI rater with human raters (seed 000), reliance on AI assistance,
@@ -79,12 +104,23 @@ def complementarity(
     ratings = read_ai_ratings(ai)
     rows, bare = load_human_rows(humans)
     report = analyze(
-        ratings, rows, unassisted=unassisted or bare, thresholds=ts, cost_per_rating=cost_per_rating,
-        n_boot=n_boot, seed=seed, folds=folds, repeats=repeats, mixed=not no_mixed,
-        interaction=not no_interaction, judge_runs=judges,
+        ratings,
+        rows,
+        unassisted=unassisted or bare,
+        thresholds=ts,
+        cost_per_rating=cost_per_rating,
+        n_boot=n_boot,
+        seed=seed,
+        folds=folds,
+        repeats=repeats,
+        mixed=not no_mixed,
+        interaction=not no_interaction,
+        judge_runs=judges,
     )
     if condition is not None and condition not in report.conditions:
-        raise ConfigError(f"--condition {condition!r} is not in the study; conditions: {', '.join(report.conditions)}")
+        raise ConfigError(
+            f"--condition {condition!r} is not in the study; conditions: {', '.join(report.conditions)}"
+        )
     if as_json:
         print_json(report)
         return
@@ -109,14 +145,29 @@ def _print(report: object, shown: str) -> None:
     for sw in r.hybrid:
         if sw.condition != shown:
             continue
-        t = Table(title=Text(f"hybrid: AI where confidence > T, humans ({sw.condition}, {sw.aggregate}) where <= T"))
-        for col in ("T", "to humans", "hybrid accuracy [95% CI]", "minus AI alone [95% CI]", "ratings/item", "cost/item"):
+        t = Table(
+            title=Text(f"hybrid: AI where confidence > T, humans ({sw.condition}, {sw.aggregate}) where <= T")
+        )
+        for col in (
+            "T",
+            "to humans",
+            "hybrid accuracy [95% CI]",
+            "minus AI alone [95% CI]",
+            "ratings/item",
+            "cost/item",
+        ):
             t.add_column(col, justify="right")
         for row in sw.rows:
-            _row(t,
-                _f(row.threshold, 2), _f(row.routed_to_humans, 2),
-                _ci(row.hybrid) if row.missing_human_items == 0 else f"- ({row.missing_human_items} routed items unrated)",
-                _ci(row.gain_over_ai), _f(row.human_ratings_per_item, 2), _f(row.human_cost_per_item, 2),
+            _row(
+                t,
+                _f(row.threshold, 2),
+                _f(row.routed_to_humans, 2),
+                _ci(row.hybrid)
+                if row.missing_human_items == 0
+                else f"- ({row.missing_human_items} routed items unrated)",
+                _ci(row.gain_over_ai),
+                _f(row.human_ratings_per_item, 2),
+                _f(row.human_cost_per_item, 2),
             )
         console.print(t)
         cv = sw.cross_validated
@@ -130,18 +181,46 @@ def _print(report: object, shown: str) -> None:
         console.print(f"  majority vote: {sw_majority_tie}", markup=False, soft_wrap=True)
 
     t = Table(title="hybridization per human condition (T chosen in-sample; cross-validated estimate beside)")
-    for col in ("condition", "aggregate", "humans alone [95% CI]", "best T", "hybrid at best T", "cross-validated"):
+    for col in (
+        "condition",
+        "aggregate",
+        "humans alone [95% CI]",
+        "best T",
+        "hybrid at best T",
+        "cross-validated",
+    ):
         t.add_column(col, justify="right")
     for sw in r.hybrid:
-        _row(t, sw.condition, sw.aggregate, _ci(sw.humans_alone), _f(sw.best_threshold, 2), _f(sw.best_accuracy), _f(sw.cross_validated.estimate))
+        _row(
+            t,
+            sw.condition,
+            sw.aggregate,
+            _ci(sw.humans_alone),
+            _f(sw.best_threshold, 2),
+            _f(sw.best_accuracy),
+            _f(sw.cross_validated.estimate),
+        )
     console.print(t)
 
     if r.reliance is not None:
         t = Table(title=Text(f"reliance (seed 000 2.4.3), against unassisted '{r.reliance.unassisted}'"))
-        for col in ("condition", "acc. AI wrong", "acc. AI right", "over-reliance (<0: over)", "under-reliance (gain AI right)"):
+        for col in (
+            "condition",
+            "acc. AI wrong",
+            "acc. AI right",
+            "over-reliance (<0: over)",
+            "under-reliance (gain AI right)",
+        ):
             t.add_column(col, justify="right")
         for c in r.reliance.conditions:
-            _row(t, c.condition, _ci(c.ai_wrong.accuracy), _ci(c.ai_right.accuracy), _ci(c.over_reliance), _ci(c.under_reliance))
+            _row(
+                t,
+                c.condition,
+                _ci(c.ai_wrong.accuracy),
+                _ci(c.ai_right.accuracy),
+                _ci(c.over_reliance),
+                _ci(c.under_reliance),
+            )
         console.print(t)
 
     t = Table(title="calibration (accuracy by confidence bucket)")
@@ -158,9 +237,19 @@ def _print(report: object, shown: str) -> None:
         for col in ("term", "estimate", "SE", "z", "p"):
             t.add_column(col, justify="right")
         for coef in me.coefficients:
-            _row(t, coef.term, _f(coef.estimate), _f(coef.se), _f(coef.z, 2), "-" if coef.p is None else f"{coef.p:.3g}")
+            _row(
+                t,
+                coef.term,
+                _f(coef.estimate),
+                _f(coef.se),
+                _f(coef.z, 2),
+                "-" if coef.p is None else f"{coef.p:.3g}",
+            )
         console.print(t)
         sd = me.random_effect_sd
-        console.print(f"  random-intercept SD: item {_f(sd['item'])}, rater {_f(sd['rater'])}; {me.estimator}", markup=False)
+        console.print(
+            f"  random-intercept SD: item {_f(sd['item'])}, rater {_f(sd['rater'])}; {me.estimator}",
+            markup=False,
+        )
         if me.note:
             console.print(f"  note: {me.note}", markup=False, soft_wrap=True)

@@ -26,8 +26,11 @@ class _AnswerBar(_Bar):
             now = time.monotonic()
             if done == total or now - self.last >= self.every:
                 self.last = now
-                print(f"[{done}/{total}] answers critiqued" + (f" ({failed} failed)" if failed else ""),
-                      file=sys.stderr, flush=True)
+                print(
+                    f"[{done}/{total}] answers critiqued" + (f" ({failed} failed)" if failed else ""),
+                    file=sys.stderr,
+                    flush=True,
+                )
             return
         super().__call__(done, total, failed)
 
@@ -35,9 +38,15 @@ class _AnswerBar(_Bar):
 @app.command("critique")
 def critique_cmd(
     config: Annotated[Path, typer.Argument(help="Critique YAML (see examples/critique.yaml).")],
-    out: Annotated[Path | None, typer.Option("--out", help="Run folder (overrides the config's `out`).")] = None,
-    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N questions (or answers).")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Model spec for every role (overrides the config).")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Run folder (overrides the config's `out`).")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Only the first N questions (or answers).")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model spec for every role (overrides the config).")
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
     """Write critiques of answers (model, reference, misleading with a planted flaw): one per
@@ -61,8 +70,13 @@ def critique_cmd(
     n_crit = sum(len(a.critiques) for a in res.answers)
     merged = sum(len(c.merged) for a in res.answers for c in a.critiques)
     summary = {
-        "run_dir": str(res.out), "critiques_file": str(res.path), "answers": len(res.answers), "resumed": res.resumed,
-        "failed": len(res.failed), "critiques": n_crit, "merged_duplicates": merged,
+        "run_dir": str(res.out),
+        "critiques_file": str(res.path),
+        "answers": len(res.answers),
+        "resumed": res.resumed,
+        "failed": len(res.failed),
+        "critiques": n_crit,
+        "merged_duplicates": merged,
         "quotes": sum(1 for a in res.answers for c in a.critiques if c.quote is not None),
         "quotes_verified": sum(1 for a in res.answers for c in a.critiques if c.quote_verified),
         "measures": res.summary,
@@ -70,18 +84,26 @@ def critique_cmd(
     if json_out:
         print_json(summary)
     elif not quiet():
-        console.print(f"[bold]{escape(cfg.name)}[/]: {plural(len(res.answers), 'answer')} critiqued ({res.resumed} from before), "
-                      f"{n_crit} critiques kept, {merged} near duplicates merged; "
-                      f"{summary['quotes_verified']} of {summary['quotes']} quotes verified")
-        for key, label in (("intended_flaw_found", "intended flaw found (misleading answers)"),
-                           ("refinement_win_rate", "refinement win rate (critique-conditional vs direct)")):
+        console.print(
+            f"[bold]{escape(cfg.name)}[/]: {plural(len(res.answers), 'answer')} critiqued ({res.resumed} from before), "
+            f"{n_crit} critiques kept, {merged} near duplicates merged; "
+            f"{summary['quotes_verified']} of {summary['quotes']} quotes verified"
+        )
+        for key, label in (
+            ("intended_flaw_found", "intended flaw found (misleading answers)"),
+            ("refinement_win_rate", "refinement win rate (critique-conditional vs direct)"),
+        ):
             m = res.summary.get(key) or {}
             if m.get("estimate") is not None:
-                console.print(f"{label}: {m['estimate']:.3f} [{m['ci_low']:.3f}, {m['ci_high']:.3f}] over {plural(m['n'], 'answer')}")
+                console.print(
+                    f"{label}: {m['estimate']:.3f} [{m['ci_low']:.3f}, {m['ci_high']:.3f}] over {plural(m['n'], 'answer')}"
+                )
         console.print(f"[dim]{_usage_line()}  wall {time.time() - started:.1f}s[/]")
         console.print(f"critiques: {escape(str(res.path))}")
     if res.failed:
-        err_console.print(f"[red]{len(res.failed)} answers failed; finished ones are kept: run the same command again to retry.[/]")
+        err_console.print(
+            f"[red]{len(res.failed)} answers failed; finished ones are kept: run the same command again to retry.[/]"
+        )
         for aid, e in res.failed[:3]:
             err_console.print(f"  {escape(aid)}: {escape(e)}")
         raise typer.Exit(1)

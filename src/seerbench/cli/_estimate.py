@@ -38,12 +38,18 @@ def _check_unit(name: str, value: float) -> None:
 
 @app.command()
 def estimate(
-    labels: Path = typer.Argument(..., help="labels.csv: prediction, ordinary_label, complementary_label[, k]."),
-    k: int | None = typer.Option(None, "--k", help="Number of options K for the whole file (else the k column)."),
+    labels: Path = typer.Argument(
+        ..., help="labels.csv: prediction, ordinary_label, complementary_label[, k]."
+    ),
+    k: int | None = typer.Option(
+        None, "--k", help="Number of options K for the whole file (else the k column)."
+    ),
     delta: float = typer.Option(0.05, help="Failure probability of the deviation bounds."),
     weight: float = typer.Option(0.5, help="Fixed weight on the ordinary estimate for 'IVW w=...'."),
     alpha: float = typer.Option(0.05, help="1 - confidence level of the intervals (0.05 gives 95%)."),
-    interval: str = typer.Option("score", help="Confidence interval: score (Wilson-type, the default) or wald."),
+    interval: str = typer.Option(
+        "score", help="Confidence interval: score (Wilson-type, the default) or wald."
+    ),
     cluster: str | None = typer.Option(
         None, help="Column naming each label's cluster (rater, item): widen intervals by its design effect."
     ),
@@ -65,9 +71,14 @@ def estimate(
     counts = label_set.counts()
     deffs: dict[str, float] = {}
     if cluster is not None:
-        deffs = {n: cluster_design_effect(label_set, cluster, n, weight=weight) for n in ("ord", "comp", "ivw", "mix", "ml")}
+        deffs = {
+            n: cluster_design_effect(label_set, cluster, n, weight=weight)
+            for n in ("ord", "comp", "ivw", "mix", "ml")
+        }
     kind: Interval = "wald" if interval == "wald" else "score"
-    report = estimate_all(counts, weight=weight, delta=delta, alpha=alpha, interval=kind, design_effects=deffs)
+    report = estimate_all(
+        counts, weight=weight, delta=delta, alpha=alpha, interval=kind, design_effects=deffs
+    )
     if as_json:
         print_json({"file": str(labels), **report.to_dict()})
         return
@@ -88,7 +99,13 @@ def estimate(
         used = b.method if b is not None else "none in the paper"
         est_txt = _fmt(e.estimate) + (" (clipped)" if e.clipped else "")
         table.add_row(
-            row.label, est_txt, _fmt(e.se), f"[{e.ci_low:.4f}, {e.ci_high:.4f}]", _fmt(e.weight, 3), bound_txt, used
+            row.label,
+            est_txt,
+            _fmt(e.se),
+            f"[{e.ci_low:.4f}, {e.ci_high:.4f}]",
+            _fmt(e.weight, 3),
+            bound_txt,
+            used,
         )
     console.print(table)
     bt = Table(title=f"Deviation bounds at delta={delta:g}")
@@ -113,7 +130,9 @@ def plan(
     k: int = typer.Option(..., "--k", help="Number of options K."),
     accuracy: float = typer.Option(..., help="Planning accuracy A in (0, 1], e.g. a pilot A_ord."),
     n_ordinary: int = typer.Option(..., help="Number of ordinary labels n_o."),
-    half_width: float | None = typer.Option(None, help="Target CI half-width: also report the n that reaches it."),
+    half_width: float | None = typer.Option(
+        None, help="Target CI half-width: also report the n that reaches it."
+    ),
     alpha: float = typer.Option(0.05, help="1 - confidence level of the intervals."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
@@ -133,7 +152,10 @@ def plan(
         ("half-width, ordinary, n_o labels", f"{p.half_width_ordinary:.4f}"),
         ("half-width, complementary, n_c = n_o", f"{p.half_width_complementary_equal_n:.4f}"),
         ("half-width, complementary, n_c matched", f"{p.half_width_complementary_matched:.4f}"),
-        (f"IVW with n_c = (K-1) n_o = {p.n_complementary_k_minus_1}: weight on ord (Eq. 8)", f"{p.ivw_weight_k_minus_1:.4f}"),
+        (
+            f"IVW with n_c = (K-1) n_o = {p.n_complementary_k_minus_1}: weight on ord (Eq. 8)",
+            f"{p.ivw_weight_k_minus_1:.4f}",
+        ),
         ("IVW with n_c = (K-1) n_o: half-width", f"{p.half_width_ivw_k_minus_1:.4f}"),
     ]
     if p.target is not None:
@@ -141,7 +163,10 @@ def plan(
         rows += [
             (f"ordinary labels alone for half-width {h:g}", str(p.target.n_ordinary_alone)),
             (f"complementary labels alone for half-width {h:g}", str(p.target.n_complementary_alone)),
-            (f"complementary labels besides the n_o ordinary (IVW) for {h:g}", str(p.target.n_complementary_alongside)),
+            (
+                f"complementary labels besides the n_o ordinary (IVW) for {h:g}",
+                str(p.target.n_complementary_alongside),
+            ),
         ]
     for name, value in rows:
         t.add_row(name, value)
@@ -150,14 +175,17 @@ def plan(
 
 @app.command()
 def partition(
-    dataset: Path = typer.Argument(..., help="Question JSONL with known answers (one seerbench Question per line)."),
+    dataset: Path = typer.Argument(
+        ..., help="Question JSONL with known answers (one seerbench Question per line)."
+    ),
     out: Path = typer.Option(..., "--out", help="Where to write labels.csv."),
     seed: int = typer.Option(0, help="Seed of every random choice (option shuffles, expert routing)."),
     predictions: Path | None = typer.Option(
         None, help="CSV with columns id,prediction (overrides metadata.prediction)."
     ),
     n_ordinary: int | None = typer.Option(
-        None, help="Fixed-size split: this many ordinary labels, the rest complementary (default: expert routing)."
+        None,
+        help="Fixed-size split: this many ordinary labels, the rest complementary (default: expert routing).",
     ),
     all_complementary: bool = typer.Option(
         False, "--all-complementary", help="Write K-1 complementary labels per item instead (Comp-(K-1))."
@@ -181,7 +209,12 @@ def partition(
     preds = read_predictions_csv(predictions) if predictions is not None else None
     try:
         part = partition_questions(
-            questions, preds, seed=seed, n_ordinary=n_ordinary, all_complementary=all_complementary, shuffle=shuffle
+            questions,
+            preds,
+            seed=seed,
+            n_ordinary=n_ordinary,
+            all_complementary=all_complementary,
+            shuffle=shuffle,
         )
     except DataError as e:
         raise DataError(f"{dataset}: {e}") from None

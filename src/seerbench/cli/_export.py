@@ -28,18 +28,29 @@ from seerbench.export import (
 )
 
 _SUFFIX = {"csv": ".csv", "parquet": ".parquet"}
-_ACCEPTS = {"csv": (".csv", ".txt", ""), "parquet": (".parquet", ".pq", "")}  # the file names each format may take
+_ACCEPTS = {
+    "csv": (".csv", ".txt", ""),
+    "parquet": (".parquet", ".pq", ""),
+}  # the file names each format may take
 
 
 @app.command()
 def export(
     run_dir: Annotated[Path, typer.Argument(help="An experiment output folder (the `out` of a run).")],
     format: Annotated[
-        str | None, typer.Option("--format", "-f", help="csv, parquet or inspect (default: from --out's suffix, else csv).")
+        str | None,
+        typer.Option(
+            "--format", "-f", help="csv, parquet or inspect (default: from --out's suffix, else csv)."
+        ),
     ] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="File to write (default: RUN_DIR/export.csv or .parquet); - for stdout (csv); "
-                                  "with --format inspect a folder (default RUN_DIR/inspect).")
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="File to write (default: RUN_DIR/export.csv or .parquet); - for stdout (csv); "
+            "with --format inspect a folder (default RUN_DIR/inspect).",
+        ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print what was written as JSON.")] = False,
 ) -> None:
@@ -52,13 +63,17 @@ def export(
     if fmt not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join((*FORMATS, 'inspect'))}; got {fmt!r}")
     if fmt == "parquet" and not parquet_available():
-        raise ConfigError(f"--format parquet needs pyarrow, which is not installed: {PARQUET_HINT} (or use --format csv)")
+        raise ConfigError(
+            f"--format parquet needs pyarrow, which is not installed: {PARQUET_HINT} (or use --format csv)"
+        )
     to_stdout = out is not None and str(out) == "-"
     if to_stdout and fmt != "csv":
         raise ConfigError("--out - (stdout) takes csv only; give a file for parquet")
     if out is not None and not to_stdout and out.suffix.lower() not in _ACCEPTS[fmt]:
         # a CSV under a .parquet or .xlsx name would fool the next program that opens it
-        raise ConfigError(f"--out {out} does not end like a {fmt} file ({_SUFFIX[fmt]}); name it so, or pick the --format it ends in")
+        raise ConfigError(
+            f"--out {out} does not end like a {fmt} file ({_SUFFIX[fmt]}); name it so, or pick the --format it ends in"
+        )
     ex = export_rows(run_dir)
     if ex.n_cells == 0:
         raise ConfigError(f"no results.jsonl under {run_dir}: the run has not finished a question yet")
@@ -68,10 +83,15 @@ def export(
     else:
         _write(ex.rows, fmt, target)
     if json_out:
-        print_json({
-            "out": None if to_stdout else str(target), "format": fmt, "rows": len(ex.rows), "cells": ex.n_cells,
-            "skipped_lines": ex.skipped_lines,
-        })
+        print_json(
+            {
+                "out": None if to_stdout else str(target),
+                "format": fmt,
+                "rows": len(ex.rows),
+                "cells": ex.n_cells,
+                "skipped_lines": ex.skipped_lines,
+            }
+        )
     if quiet():
         return
     # notes go to stderr when stdout carries the table or the JSON
@@ -80,34 +100,57 @@ def export(
         err_console.print(
             f"[yellow]skipped {ex.n_skipped} torn or corrupt results line(s) (a crash leaves a torn last line; "
             f"rerunning the config redoes them): "
-            + ", ".join(f"{escape(k)} ({n})" for k, n in ex.skipped_lines.items()) + "[/]",
+            + ", ".join(f"{escape(k)} ({n})" for k, n in ex.skipped_lines.items())
+            + "[/]",
             soft_wrap=True,
         )
     if not json_out:
         where = "stdout" if to_stdout else escape(str(target))
-        note.print(f"wrote {len(ex.rows)} row(s) from {ex.n_cells} cell(s) to {where}", highlight=False, soft_wrap=True)
+        note.print(
+            f"wrote {len(ex.rows)} row(s) from {ex.n_cells} cell(s) to {where}",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _export_inspect(run_dir: Path, out: Path | None, *, json_out: bool) -> None:
     if not inspect_available():
         raise ConfigError(f"--format inspect needs inspect-ai, which is not installed: {INSPECT_HINT}")
     if out is not None and str(out) == "-":
-        raise ConfigError("--format inspect writes one log file per cell: give --out a folder, not - (stdout)")
+        raise ConfigError(
+            "--format inspect writes one log file per cell: give --out a folder, not - (stdout)"
+        )
     if out is not None and out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file; --format inspect writes a folder of .eval logs")
     ex = export_inspect(run_dir, out)
     if json_out:
-        print_json({"out": str(ex.out_dir), "format": "inspect", "cells": len(ex.logs), "samples": ex.n_samples,
-                    "logs": {k: str(v) for k, v in ex.logs.items()}, "skipped_lines": ex.skipped_lines})
+        print_json(
+            {
+                "out": str(ex.out_dir),
+                "format": "inspect",
+                "cells": len(ex.logs),
+                "samples": ex.n_samples,
+                "logs": {k: str(v) for k, v in ex.logs.items()},
+                "skipped_lines": ex.skipped_lines,
+            }
+        )
     if quiet():
         return
     note = err_console if json_out else console
     if ex.skipped_lines:
-        err_console.print(f"[yellow]skipped {sum(ex.skipped_lines.values())} torn or corrupt results line(s): "
-                          + ", ".join(f"{escape(k)} ({n})" for k, n in ex.skipped_lines.items()) + "[/]", soft_wrap=True)
+        err_console.print(
+            f"[yellow]skipped {sum(ex.skipped_lines.values())} torn or corrupt results line(s): "
+            + ", ".join(f"{escape(k)} ({n})" for k, n in ex.skipped_lines.items())
+            + "[/]",
+            soft_wrap=True,
+        )
     if not json_out:
-        note.print(f"wrote {len(ex.logs)} Inspect log(s) with {ex.n_samples} sample(s) to {escape(str(ex.out_dir))}; "
-                   f"browse them with: inspect view --log-dir {escape(str(ex.out_dir))}", highlight=False, soft_wrap=True)
+        note.print(
+            f"wrote {len(ex.logs)} Inspect log(s) with {ex.n_samples} sample(s) to {escape(str(ex.out_dir))}; "
+            f"browse them with: inspect view --log-dir {escape(str(ex.out_dir))}",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _write(rows: list[dict[str, Any]], fmt: str, target: Path) -> None:

@@ -25,7 +25,9 @@ from seerbench.models import (
 
 
 @app.command()
-def models(json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
+def models(
+    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
     """List model backends and spec forms, and which are usable on this machine."""
     infos = list_backends()
     if json_out:
@@ -37,7 +39,12 @@ def models(json_out: Annotated[bool, typer.Option("--json", help="Machine-readab
     t.add_column("usable here")
     t.add_column("note")
     for i in infos:
-        t.add_row(escape(i.form), escape(i.description), "[green]yes[/]" if i.usable else "[red]no[/]", escape(i.note))
+        t.add_row(
+            escape(i.form),
+            escape(i.description),
+            "[green]yes[/]" if i.usable else "[red]no[/]",
+            escape(i.note),
+        )
     console.print(t)
 
 
@@ -52,9 +59,15 @@ def _parse_order(order: str) -> tuple[Any, ...]:
 @app.command()
 def ask(
     prompt: Annotated[str, typer.Argument(help="The question, including its lettered options.")],
-    model: Annotated[str, typer.Option("--model", "-m", help="Model spec (see `seerbench models`).")] = DEFAULT_MODEL,
-    options: Annotated[str, typer.Option("--options", help="Comma-separated option labels, e.g. A,B.")] = "A,B",
-    methods: Annotated[str, typer.Option("--methods", help="Elicitation fallback order.")] = ",".join(METHODS),
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="Model spec (see `seerbench models`).")
+    ] = DEFAULT_MODEL,
+    options: Annotated[
+        str, typer.Option("--options", help="Comma-separated option labels, e.g. A,B.")
+    ] = "A,B",
+    methods: Annotated[str, typer.Option("--methods", help="Elicitation fallback order.")] = ",".join(
+        METHODS
+    ),
     max_tokens: Annotated[int, typer.Option(help="Length limit of the free-text answer.")] = 128,
     vote_samples: Annotated[int, typer.Option(help="Samples for the 'vote' method.")] = 5,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,

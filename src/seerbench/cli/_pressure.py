@@ -20,7 +20,9 @@ def _num(x: Any) -> str:
 def _est(s: dict[str, Any] | None) -> str:
     if not s or s.get("mean") is None or (isinstance(s["mean"], float) and math.isnan(s["mean"])):
         return "n/a"
-    return escape(f"{s['mean']:.2f} [{_num(s.get('ci_low'))},{_num(s.get('ci_high'))}]")  # [n/a,n/a] is not markup
+    return escape(
+        f"{s['mean']:.2f} [{_num(s.get('ci_low'))},{_num(s.get('ci_high'))}]"
+    )  # [n/a,n/a] is not markup
 
 
 def _bound(x: Any, unbounded: str) -> str:
@@ -32,14 +34,19 @@ def _bound(x: Any, unbounded: str) -> str:
 
 def pressure_tables(pressure: dict[str, Any]) -> list[Table]:
     """One table per group of a ``pressure`` record (:meth:`PressureResult.to_dict`)."""
-    score, b = pressure["score"], beta_key(float(pressure["beta"]) if pressure["beta"] is not None else math.inf)
+    score, b = (
+        pressure["score"],
+        beta_key(float(pressure["beta"]) if pressure["beta"] is not None else math.inf),
+    )
     out = []
     for g in pressure["groups"]:
         who = ", ".join(f"{k} {g[k]}" for k in ("agent", "judge") if g.get(k))
         tools = "+".join(g.get("tools") or [])
-        t = Table(title=f"optimization pressure: {escape(str(g['protocol']))}\n[dim]{escape(who)}"
-                        + (f", tools {escape(tools)}" if tools else "")
-                        + f"; {g['n_questions']} questions in every N, {g['n_clusters']} clusters[/]")
+        t = Table(
+            title=f"optimization pressure: {escape(str(g['protocol']))}\n[dim]{escape(who)}"
+            + (f", tools {escape(tools)}" if tools else "")
+            + f"; {g['n_questions']} questions in every N, {g['n_clusters']} clusters[/]"
+        )
         for col in ("N", f"ASD({score})", f"ASE_{b}({score})", "accuracy"):
             t.add_column(col, overflow="fold")
         for p in g["points"]:
@@ -47,9 +54,14 @@ def pressure_tables(pressure: dict[str, Any]) -> list[Table]:
         for s in g["steps"]:
             t.add_row(f"{s['to_n']}-{s['from_n']}", _est(s["asd"]), _est(s["ase"]), _est(s["accuracy"]))
         sl = g.get("slope")
-        slope = ("slope n/a" if sl is None or sl.get("estimate") is None else
-                 f"slope dASD/dASE {sl['estimate']:.2f} [{_bound(sl['ci_low'], '-inf')},{_bound(sl['ci_high'], 'inf')}]")
-        t.caption = f"rows N-M: paired differences; {escape(slope)}" + "".join(f"\n{escape(n)}" for n in g.get("notes", []))
+        slope = (
+            "slope n/a"
+            if sl is None or sl.get("estimate") is None
+            else f"slope dASD/dASE {sl['estimate']:.2f} [{_bound(sl['ci_low'], '-inf')},{_bound(sl['ci_high'], 'inf')}]"
+        )
+        t.caption = f"rows N-M: paired differences; {escape(slope)}" + "".join(
+            f"\n{escape(n)}" for n in g.get("notes", [])
+        )
         out.append(t)
     return out
 

@@ -14,18 +14,47 @@ from seerbench.errors import ConfigError
 
 @app.command()
 def report(
-    run_dirs: Annotated[list[Path] | None, typer.Argument(help="Experiment output folders (several: side by side).")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="The HTML file to write (default: RUN_DIR/report.html; --study study.sqlite: study.report.html).")] = None,
-    study: Annotated[str | None, typer.Option("--study", help="A human study's database (the --db of `seerbench study`) instead of runs.")] = None,
-    baseline: Annotated[str | None, typer.Option(help="Protocol folder for the paired differences (default: the run's NaiveJudge folder).")] = None,
-    complementarity: Annotated[list[Path] | None, typer.Option("--complementarity", help="The JSON of `seerbench complementarity --json` (hybridization and reliance); repeatable.")] = None,
-    critique: Annotated[list[Path] | None, typer.Option("--critique", help="A `seerbench critique` folder (seed 002's measures); repeatable.")] = None,
+    run_dirs: Annotated[
+        list[Path] | None, typer.Argument(help="Experiment output folders (several: side by side).")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="The HTML file to write (default: RUN_DIR/report.html; --study study.sqlite: study.report.html).",
+        ),
+    ] = None,
+    study: Annotated[
+        str | None,
+        typer.Option(
+            "--study", help="A human study's database (the --db of `seerbench study`) instead of runs."
+        ),
+    ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            help="Protocol folder for the paired differences (default: the run's NaiveJudge folder)."
+        ),
+    ] = None,
+    complementarity: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--complementarity",
+            help="The JSON of `seerbench complementarity --json` (hybridization and reliance); repeatable.",
+        ),
+    ] = None,
+    critique: Annotated[
+        list[Path] | None,
+        typer.Option("--critique", help="A `seerbench critique` folder (seed 002's measures); repeatable."),
+    ] = None,
 ) -> None:
     """One self-contained HTML file (no network needed) with figures and a transcript browser."""
     from seerbench.report import build_report, build_study_report
 
     if study is not None and (run_dirs or complementarity or critique):
-        raise ConfigError("give --study alone, not both it and run folders or analyses (make one report for each)")
+        raise ConfigError(
+            "give --study alone, not both it and run folders or analyses (make one report for each)"
+        )
     if study is not None:
         if baseline is not None:
             raise ConfigError("--baseline applies to run folders, not to --study")
@@ -33,9 +62,17 @@ def report(
     elif run_dirs or complementarity or critique:
         if baseline is not None and not run_dirs:
             raise ConfigError("--baseline applies to run folders")
-        path = build_report(run_dirs or [], out, baseline=baseline, complementarity=complementarity or [], critique=critique or [])
+        path = build_report(
+            run_dirs or [],
+            out,
+            baseline=baseline,
+            complementarity=complementarity or [],
+            critique=critique or [],
+        )
     else:
-        raise ConfigError("give one or more run folders (seerbench report runs/quickstart), --complementarity FILE, "
-                          "--critique DIR, or --study DB")
+        raise ConfigError(
+            "give one or more run folders (seerbench report runs/quickstart), --complementarity FILE, "
+            "--critique DIR, or --study DB"
+        )
     if not quiet():
         console.print(f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")

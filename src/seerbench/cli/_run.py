@@ -29,8 +29,10 @@ from seerbench.runs import CELL_AXES, ResultsFile, RunFolder, check_beta, check_
 def _usage_line() -> str:
     t = default_tracker().totals()
     cost = "unknown" if t.cost is None else f"${t.cost:.4f}"
-    return (f"calls {t.calls}  cache hits {t.cache_hits}  tokens {t.prompt_tokens + t.completion_tokens}  "
-            f"retries {t.retries}  errors {t.errors}  cost {cost}")
+    return (
+        f"calls {t.calls}  cache hits {t.cache_hits}  tokens {t.prompt_tokens + t.completion_tokens}  "
+        f"retries {t.retries}  errors {t.errors}  cost {cost}"
+    )
 
 
 def _usage_since(before: Any) -> dict[str, Any]:
@@ -66,8 +68,13 @@ class _Progress:
         self.bar: Progress | None = None
         self.tasks: dict[str, TaskID] = {}
         if self.live:
-            self.bar = Progress(MofNCompleteColumn(), TimeRemainingColumn(), BarColumn(bar_width=16),
-                                TextColumn("{task.description}"), console=err_console)
+            self.bar = Progress(
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                BarColumn(bar_width=16),
+                TextColumn("{task.description}"),
+                console=err_console,
+            )
             self.all = self.bar.add_task("[bold]all cells[/]", total=self.total)
             self.usage = self.bar.add_task("", total=None, start=False)
 
@@ -102,8 +109,11 @@ class _Progress:
         if self.bar:
             self.bar.update(self.all, completed=done_all)
             if spec.key in self.tasks:  # on Ray several cells run at once; the row is the last started
-                self.bar.update(self.tasks[spec.key], completed=self.done[spec.key],
-                                description=escape(spec.key) + (f" [red]{err} failed[/]" if err else ""))
+                self.bar.update(
+                    self.tasks[spec.key],
+                    completed=self.done[spec.key],
+                    description=escape(spec.key) + (f" [red]{err} failed[/]" if err else ""),
+                )
             self.bar.update(self.usage, description=f"[dim]{_usage_line()}")
             return
         now = time.monotonic()
@@ -113,22 +123,60 @@ class _Progress:
         rate = (done_all - self.done0) / max(now - self.t0, 1e-9)
         eta = (self.total - done_all) / rate if rate > 0 else None
         width = len(str(self.total))
-        print(f"[{done_all:>{width}}/{self.total}] eta {_eta(eta)}  {spec.key} {self.done[spec.key]}/{total}"
-              + (f" ({err} failed)" if err else ""), file=sys.stderr, flush=True)
+        print(
+            f"[{done_all:>{width}}/{self.total}] eta {_eta(eta)}  {spec.key} {self.done[spec.key]}/{total}"
+            + (f" ({err} failed)" if err else ""),
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 @app.command()
 def run(
     config: Annotated[Path, typer.Argument(help="Experiment YAML (see examples/quickstart.yaml).")],
-    out: Annotated[Path | None, typer.Option("--out", help="Output folder (overrides the config's `out`).")] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="Run at most N questions (overrides the config).")] = None,
-    new: Annotated[bool, typer.Option("--new", help="If the output folder holds results this config would change, write to (or resume) a fresh sibling folder.")] = False,
-    concurrency: Annotated[int | None, typer.Option(help="Questions in flight at once (overrides the config).")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the grid cells, questions to run, expected model calls, tokens and cost; run nothing.")] = False,
-    wide: Annotated[bool, typer.Option("--wide", help="Every column (JSE/ASE, parse failures) and 3 decimals.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the final stats as JSON (same shape as `stats --json`).")] = False,
-    executor: Annotated[str, typer.Option("--executor", help="Where questions run: local (this process) or ray (Ray tasks; this process writes the results).")] = "local",
-    address: Annotated[str | None, typer.Option("--address", help="With --executor ray: the cluster to join (ray://HOST:10001, auto); default $RAY_ADDRESS, else a local Ray instance.")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Output folder (overrides the config's `out`).")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="Run at most N questions (overrides the config).")
+    ] = None,
+    new: Annotated[
+        bool,
+        typer.Option(
+            "--new",
+            help="If the output folder holds results this config would change, write to (or resume) a fresh sibling folder.",
+        ),
+    ] = False,
+    concurrency: Annotated[
+        int | None, typer.Option(help="Questions in flight at once (overrides the config).")
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Show the grid cells, questions to run, expected model calls, tokens and cost; run nothing.",
+        ),
+    ] = False,
+    wide: Annotated[
+        bool, typer.Option("--wide", help="Every column (JSE/ASE, parse failures) and 3 decimals.")
+    ] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the final stats as JSON (same shape as `stats --json`).")
+    ] = False,
+    executor: Annotated[
+        str,
+        typer.Option(
+            "--executor",
+            help="Where questions run: local (this process) or ray (Ray tasks; this process writes the results).",
+        ),
+    ] = "local",
+    address: Annotated[
+        str | None,
+        typer.Option(
+            "--address",
+            help="With --executor ray: the cluster to join (ray://HOST:10001, auto); default $RAY_ADDRESS, else a local Ray instance.",
+        ),
+    ] = None,
 ) -> None:
     """Run an experiment grid; resumes where a previous run of the same config stopped."""
     if executor not in ("local", "ray"):
@@ -157,9 +205,18 @@ def run(
     failed = sum(r.n_errors for r in results)
     pressure = pressure_section(exp.out, stats)  # {} unless cells differ only in best-of-N
     if json_out:
-        print_json({"run_dir": str(exp.out), "cells": stats, "paired": [], "skipped_lines": 0, **pressure,
-                    "failed_question_runs": failed, "usage": _usage_since(usage_before),
-                    "wall_s": round(time.time() - started, 3)})
+        print_json(
+            {
+                "run_dir": str(exp.out),
+                "cells": stats,
+                "paired": [],
+                "skipped_lines": 0,
+                **pressure,
+                "failed_question_runs": failed,
+                "usage": _usage_since(usage_before),
+                "wall_s": round(time.time() - started, 3),
+            }
+        )
     elif not quiet():
         _print_stats(stats, title=f"{cfg.name}: {exp.out}", wide=wide)
         if pressure:
@@ -167,15 +224,21 @@ def run(
         console.print(f"[dim]{_usage_line()}  wall {time.time() - started:.1f}s[/]")
         n_run, held = len(exp.questions()), max((s.get("n_questions", 0) for s in stats), default=0)
         if held > n_run:
-            console.print(f"[dim]The table counts every question the folder holds (up to {held}); this run's "
-                          f"dataset{' and limit' if cfg.limit else ''} gave {n_run}.[/]")
+            console.print(
+                f"[dim]The table counts every question the folder holds (up to {held}); this run's "
+                f"dataset{' and limit' if cfg.limit else ''} gave {n_run}.[/]"
+            )
         if exp.n_skipped:
-            console.print(f"[yellow]{exp.n_skipped} questions without exactly one true option were left out.[/]")
+            console.print(
+                f"[yellow]{exp.n_skipped} questions without exactly one true option were left out.[/]"
+            )
         console.print(f"results: {exp.out}/  (seerbench stats {exp.out})")
     if failed:
         n_runs = sum(r.n_done + r.n_errors for r in results)
-        err_console.print(f"[red]{failed} of {n_runs} question runs failed in {sum(1 for r in results if r.n_errors)} cells; "
-                          "finished results are kept: run the same command again to retry the rest.[/]")
+        err_console.print(
+            f"[red]{failed} of {n_runs} question runs failed in {sum(1 for r in results if r.n_errors)} cells; "
+            "finished results are kept: run the same command again to retry the rest.[/]"
+        )
         for r in results:
             for e in r.errors[:3]:
                 err_console.print(f"  {escape(r.spec.key)}: {escape(e)}")
@@ -183,18 +246,34 @@ def run(
 
 
 def _print_plan(plans: list[CellPlan], exp: Experiment, *, json_out: bool) -> None:
-    rows = [{"cell": p.spec.key, "questions": p.n_questions, "to_run": p.n_todo, "calls": round(p.calls),
-             "prompt_tokens": round(p.prompt_tokens), "completion_tokens_max": round(p.completion_tokens),
-             "cost_usd_max": p.cost} for p in plans]
+    rows = [
+        {
+            "cell": p.spec.key,
+            "questions": p.n_questions,
+            "to_run": p.n_todo,
+            "calls": round(p.calls),
+            "prompt_tokens": round(p.prompt_tokens),
+            "completion_tokens_max": round(p.completion_tokens),
+            "cost_usd_max": p.cost,
+        }
+        for p in plans
+    ]
     costs = [p.cost for p in plans]
-    total = {"cells": len(plans), "to_run": sum(p.n_todo for p in plans), "calls": round(sum(p.calls for p in plans)),
-             "prompt_tokens": round(sum(p.prompt_tokens for p in plans)),
-             "completion_tokens_max": round(sum(p.completion_tokens for p in plans)),
-             "cost_usd_max": None if any(c is None for c in costs) else sum(c for c in costs if c is not None)}
+    total = {
+        "cells": len(plans),
+        "to_run": sum(p.n_todo for p in plans),
+        "calls": round(sum(p.calls for p in plans)),
+        "prompt_tokens": round(sum(p.prompt_tokens for p in plans)),
+        "completion_tokens_max": round(sum(p.completion_tokens for p in plans)),
+        "cost_usd_max": None if any(c is None for c in costs) else sum(c for c in costs if c is not None),
+    }
     if json_out:
         print_json({"out": str(exp.out), "cells": rows, "total": total})
         return
-    t = Table(title=f"dry run: {exp.config.name} -> {exp.out}", caption="before cache hits; prompt tokens ~ chars/4; completion tokens at most max_tokens")
+    t = Table(
+        title=f"dry run: {exp.config.name} -> {exp.out}",
+        caption="before cache hits; prompt tokens ~ chars/4; completion tokens at most max_tokens",
+    )
     for col in ("cell", "to run", "calls", "tokens in", "out (max)", "cost (max)"):
         t.add_column(col, overflow="fold", justify="left" if col == "cell" else "right")
 
@@ -202,15 +281,32 @@ def _print_plan(plans: list[CellPlan], exp: Experiment, *, json_out: bool) -> No
         return "unknown" if c is None else f"${c:.4f}"
 
     for r in rows:
-        t.add_row(escape(str(r["cell"])), f"{r['to_run']}/{r['questions']}", str(r["calls"]), f"{r['prompt_tokens']:,}",
-                  f"{r['completion_tokens_max']:,}", cost(r["cost_usd_max"]))
-    t.add_row("[bold]total[/]", str(total["to_run"]), str(total["calls"]), f"{total['prompt_tokens']:,}",
-              f"{total['completion_tokens_max']:,}", cost(total["cost_usd_max"]))
+        t.add_row(
+            escape(str(r["cell"])),
+            f"{r['to_run']}/{r['questions']}",
+            str(r["calls"]),
+            f"{r['prompt_tokens']:,}",
+            f"{r['completion_tokens_max']:,}",
+            cost(r["cost_usd_max"]),
+        )
+    t.add_row(
+        "[bold]total[/]",
+        str(total["to_run"]),
+        str(total["calls"]),
+        f"{total['prompt_tokens']:,}",
+        f"{total['completion_tokens_max']:,}",
+        cost(total["cost_usd_max"]),
+    )
     console.print(t)
 
 
 def _fmt(s: dict[str, Any] | None, digits: int = 2) -> str:
-    if not s or s.get("n", 0) == 0 or s.get("mean") is None or (isinstance(s["mean"], float) and math.isnan(s["mean"])):
+    if (
+        not s
+        or s.get("n", 0) == 0
+        or s.get("mean") is None
+        or (isinstance(s["mean"], float) and math.isnan(s["mean"]))
+    ):
         return "n/a"
     lo, hi = s.get("ci_low"), s.get("ci_high")
     if lo is None or hi is None:
@@ -227,7 +323,9 @@ def _axis_value(s: dict[str, Any], axis: str) -> str:
     return str(v) if v else "-"
 
 
-def stats_table(stats: list[dict[str, Any]], *, title: str, beta: float = 1.0, score: str = "log", wide: bool = False) -> Table:
+def stats_table(
+    stats: list[dict[str, Any]], *, title: str, beta: float = 1.0, score: str = "log", wide: bool = False
+) -> Table:
     """One row per cell. The protocol is always a column; agent, judge, tools and best-of-N are
     columns when they vary between cells (else they are named in the title), so no two rows look
     alike. ``wide`` adds JSE/ASE and parse failures and prints 3 decimals."""
@@ -243,25 +341,38 @@ def stats_table(stats: list[dict[str, Any]], *, title: str, beta: float = 1.0, s
             fixed.append(f"{'best of' if a == 'best_of_n' else a} {values[0]}")
     t = Table(title=title + (f"\n[dim]{', '.join(fixed)}[/]" if fixed else ""))
     cols = ["protocol", *("bo" if a == "best_of_n" else a for a in varying), "n"]
-    cols += ["fail", f"ASD({score})", f"JSE_{b}({score})", f"ASE_{b}({score})", "accuracy"] if wide else [f"ASD({score})", "accuracy"]
+    cols += (
+        ["fail", f"ASD({score})", f"JSE_{b}({score})", f"ASE_{b}({score})", "accuracy"]
+        if wide
+        else [f"ASD({score})", "accuracy"]
+    )
     for col in cols:
         t.add_column(col, overflow="fold")
     for s in stats:
         m = s["metrics"]
         row = [escape(str(s["protocol"])), *(escape(_axis_value(s, a)) for a in varying), str(s["n_scored"])]
         if wide:
-            row += [str(s["parse_failures"]), _fmt(m.get("asd", {}).get(score), digits), _fmt(m.get(f"jse_{b}", {}).get(score), digits),
-                    _fmt(m.get(f"ase_{b}", {}).get(score), digits), _fmt(m.get("judge_accuracy"), digits)]
+            row += [
+                str(s["parse_failures"]),
+                _fmt(m.get("asd", {}).get(score), digits),
+                _fmt(m.get(f"jse_{b}", {}).get(score), digits),
+                _fmt(m.get(f"ase_{b}", {}).get(score), digits),
+                _fmt(m.get("judge_accuracy"), digits),
+            ]
         else:
             row += [_fmt(m.get("asd", {}).get(score), digits), _fmt(m.get("judge_accuracy"), digits)]
         t.add_row(*row)
     if stats:
-        t.caption = (f"mean [95% bootstrap CI]; eps={stats[0]['eps']}; parse failures {stats[0]['parse_failure_policy']}d"
-                     + ("" if wide else "; --wide for JSE/ASE"))
+        t.caption = (
+            f"mean [95% bootstrap CI]; eps={stats[0]['eps']}; parse failures {stats[0]['parse_failure_policy']}d"
+            + ("" if wide else "; --wide for JSE/ASE")
+        )
     return t
 
 
-def _print_stats(stats: list[dict[str, Any]], *, title: str, wide: bool, beta: float = 1.0, score: str = "log") -> None:
+def _print_stats(
+    stats: list[dict[str, Any]], *, title: str, wide: bool, beta: float = 1.0, score: str = "log"
+) -> None:
     console.print(stats_table(stats, title=title, beta=beta, score=score, wide=wide))
     groups: dict[str, list[tuple[dict[str, Any], str]]] = {}
     for s in stats:
@@ -269,37 +380,55 @@ def _print_stats(stats: list[dict[str, Any]], *, title: str, wide: bool, beta: f
             groups.setdefault(re.sub(r"[\d.]+", "#", w), []).append((s, w))
     for items in groups.values():  # one line per kind of warning, not one per cell
         s, w = items[0]
-        where = escape(str(s.get("cell") or s["protocol"])) + (f" and {len(items) - 1} more cells" if len(items) > 1 else "")
+        where = escape(str(s.get("cell") or s["protocol"])) + (
+            f" and {len(items) - 1} more cells" if len(items) > 1 else ""
+        )
         console.print(f"[yellow]warning[/] {where}: {escape(w)}")
 
 
 @app.command()
 def stats(
     run_dir: Annotated[Path, typer.Argument(help="An experiment output folder.")],
-    beta: Annotated[float, typer.Option(help="Temperature of the open-choice JSE/ASE column (0, 1, inf or any >= 0).")] = 1.0,
+    beta: Annotated[
+        float, typer.Option(help="Temperature of the open-choice JSE/ASE column (0, 1, inf or any >= 0).")
+    ] = 1.0,
     score: Annotated[str, typer.Option(help="Score type: log, logodds, brier or accuracy.")] = "log",
-    eps: Annotated[float | None, typer.Option(help="Probability clipping for log scores, in (0, 0.5) (default: the run's).")] = None,
+    eps: Annotated[
+        float | None,
+        typer.Option(help="Probability clipping for log scores, in (0, 0.5) (default: the run's)."),
+    ] = None,
     parse_failures: Annotated[str | None, typer.Option(help="exclude or half (default: the run's).")] = None,
-    baseline: Annotated[str | None, typer.Option(help="Protocol folder to compare against with paired differences, e.g. NaiveJudge.")] = None,
-    wide: Annotated[bool, typer.Option("--wide", help="Every column (JSE/ASE, parse failures) and 3 decimals.")] = False,
+    baseline: Annotated[
+        str | None,
+        typer.Option(help="Protocol folder to compare against with paired differences, e.g. NaiveJudge."),
+    ] = None,
+    wide: Annotated[
+        bool, typer.Option("--wide", help="Every column (JSE/ASE, parse failures) and 3 decimals.")
+    ] = False,
     json_out: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Table of protocol x agent x judge -> ASD, JSE/ASE(beta), accuracy with 95% CIs."""
     check_beta(beta)
     if eps is not None:
         check_eps(eps)
-    summary = summarize_run(run_dir, beta=beta, score=score, eps=eps, parse_failures=parse_failures, baseline=baseline)
+    summary = summarize_run(
+        run_dir, beta=beta, score=score, eps=eps, parse_failures=parse_failures, baseline=baseline
+    )
     if json_out:
         print_json(summary)
         return
     _print_stats(summary["cells"], title=str(run_dir), beta=beta, score=score, wide=wide)
     if summary.get("not_started"):
-        console.print(f"[yellow]{len(summary['not_started'])} cell(s) of the grid have no finished question yet "
-                      f"(the run stopped before them): {escape(', '.join(summary['not_started']))}[/]")
+        console.print(
+            f"[yellow]{len(summary['not_started'])} cell(s) of the grid have no finished question yet "
+            f"(the run stopped before them): {escape(', '.join(summary['not_started']))}[/]"
+        )
     if summary["skipped_lines"]:
         first = summary.get("skipped_reasons", ["?"])[0]
-        console.print(f"[yellow]{summary['skipped_lines']} unreadable results lines skipped (a torn last line is what a crash "
-                      f"leaves; rerunning the config repairs it). First: {escape(first)}[/]")
+        console.print(
+            f"[yellow]{summary['skipped_lines']} unreadable results lines skipped (a torn last line is what a crash "
+            f"leaves; rerunning the config repairs it). First: {escape(first)}[/]"
+        )
     if summary["paired"]:
         t = Table(title=f"paired differences vs {baseline} (same questions)")
         several = len({c["baseline_cell"] for c in summary["paired"]}) > 1  # then name the one each row used
@@ -307,7 +436,13 @@ def stats(
             t.add_column(col, overflow="fold")
         for c in summary["paired"]:
             vs = [escape(str(c["baseline_cell"]))] if several else []
-            t.add_row(escape(str(c["cell"])), *vs, escape(str(c["judge"])), _fmt(c["asd_diff"]), _fmt(c["accuracy_diff"]))
+            t.add_row(
+                escape(str(c["cell"])),
+                *vs,
+                escape(str(c["judge"])),
+                _fmt(c["asd_diff"]),
+                _fmt(c["accuracy_diff"]),
+            )
         console.print(t)
         base = {c["baseline_cell"] for c in summary["paired"]}
         paired = {c["cell"] for c in summary["paired"]} | base
@@ -316,7 +451,9 @@ def stats(
             names = ", ".join(str(c.get("cell")) for c in alone if c.get("protocol") != baseline)
             console.print(f"[dim]Not compared (no {baseline} cell with the same judge): {escape(names)}[/]")
     elif baseline is not None:
-        console.print(f"[yellow]No paired differences: no cell shares a judge with a {escape(baseline)} cell.[/]")
+        console.print(
+            f"[yellow]No paired differences: no cell shares a judge with a {escape(baseline)} cell.[/]"
+        )
     if "pressure" in summary:
         print_pressure(summary["pressure"])
 
@@ -325,9 +462,21 @@ def stats(
 def show(
     run_dir: Annotated[Path, typer.Argument(help="An experiment output folder.")],
     question_id: Annotated[str, typer.Argument(help="A question id (as in the results lines).")],
-    cell: Annotated[str | None, typer.Option(help="Only this cell (protocol folder/agent-judge folder).")] = None,
-    prompts: Annotated[bool, typer.Option("--prompts/--no-prompts", help="Rebuild the exact prompts every model saw (from the disk cache).")] = True,
-    allow_calls: Annotated[bool, typer.Option("--allow-calls", help="If the cache lacks a call, call the model to rebuild the prompts.")] = False,
+    cell: Annotated[
+        str | None, typer.Option(help="Only this cell (protocol folder/agent-judge folder).")
+    ] = None,
+    prompts: Annotated[
+        bool,
+        typer.Option(
+            "--prompts/--no-prompts", help="Rebuild the exact prompts every model saw (from the disk cache)."
+        ),
+    ] = True,
+    allow_calls: Annotated[
+        bool,
+        typer.Option(
+            "--allow-calls", help="If the cache lacks a call, call the model to rebuild the prompts."
+        ),
+    ] = False,
     json_out: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """One question of a run: the transcripts, the judge's verdicts and scores, and the prompts."""
@@ -353,25 +502,44 @@ def show(
     q = found[0][1]["question"]
     console.print(f"[bold]{escape(question_id)}[/]: {escape(q['text'])}")
     for a in q["answer_cases"]:
-        console.print(f"  {a['short']}) {escape(str(a['long']))}" + ("  [green](true)[/]" if a["value"] > 0.5 else ""))
+        console.print(
+            f"  {a['short']}) {escape(str(a['long']))}" + ("  [green](true)[/]" if a["value"] > 0.5 else "")
+        )
     for rec in out:
         ln = rec["line"]
         console.rule(escape(rec["cell"]))
         shorts = [a["short"] for a in ln["question"]["answer_cases"]]
-        cases = ln["answer_cases"][:1] if ln.get("symmetric") else ln["answer_cases"]  # one run served every case
+        cases = (
+            ln["answer_cases"][:1] if ln.get("symmetric") else ln["answer_cases"]
+        )  # one run served every case
         for case in cases:
             cp = case["case_probs"]
             probs = cp["probabilities"] or {}
-            who = ("judge" if ln.get("agent") is None else "one run for both cases; judge" if ln.get("symmetric")
-                   else f"agent argues {case['short']}; judge")
-            console.print(f"[bold]{who}[/] {cp['method']}: "
-                          + ", ".join(f"P({k})={probs[k]:.3f}" for k in shorts if k in probs)
-                          + ("" if cp["parse_status"] == "ok" else f"  [red]{cp['parse_status']}: {escape(str(cp['error']))}[/]"))
+            who = (
+                "judge"
+                if ln.get("agent") is None
+                else "one run for both cases; judge"
+                if ln.get("symmetric")
+                else f"agent argues {case['short']}; judge"
+            )
+            console.print(
+                f"[bold]{who}[/] {cp['method']}: "
+                + ", ".join(f"P({k})={probs[k]:.3f}" for k in shorts if k in probs)
+                + (
+                    ""
+                    if cp["parse_status"] == "ok"
+                    else f"  [red]{cp['parse_status']}: {escape(str(cp['error']))}[/]"
+                )
+            )
             for turn in cp["transcript"]:
                 side = f" ({escape(str(turn['answer_case']))})" if turn.get("answer_case") else ""
-                console.print(f"  [cyan]{escape(str(turn.get('speaker')))}[/]{side}: {escape(str(turn.get('content')))}")
+                console.print(
+                    f"  [cyan]{escape(str(turn.get('speaker')))}[/]{side}: {escape(str(turn.get('content')))}"
+                )
         asd = (ln.get("asd") or {}).get("log")
-        console.print(f"ASD(log) {'n/a' if asd is None else f'{asd:.4f}'}  judge accuracy {ln.get('judge_accuracy')}")
+        console.print(
+            f"ASD(log) {'n/a' if asd is None else f'{asd:.4f}'}  judge accuracy {ln.get('judge_accuracy')}"
+        )
         for i, p in enumerate(rec.get("prompts", []), 1):
             console.print(f"[dim]--- request {i}: {p['role']} {escape(p['model'])} ({p['kind']})[/]")
             for m in p["messages"]:

@@ -75,7 +75,9 @@ def serve(
     if store.manifest.allow_anonymous:
         console.print(f"open link: {base}/start", markup=False, soft_wrap=True)
     for i in range(invites):
-        console.print(f"invitation {i + 1}: {invite_link(store, f'rater-{i + 1}', base)}", markup=False, soft_wrap=True)
+        console.print(
+            f"invitation {i + 1}: {invite_link(store, f'rater-{i + 1}', base)}", markup=False, soft_wrap=True
+        )
     console.print(f"admin: {base}/admin?token={store.admin_token}", markup=False, soft_wrap=True)
     uvicorn.run(application, host=host, port=port, log_level="warning")
 
@@ -90,7 +92,9 @@ def _check_port(host: str, port: int) -> None:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as e:
-        raise ConfigError(f"cannot listen on {host}: {e}; give an address such as 127.0.0.1 or 0.0.0.0") from None
+        raise ConfigError(
+            f"cannot listen on {host}: {e}; give an address such as 127.0.0.1 or 0.0.0.0"
+        ) from None
     family, _, _, _, addr = infos[0]
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -107,10 +111,14 @@ def _check_port(host: str, port: int) -> None:
 
 @study_app.command("invite")
 def invite(
-    labels: list[str] | None = typer.Argument(None, metavar="LABELS", help="One label per rater (e.g. a participant number)."),
+    labels: list[str] | None = typer.Argument(
+        None, metavar="LABELS", help="One label per rater (e.g. a participant number)."
+    ),
     db: str = typer.Option(..., "--db", help=_DB_HELP),
     public_url: str = typer.Option(
-        "http://127.0.0.1:8000", "--public-url", "--base-url",
+        "http://127.0.0.1:8000",
+        "--public-url",
+        "--base-url",
         help="The address raters use: serve's --public-url, or http://HOST:PORT.",
     ),
 ) -> None:
@@ -144,7 +152,9 @@ def _rows(store: Any, validation: str | None) -> list[dict[str, Any]]:
     else:
         vstore = StudyStore(validation)
         if vstore.manifest.task != "validation":
-            raise ConfigError(f"--validation {validation}: not a validation study (task {vstore.manifest.task})")
+            raise ConfigError(
+                f"--validation {validation}: not a validation study (task {vstore.manifest.task})"
+            )
         marks = export_rows(vstore)
     return merge_validations(rows, marks)
 
@@ -162,9 +172,10 @@ def export(
     store = StudyStore(db)
     rows = _rows(store, validation)
     write_export(rows, out)
-    unit = ("rows (one per critique)" if store.manifest.task in ("critique", "validation")
-            else None)
-    console.print(f"wrote {plural(len(rows), 'judgment') if unit is None else f'{len(rows)} {unit}'} to {out}")
+    unit = "rows (one per critique)" if store.manifest.task in ("critique", "validation") else None
+    console.print(
+        f"wrote {plural(len(rows), 'judgment') if unit is None else f'{len(rows)} {unit}'} to {out}"
+    )
 
 
 def _fmt(x: Any) -> str:
@@ -192,15 +203,23 @@ def stats(
         return
     if not result["progress"]["judgments"]:  # no task of any kind submitted
         todo = sum(c["total"] for c in result["progress"]["conditions"].values())
-        console.print(f"study {store.manifest.name}: nothing submitted yet ({plural(todo, 'rating')} to collect); "
-                      f"serve it with `seerbench study serve --db {db}`", markup=False, soft_wrap=True)
+        console.print(
+            f"study {store.manifest.name}: nothing submitted yet ({plural(todo, 'rating')} to collect); "
+            f"serve it with `seerbench study serve --db {db}`",
+            markup=False,
+            soft_wrap=True,
+        )
         return
     if store.manifest.task == "critique":
         _print_critique_stats(store.manifest.name, result)
         return
     # fits 80 columns: no vertical rules, one space between columns, the CI on one line
-    t = Table(title=f"study {store.manifest.name}: judgments (catch trials excluded)",
-              box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), show_edge=False)
+    t = Table(
+        title=f"study {store.manifest.name}: judgments (catch trials excluded)",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1, 0, 0),
+        show_edge=False,
+    )
     for col in ("condition", "n", "accuracy", "95% CI", "majority", "timeouts", "median s", "ASD log"):
         t.add_column(col, no_wrap=True)
     for name, c in result["conditions"].items():
@@ -254,14 +273,21 @@ def _print_critique_stats(name: str, result: dict[str, Any]) -> None:
         t.add_column(col)
     for cond, c in result["conditions"].items():
         for n, (h, x) in enumerate(_critique_measures(result, c)):
-            t.add_row(cond if n == 0 else "", str(c["tasks"]) if n == 0 else "", h, _fmt(x.get("mean")), _ci(x))
+            t.add_row(
+                cond if n == 0 else "", str(c["tasks"]) if n == 0 else "", h, _fmt(x.get("mean")), _ci(x)
+            )
     console.print(t)
     d = Table(title="assist minus no assist (paired by answer and rater through the cluster bootstrap)")
     for col in ("answers", "measure", "difference", "95% CI"):
         d.add_column(col)
     for label, x in result["differences"].items():
         for n, (h, v) in enumerate(_critique_measures(result, x)):
-            d.add_row(f"{label} ({x['assist']} - {x['no_assist']})" if n == 0 else "", h, _fmt(v.get("mean")), _ci(v))
+            d.add_row(
+                f"{label} ({x['assist']} - {x['no_assist']})" if n == 0 else "",
+                h,
+                _fmt(v.get("mean")),
+                _ci(v),
+            )
     console.print(d)
     if not result["validated"]:
         console.print("no validations merged: pass --validation for the flaw-found and validity measures")

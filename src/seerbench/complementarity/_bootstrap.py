@@ -70,7 +70,14 @@ class ClusterBootstrap:
     """
 
     def __init__(
-        self, n_items: int, n_raters: int, n_judgments: int, *, n_boot: int = DEFAULT_N_BOOT, seed: int = 0, chunk: int = 200
+        self,
+        n_items: int,
+        n_raters: int,
+        n_judgments: int,
+        *,
+        n_boot: int = DEFAULT_N_BOOT,
+        seed: int = 0,
+        chunk: int = 200,
     ) -> None:
         if n_boot < 2:
             raise ValueError(f"n_boot must be at least 2, got {n_boot}")
@@ -86,7 +93,13 @@ class ClusterBootstrap:
                 b = min(self.chunk, self.n_boot - done)
                 c = _counts(rng, size, b)
                 done += b
-                yield Weights(mode, b, c if mode == "items" else None, c if mode == "raters" else None, c if mode == "judgments" else None)
+                yield Weights(
+                    mode,
+                    b,
+                    c if mode == "items" else None,
+                    c if mode == "raters" else None,
+                    c if mode == "judgments" else None,
+                )
 
 
 def _counts(rng: np.random.Generator, n: int, b: int) -> np.ndarray:
@@ -109,7 +122,9 @@ class ItemSums:
         return np.bincount(self.items, weights=values, minlength=self.n_items)
 
     def matrix(self, values: np.ndarray) -> sparse.csr_matrix:
-        return sparse.csr_matrix((values.astype(float), (self.raters, self.items)), shape=(self.n_raters, self.n_items))
+        return sparse.csr_matrix(
+            (values.astype(float), (self.raters, self.items)), shape=(self.n_raters, self.n_items)
+        )
 
     def weighted(self, wt: Weights, values: np.ndarray, mat: sparse.csr_matrix | None = None) -> np.ndarray:
         """(replicates x items) weighted sums; ``mat`` is :meth:`matrix` of ``values``, precomputed."""
@@ -258,17 +273,31 @@ def codes(labels: list[str] | np.ndarray) -> tuple[np.ndarray, list[str]]:
 
 
 def group_interval(
-    means: np.ndarray, cov: np.ndarray, g: int, sel: np.ndarray, items: np.ndarray, raters: np.ndarray, confidence: float = 0.95
+    means: np.ndarray,
+    cov: np.ndarray,
+    g: int,
+    sel: np.ndarray,
+    items: np.ndarray,
+    raters: np.ndarray,
+    confidence: float = 0.95,
 ) -> Interval:
     """The interval of group ``g``'s mean (``sel``: its values) from :func:`cluster_group_means`."""
     if not sel.any():
         return Interval(math.nan, math.nan, math.nan, None)
     nb = float(min(np.unique(items[sel]).size, np.unique(raters[sel]).size))
-    return proportion_interval(float(means[g]), float(cov[g, g]), n_max=float(sel.sum()), n_boundary=nb, confidence=confidence)
+    return proportion_interval(
+        float(means[g]), float(cov[g, g]), n_max=float(sel.sum()), n_boundary=nb, confidence=confidence
+    )
 
 
 def cluster_mean_interval(
-    values: np.ndarray, items: np.ndarray, raters: np.ndarray, *, n_boot: int = DEFAULT_N_BOOT, seed: int = 0, confidence: float = 0.95
+    values: np.ndarray,
+    items: np.ndarray,
+    raters: np.ndarray,
+    *,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    confidence: float = 0.95,
 ) -> Interval:
     """Mean of 0/1 (or [0, 1]) ``values`` with a cluster-bootstrap interval (items and raters;
     Wilson form at the bootstrap's effective sample size, see :func:`proportion_interval`)."""

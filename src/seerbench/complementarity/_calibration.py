@@ -86,11 +86,17 @@ def calibration(
         acc, conf = float(y[sel].mean()), float(c[sel].mean())
         ece += m / n * abs(acc - conf)
         buckets.append(Bucket(low=lo, high=hi, n=m, mean_confidence=conf, accuracy=acc))
-    return Calibration(source=source, n=n, ece=ece, brier=float(((c - y) ** 2).mean()), buckets=buckets, note=note)
+    return Calibration(
+        source=source, n=n, ece=ece, brier=float(((c - y) ** 2).mean()), buckets=buckets, note=note
+    )
 
 
 def human_calibration(
-    levels: np.ndarray, correct: np.ndarray, *, source: str = "humans", mapping: Mapping[int, float] = HUMAN_CONFIDENCE_PROBABILITY
+    levels: np.ndarray,
+    correct: np.ndarray,
+    *,
+    source: str = "humans",
+    mapping: Mapping[int, float] = HUMAN_CONFIDENCE_PROBABILITY,
 ) -> Calibration:
     """Calibration of the raters' 1-4 confidence, read as probabilities through ``mapping``
     (judgments without a confidence are left out)."""
@@ -100,7 +106,13 @@ def human_calibration(
     if bad:
         raise ConfigError(f"confidence level {bad[0]} has no probability in the mapping ({sorted(mapping)})")
     probs = np.array([mapping[int(v)] for v in lv])
-    return calibration(probs, correct[ok], source=source, discrete=True, note="4-point confidence read as " + ", ".join(f"{k}={v:.3g}" for k, v in sorted(mapping.items())))
+    return calibration(
+        probs,
+        correct[ok],
+        source=source,
+        discrete=True,
+        note="4-point confidence read as " + ", ".join(f"{k}={v:.3g}" for k, v in sorted(mapping.items())),
+    )
 
 
 def judge_forecasts(lines: Sequence[dict[str, Any]]) -> tuple[list[float], list[float]]:

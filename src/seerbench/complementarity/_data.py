@@ -92,7 +92,9 @@ def _read_ratings_jsonl(path: str | Path) -> list[AIRating]:
     if p.is_dir():
         p = p / "ratings.jsonl"
     if not p.is_file():
-        raise DataError(f"{p} does not exist; give the AI rater's run folder (with ratings.jsonl) or the file")
+        raise DataError(
+            f"{p} does not exist; give the AI rater's run folder (with ratings.jsonl) or the file"
+        )
     out = []
     for n, raw in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
         if not raw.strip():
@@ -150,7 +152,9 @@ def ai_items(ratings: Iterable[Any]) -> AIItems:
             raise DataError(f"AI ratings: item {iid!r} has no usable true label ({r.label!r})")
         c = r.confidence
         if c is not None and (not isinstance(c, int | float) or math.isnan(c) or not 0.0 <= c <= 1.0):
-            raise DataError(f"AI ratings: item {iid!r} has confidence {c!r}; it must lie in [0, 1] (or be null)")
+            raise DataError(
+                f"AI ratings: item {iid!r} has confidence {c!r}; it must lie in [0, 1] (or be null)"
+            )
         b = binarize(r.rating)
         index[iid] = len(ids)
         ids.append(iid)
@@ -184,8 +188,16 @@ class HumanData:
 
     def subset(self, mask: np.ndarray) -> HumanData:
         return HumanData(
-            self.item[mask], self.rater[mask], self.condition[mask], self.correct[mask], self.vote[mask],
-            self.confidence[mask], self.raters, self.conditions, self.unassisted, self.notes,
+            self.item[mask],
+            self.rater[mask],
+            self.condition[mask],
+            self.correct[mask],
+            self.vote[mask],
+            self.confidence[mask],
+            self.raters,
+            self.conditions,
+            self.unassisted,
+            self.notes,
         )
 
 
@@ -209,7 +221,9 @@ def human_data(rows: Sequence[dict[str, Any]], ai: AIItems, *, unassisted: str |
         if r.get("is_catch"):
             continue
         if r.get("task") not in (None, "factuality"):
-            raise DataError(f"human judgments: row {n} is a {r.get('task')!r} task; the complementarity analysis takes a factuality study")
+            raise DataError(
+                f"human judgments: row {n} is a {r.get('task')!r} task; the complementarity analysis takes a factuality study"
+            )
         qid = str(r.get("question_id"))
         i = ai.index.get(qid)
         if i is None:
@@ -247,7 +261,11 @@ def human_data(rows: Sequence[dict[str, Any]], ai: AIItems, *, unassisted: str |
         sample = ", ".join(sorted(unmatched)[:3])
         raise DataError(
             "human judgments: no judgment matches an AI-rated item"
-            + (f" (study items such as {sample} are not among the AI's item ids, e.g. {ai.ids[0]!r})" if unmatched else "")
+            + (
+                f" (study items such as {sample} are not among the AI's item ids, e.g. {ai.ids[0]!r})"
+                if unmatched
+                else ""
+            )
         )
     if unmatched:
         notes.append(f"{len(unmatched)} study items have no AI rating; their judgments are left out")
@@ -255,13 +273,23 @@ def human_data(rows: Sequence[dict[str, Any]], ai: AIItems, *, unassisted: str |
         notes.append(f"{skipped} skipped judgments are not counted (seed 000)")
     conditions = list(cond_ix)
     if unassisted is not None and unassisted not in cond_ix:
-        raise ConfigError(f"unassisted condition {unassisted!r} is not in the study; conditions: {', '.join(conditions)}")
+        raise ConfigError(
+            f"unassisted condition {unassisted!r} is not in the study; conditions: {', '.join(conditions)}"
+        )
     if unassisted is None:
         named = [c for c in conditions if c in UNASSISTED_NAMES]
         unassisted = named[0] if len(named) == 1 else None
     return HumanData(
-        np.array(items, dtype=np.int64), np.array(raters, dtype=np.int64), np.array(conds, dtype=np.int64),
-        np.array(correct), np.array(votes, dtype=np.int64), np.array(confs), list(rater_ix), conditions, unassisted, notes,
+        np.array(items, dtype=np.int64),
+        np.array(raters, dtype=np.int64),
+        np.array(conds, dtype=np.int64),
+        np.array(correct),
+        np.array(votes, dtype=np.int64),
+        np.array(confs),
+        list(rater_ix),
+        conditions,
+        unassisted,
+        notes,
     )
 
 
@@ -279,7 +307,9 @@ def load_human_rows(source: str | Path) -> tuple[list[dict[str, Any]], str | Non
         rows = export_rows(store)
         m = store.manifest
         if m.task != "factuality":
-            raise DataError(f"{s} is a {m.task!r} study; the complementarity analysis takes a factuality study")
+            raise DataError(
+                f"{s} is a {m.task!r} study; the complementarity analysis takes a factuality study"
+            )
         bare = [c.name for c in m.conditions if not c.assistance]
         return rows, bare[0] if len(bare) == 1 else None
     finally:

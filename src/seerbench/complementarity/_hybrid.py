@@ -120,7 +120,9 @@ def check_thresholds(thresholds: list[float] | tuple[float, ...]) -> list[float]
     return ts
 
 
-def item_human_values(h: HumanData, truth_accurate: np.ndarray, aggregate: Aggregate) -> tuple[np.ndarray, np.ndarray]:
+def item_human_values(
+    h: HumanData, truth_accurate: np.ndarray, aggregate: Aggregate
+) -> tuple[np.ndarray, np.ndarray]:
     """Per item: the human value (``h_i`` or ``m_i``; NaN without judgments) and the number of judgments."""
     n_items = truth_accurate.size
     k = np.bincount(h.item, minlength=n_items).astype(float)
@@ -137,7 +139,9 @@ def item_human_values(h: HumanData, truth_accurate: np.ndarray, aggregate: Aggre
     return val, k
 
 
-def majority_correct(acc: np.ndarray, ina: np.ndarray, non: np.ndarray, truth_accurate: np.ndarray) -> np.ndarray:
+def majority_correct(
+    acc: np.ndarray, ina: np.ndarray, non: np.ndarray, truth_accurate: np.ndarray
+) -> np.ndarray:
     """1.0 where the majority vote is the true label: the mode of (accurate, inaccurate, can't
     assess) votes, a tie for the mode counting as "inaccurate" (seed 000)."""
     says_acc = acc > np.maximum(ina, non)
@@ -165,7 +169,9 @@ def hybrid_sweep(
     if aggregate not in ("individual", "majority"):
         raise ConfigError(f"aggregate must be individual or majority, got {aggregate!r}")
     if condition not in humans.conditions:
-        raise ConfigError(f"condition {condition!r} is not in the study; conditions: {', '.join(humans.conditions)}")
+        raise ConfigError(
+            f"condition {condition!r} is not in the study; conditions: {', '.join(humans.conditions)}"
+        )
     ts = check_thresholds(thresholds)
     h = humans.subset(humans.condition == humans.conditions.index(condition))
     n = ai.n
@@ -225,9 +231,15 @@ def hybrid_sweep(
     lo, hi = wilson(ai_acc, n, confidence)
     ai_iv = Interval(ai_acc, lo, hi, float(n))
     hum_est = float(g[has].mean()) if n_has else math.nan
-    hum_iv = proportion_interval(hum_est, float(cov[n_t + 1, n_t + 1]), n_max=float(h.n), n_boundary=n_clusters, confidence=confidence)
+    hum_iv = proportion_interval(
+        hum_est, float(cov[n_t + 1, n_t + 1]), n_max=float(h.n), n_boundary=n_clusters, confidence=confidence
+    )
     ai_h = float(a[has].mean()) if n_has else math.nan
-    ai_h_iv = Interval(ai_h, *wilson(ai_h, n_has, confidence), float(n_has)) if n_has else Interval(math.nan, math.nan, math.nan)
+    ai_h_iv = (
+        Interval(ai_h, *wilson(ai_h, n_has, confidence), float(n_has))
+        if n_has
+        else Interval(math.nan, math.nan, math.nan)
+    )
 
     rows = []
     for j, t in enumerate(ts):
@@ -238,9 +250,19 @@ def hybrid_sweep(
             hy, gain = Estimate.none(), Estimate.none()
         else:
             nb = float(n) if m < n else n_clusters
-            iv = proportion_interval(float(hyb[j]), float(cov[1 + j, 1 + j]), n_max=float(n + k_cum[m]), n_boundary=nb, confidence=confidence)
+            iv = proportion_interval(
+                float(hyb[j]),
+                float(cov[1 + j, 1 + j]),
+                n_max=float(n + k_cum[m]),
+                n_boundary=nb,
+                confidence=confidence,
+            )
             hy = Estimate.of(iv)
-            gain = Estimate.of(difference_interval(iv, ai_iv, correlation(cov, 1 + j, 0))) if m else Estimate(estimate=0.0, ci_low=0.0, ci_high=0.0)
+            gain = (
+                Estimate.of(difference_interval(iv, ai_iv, correlation(cov, 1 + j, 0)))
+                if m
+                else Estimate(estimate=0.0, ci_low=0.0, ci_high=0.0)
+            )
         rows.append(
             ThresholdRow(
                 threshold=t,
@@ -272,7 +294,9 @@ def hybrid_sweep(
     )
 
 
-def hybrid_matrix(ai_correct: np.ndarray, confidence: np.ndarray, human: np.ndarray, thresholds: list[float]) -> np.ndarray:
+def hybrid_matrix(
+    ai_correct: np.ndarray, confidence: np.ndarray, human: np.ndarray, thresholds: list[float]
+) -> np.ndarray:
     """(items x thresholds) matrix of each item's hybrid correctness; NaN where an item routed to
     the humans has no human value."""
     t = np.asarray(thresholds)[None, :]
@@ -303,11 +327,15 @@ def cross_validate_threshold(
         raise ConfigError(f"folds must be at least 2, got {folds}")
     folds = min(folds, n)  # leave-one-out when there are fewer items than folds
     if n < 2:
-        return CrossValidated(estimate=None, spread=None, folds=folds, repeats=repeats, chosen_thresholds={}, seed=seed)
+        return CrossValidated(
+            estimate=None, spread=None, folds=folds, repeats=repeats, chosen_thresholds={}, seed=seed
+        )
     hm = hybrid_matrix(ai_correct, confidence, human, thresholds)
     usable = ~np.isnan(hm).any(axis=0)
     if not usable.any():
-        return CrossValidated(estimate=None, spread=None, folds=folds, repeats=repeats, chosen_thresholds={}, seed=seed)
+        return CrossValidated(
+            estimate=None, spread=None, folds=folds, repeats=repeats, chosen_thresholds={}, seed=seed
+        )
     hm0 = np.where(np.isnan(hm), 0.0, hm)
     rng = np.random.default_rng(seed)
     total = hm0.sum(axis=0)

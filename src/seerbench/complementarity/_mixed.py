@@ -34,7 +34,9 @@ from scipy.stats import norm
 from seerbench.complementarity._data import AIItems, HumanData
 from seerbench.errors import ConfigError
 
-EXTRA_HINT = "the mixed-effects model needs GPBoost: pip install 'seerbench[mixed]' (or leave it out with --no-mixed)"
+EXTRA_HINT = (
+    "the mixed-effects model needs GPBoost: pip install 'seerbench[mixed]' (or leave it out with --no-mixed)"
+)
 
 
 class Coefficient(BaseModel):
@@ -98,10 +100,14 @@ def _captured_stdout(lines: list[str]) -> Iterator[None]:
             lines.extend(x.strip() for x in tmp.read().decode("utf-8", "replace").splitlines() if x.strip())
 
 
-def design(ai: AIItems, humans: HumanData, reference: str, *, interaction: bool = True) -> tuple[np.ndarray, list[str]]:
+def design(
+    ai: AIItems, humans: HumanData, reference: str, *, interaction: bool = True
+) -> tuple[np.ndarray, list[str]]:
     """The fixed-effects design matrix (intercept, condition dummies, ai_correct, interactions)."""
     if reference not in humans.conditions:
-        raise ConfigError(f"reference condition {reference!r} is not in the study; conditions: {', '.join(humans.conditions)}")
+        raise ConfigError(
+            f"reference condition {reference!r} is not in the study; conditions: {', '.join(humans.conditions)}"
+        )
     others = [c for c in humans.conditions if c != reference]
     aic = ai.correct[humans.item]
     cols = [np.ones(humans.n)]
@@ -121,11 +127,16 @@ def design(ai: AIItems, humans: HumanData, reference: str, *, interaction: bool 
     return np.column_stack(cols), names
 
 
-def mixed_effects(ai: AIItems, humans: HumanData, *, reference: str | None = None, interaction: bool = True) -> MixedEffects:
+def mixed_effects(
+    ai: AIItems, humans: HumanData, *, reference: str | None = None, interaction: bool = True
+) -> MixedEffects:
     """Fit the seed's mixed-effects logistic regression to the human judgments."""
     ref = reference or humans.unassisted
     if ref is None:
-        raise ConfigError("which condition is the reference (unassisted)? name it (--unassisted NAME); conditions: " + ", ".join(humans.conditions))
+        raise ConfigError(
+            "which condition is the reference (unassisted)? name it (--unassisted NAME); conditions: "
+            + ", ".join(humans.conditions)
+        )
     try:
         import gpboost as gpb
     except ImportError:
@@ -159,7 +170,11 @@ def mixed_effects(ai: AIItems, humans: HumanData, *, reference: str | None = Non
             continue
         z = float(est[k]) / s
         rows.append(Coefficient(term=name, estimate=float(est[k]), se=s, z=z, p=float(2 * norm.sf(abs(z)))))
-    formula = "correct ~ condition" + (" * ai_correct" if interaction else " + ai_correct") + " + (1 | item) + (1 | rater)"
+    formula = (
+        "correct ~ condition"
+        + (" * ai_correct" if interaction else " + ai_correct")
+        + " + (1 | item) + (1 | rater)"
+    )
     return MixedEffects(
         formula=formula,
         estimator="maximum likelihood, Laplace approximation (GPBoost GPModel, bernoulli_logit, grouped random effects)",
@@ -168,12 +183,23 @@ def mixed_effects(ai: AIItems, humans: HumanData, *, reference: str | None = Non
         raters=int(np.unique(humans.rater).size),
         reference_condition=ref,
         coefficients=rows,
-        random_effect_sd={"item": float(math.sqrt(max(cov_pars[0], 0.0))), "rater": float(math.sqrt(max(cov_pars[1], 0.0)))},
+        random_effect_sd={
+            "item": float(math.sqrt(max(cov_pars[0], 0.0))),
+            "rater": float(math.sqrt(max(cov_pars[1], 0.0))),
+        },
         note="; ".join(
-            (["standard errors unavailable: the approximate Hessian is not positive definite"] if missing_se else [])
+            (
+                ["standard errors unavailable: the approximate Hessian is not positive definite"]
+                if missing_se
+                else []
+            )
             # the tight tolerance (which the standard errors need) ends L-BFGS by a failed line
             # search at the optimum; that message is expected, others are passed on
-            + [f"GPBoost: {x}" for x in printed if "Warning" in x and "line search has not been successful" not in x]
+            + [
+                f"GPBoost: {x}"
+                for x in printed
+                if "Warning" in x and "line search has not been successful" not in x
+            ]
         )
         or None,
     )

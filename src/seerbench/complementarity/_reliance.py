@@ -39,7 +39,9 @@ class ConditionReliance(BaseModel):
     condition: str
     ai_wrong: SliceAccuracy
     ai_right: SliceAccuracy
-    over_reliance: Estimate | None  # assisted minus unassisted accuracy where the AI is wrong; None for the unassisted condition
+    over_reliance: (
+        Estimate | None
+    )  # assisted minus unassisted accuracy where the AI is wrong; None for the unassisted condition
     under_reliance: Estimate | None  # the same where the AI is right
 
 
@@ -50,20 +52,27 @@ class Reliance(BaseModel):
     seed: int
 
 
-def reliance(ai: AIItems, humans: HumanData, *, unassisted: str | None = None, n_boot: int = 1000, seed: int = 0) -> Reliance:
+def reliance(
+    ai: AIItems, humans: HumanData, *, unassisted: str | None = None, n_boot: int = 1000, seed: int = 0
+) -> Reliance:
     """Accuracy split by whether the AI was right, per condition, and over-/under-reliance of every
     assisted condition against the unassisted one."""
     base = unassisted or humans.unassisted
     if base is None:
         raise ConfigError(
-            "which condition is unassisted? name it (--unassisted NAME); conditions: " + ", ".join(humans.conditions)
+            "which condition is unassisted? name it (--unassisted NAME); conditions: "
+            + ", ".join(humans.conditions)
         )
     if base not in humans.conditions:
-        raise ConfigError(f"unassisted condition {base!r} is not in the study; conditions: {', '.join(humans.conditions)}")
+        raise ConfigError(
+            f"unassisted condition {base!r} is not in the study; conditions: {', '.join(humans.conditions)}"
+        )
     wrong = ai.correct[humans.item] == 0.0
     n_c = len(humans.conditions)
     groups = humans.condition * 2 + wrong.astype(np.int64)  # 2c: AI right, 2c+1: AI wrong
-    means, cov = cluster_group_means(humans.correct, humans.item, humans.rater, groups, 2 * n_c, n_boot=n_boot, seed=seed)
+    means, cov = cluster_group_means(
+        humans.correct, humans.item, humans.rater, groups, 2 * n_c, n_boot=n_boot, seed=seed
+    )
     ivs = [group_interval(means, cov, g, groups == g, humans.item, humans.rater) for g in range(2 * n_c)]
     b = humans.conditions.index(base)
     out = []
@@ -71,7 +80,9 @@ def reliance(ai: AIItems, humans: HumanData, *, unassisted: str | None = None, n
         counts = [int((groups == 2 * c + k).sum()) for k in (0, 1)]
         over = under = None
         if c != b:
-            over = Estimate.of(difference_interval(ivs[2 * c + 1], ivs[2 * b + 1], correlation(cov, 2 * c + 1, 2 * b + 1)))
+            over = Estimate.of(
+                difference_interval(ivs[2 * c + 1], ivs[2 * b + 1], correlation(cov, 2 * c + 1, 2 * b + 1))
+            )
             under = Estimate.of(difference_interval(ivs[2 * c], ivs[2 * b], correlation(cov, 2 * c, 2 * b)))
         out.append(
             ConditionReliance(

@@ -64,11 +64,21 @@ def analyze(
     notes = list(h.notes)
     n_null = sum(1 for r in ai.rating if r is None)
     if n_null:
-        notes.append(f"{n_null} AI ratings have no verified sample: scored wrong, confidence 0 (always routed to humans)")
+        notes.append(
+            f"{n_null} AI ratings have no verified sample: scored wrong, confidence 0 (always routed to humans)"
+        )
     sweeps = [
         hybrid_sweep(
-            ai, h, cond, aggregate=agg, thresholds=list(thresholds), cost_per_rating=cost_per_rating,
-            n_boot=n_boot, seed=seed, folds=folds, repeats=repeats,
+            ai,
+            h,
+            cond,
+            aggregate=agg,
+            thresholds=list(thresholds),
+            cost_per_rating=cost_per_rating,
+            n_boot=n_boot,
+            seed=seed,
+            folds=folds,
+            repeats=repeats,
         )
         for cond in h.conditions
         for agg in ("majority", "individual")
@@ -76,12 +86,16 @@ def analyze(
     rel = None
     me = None
     if h.unassisted is None:
-        notes.append("no unassisted condition found (name it with unassisted=/--unassisted): reliance and mixed effects left out")
+        notes.append(
+            "no unassisted condition found (name it with unassisted=/--unassisted): reliance and mixed effects left out"
+        )
     else:
         if len(h.conditions) > 1:
             rel = reliance(ai, h, unassisted=h.unassisted, n_boot=n_boot, seed=seed)
         if mixed:
-            me = mixed_effects(ai, h, reference=h.unassisted, interaction=interaction and len(h.conditions) > 1)
+            me = mixed_effects(
+                ai, h, reference=h.unassisted, interaction=interaction and len(h.conditions) > 1
+            )
     cal = [
         calibration(
             ai.confidence[np.array([r is not None for r in ai.rating])],

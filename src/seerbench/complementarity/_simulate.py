@@ -102,7 +102,9 @@ def simulate_judgments(
             raise ConfigError(f"follow tendency of condition {name!r} must lie in [0, 1], got {f}")
     need = ratings_per_item * len(names)
     if n_raters < need:
-        raise ConfigError(f"{ratings_per_item} ratings per item in {len(names)} conditions need at least {need} raters, got {n_raters}")
+        raise ConfigError(
+            f"{ratings_per_item} ratings per item in {len(names)} conditions need at least {need} raters, got {n_raters}"
+        )
     rng = np.random.default_rng(seed)
     n = len(ai)
     truth = np.array([binarize(r.label) for r in ai])
@@ -173,7 +175,9 @@ def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, tz=UTC).isoformat(timespec="milliseconds")
 
 
-def expected_unassisted_accuracy(skill: float, skill_sd: float, difficulty_sd: float, shift: float = 0.0, *, n: int = 64) -> float:
+def expected_unassisted_accuracy(
+    skill: float, skill_sd: float, difficulty_sd: float, shift: float = 0.0, *, n: int = 64
+) -> float:
     """``E[sigmoid(s - d)]`` for ``s ~ N(skill, skill_sd)``, ``d ~ N(shift, difficulty_sd)``: the
     population accuracy of an unassisted simulated rater (Gauss-Hermite quadrature on the
     difference, itself normal with variance ``skill_sd^2 + difficulty_sd^2``)."""

@@ -99,8 +99,12 @@ def _plant_number(ref: str, question: Question, rng: random.Random) -> PlantedFl
     pattern = re.compile(rf"(?<![\w.]){re.escape(value)}(?![\w]|\.\d)")
     answer = pattern.sub(new, ref)
     return PlantedFlaw(
-        "number", answer, f"changed number: {value} -> {new}",
-        f"The answer states {new} where the correct value is {value}.", value, new,
+        "number",
+        answer,
+        f"changed number: {value} -> {new}",
+        f"The answer states {new} where the correct value is {value}.",
+        value,
+        new,
     )
 
 
@@ -110,14 +114,20 @@ def _plant_entity(ref: str, question: Question, rng: random.Random) -> PlantedFl
     if truth in present:
         target = truth
     else:
-        target = next((e for e in _ENTITY.findall(ref) if e in present and " " in e), "") or min(present, default="")
+        target = next((e for e in _ENTITY.findall(ref) if e in present and " " in e), "") or min(
+            present, default=""
+        )
     if not target:
         return None
     # a replacement the question's material offers: a wrong option first, else another passage name
-    wrong = [a.long.strip() for a in question.answer_cases if a.value < 1 and _ENTITY.fullmatch(a.long.strip())]
+    wrong = [
+        a.long.strip() for a in question.answer_cases if a.value < 1 and _ENTITY.fullmatch(a.long.strip())
+    ]
     pool = sorted(set(_ENTITY.findall(question.source_text or "")) - present - {"The"})
     # a passage name like the target: as many words, and a sentence subject when the target is one
-    starts = {m.group(0) for m in re.finditer(r"(?:^|(?<=[.!?] ))" + _ENTITY.pattern, question.source_text or "")}
+    starts = {
+        m.group(0) for m in re.finditer(r"(?:^|(?<=[.!?] ))" + _ENTITY.pattern, question.source_text or "")
+    }
     alike = [e for e in pool if e.count(" ") == target.count(" ") and (e in starts) == (target in starts)]
     choices = [w for w in wrong if w != target] or alike or pool
     if not choices:
@@ -125,8 +135,12 @@ def _plant_entity(ref: str, question: Question, rng: random.Random) -> PlantedFl
     new = choices[0] if wrong and choices[0] in wrong else rng.choice(choices)
     answer = re.sub(rf"\b{re.escape(target)}\b", new, ref)
     return PlantedFlaw(
-        "entity", answer, f"swapped entity: {target} -> {new}",
-        f"The answer names {new} where it should name {target}.", target, new,
+        "entity",
+        answer,
+        f"swapped entity: {target} -> {new}",
+        f"The answer names {new} where it should name {target}.",
+        target,
+        new,
     )
 
 
@@ -138,15 +152,21 @@ def _plant_omission(ref: str, question: Question, rng: random.Random) -> Planted
     dropped = sents[i]
     answer = " ".join(s for j, s in enumerate(sents) if j != i)
     return PlantedFlaw(
-        "omission", answer, f"omitted key point: {dropped}",
-        f"The answer leaves out a key point: {dropped}", dropped, None,
+        "omission",
+        answer,
+        f"omitted key point: {dropped}",
+        f"The answer leaves out a key point: {dropped}",
+        dropped,
+        None,
     )
 
 
 _PLANTERS = {"number": _plant_number, "entity": _plant_entity, "omission": _plant_omission}
 
 
-def plant_flaw(question: Question, kinds: tuple[str, ...] = FLAW_KINDS, *, seed: int = 0) -> PlantedFlaw | None:
+def plant_flaw(
+    question: Question, kinds: tuple[str, ...] = FLAW_KINDS, *, seed: int = 0
+) -> PlantedFlaw | None:
     """A misleading version of the reference answer with one planted flaw of one of ``kinds``
     (tried in an order drawn from ``seed`` and the question id; the first that applies wins), or
     None when none applies to this question."""
@@ -193,8 +213,18 @@ def answer_correct(question: Question, answer: str) -> bool | None:
     return None
 
 
-_USER_KEYS = {"question_id", "question", "passage", "answer_id", "answer_kind", "answer", "correct",
-              "intended_flaw", "intended_critique", "metadata"}
+_USER_KEYS = {
+    "question_id",
+    "question",
+    "passage",
+    "answer_id",
+    "answer_kind",
+    "answer",
+    "correct",
+    "intended_flaw",
+    "intended_critique",
+    "metadata",
+}
 
 
 def read_user_answers(path: str | Path) -> list[CritiquedAnswer]:
@@ -226,7 +256,9 @@ def read_user_answers(path: str | Path) -> list[CritiquedAnswer]:
             first = str(e).splitlines()
             raise DataError(f"{p}:{n}: {' '.join(first[1:3]).strip() or first[0]}") from None
         if ans.answer_id in seen:
-            raise DataError(f"{p}:{n}: answer_id {ans.answer_id!r} appears twice; give each answer its own answer_id")
+            raise DataError(
+                f"{p}:{n}: answer_id {ans.answer_id!r} appears twice; give each answer its own answer_id"
+            )
         seen.add(ans.answer_id)
         out.append(ans)
     if not out:

@@ -47,21 +47,35 @@ def _material(ans: CritiquedAnswer) -> str:
 def refine_prompt(ans: CritiquedAnswer, critique: str | None) -> str:
     crit = f"\n\nCritique: {critique.strip()}" if critique is not None else ""
     how = "taking the critique into account" if critique is not None else "fixing anything wrong or missing"
-    return (f"{_material(ans)}{crit}\n\nRevise the answer, {how}. Reply with the revised answer only, "
-            "ending with 'The answer is <answer>.'")
+    return (
+        f"{_material(ans)}{crit}\n\nRevise the answer, {how}. Reply with the revised answer only, "
+        "ending with 'The answer is <answer>.'"
+    )
 
 
-async def refine(model: Model, ans: CritiquedAnswer, question: Question, cfg: CritiqueConfig) -> Refinement | None:
+async def refine(
+    model: Model, ans: CritiquedAnswer, question: Question, cfg: CritiqueConfig
+) -> Refinement | None:
     """Both rewrites of ``ans`` (None when it has no critique to condition on)."""
     if not ans.critiques:
         return None
     top = ans.critiques[0]
-    cond = await model.generate(refine_prompt(ans, top.text), temperature=0.0, max_tokens=cfg.max_tokens, seed=cfg.seed)
-    direct = await model.generate(refine_prompt(ans, None), temperature=0.0, max_tokens=cfg.max_tokens, seed=cfg.seed)
+    cond = await model.generate(
+        refine_prompt(ans, top.text), temperature=0.0, max_tokens=cfg.max_tokens, seed=cfg.seed
+    )
+    direct = await model.generate(
+        refine_prompt(ans, None), temperature=0.0, max_tokens=cfg.max_tokens, seed=cfg.seed
+    )
     c_ok = answer_correct(question, cond.text) is True
     d_ok = answer_correct(question, direct.text) is True
-    return Refinement(critique_id=top.id, conditional=cond.text.strip(), direct=direct.text.strip(),
-                      conditional_correct=c_ok, direct_correct=d_ok, win=win_value(c_ok, d_ok))
+    return Refinement(
+        critique_id=top.id,
+        conditional=cond.text.strip(),
+        direct=direct.text.strip(),
+        conditional_correct=c_ok,
+        direct_correct=d_ok,
+        win=win_value(c_ok, d_ok),
+    )
 
 
 def covers_prompt(ans: CritiquedAnswer, critique: str) -> str:
@@ -72,13 +86,17 @@ def covers_prompt(ans: CritiquedAnswer, critique: str) -> str:
     )
 
 
-async def validate_intended(model: Model, ans: CritiquedAnswer, critiques: Sequence[Critique], cfg: ElicitConfig) -> list[float]:
+async def validate_intended(
+    model: Model, ans: CritiquedAnswer, critiques: Sequence[Critique], cfg: ElicitConfig
+) -> list[float]:
     """P(covers the intended flaw) for each critique of a misleading answer."""
     out = []
     for c in critiques:
         v = await elicit(model, covers_prompt(ans, c.text), ["A", "B"], cfg)
         if not v.ok or v.probabilities is None:
-            raise DataError(f"answer {ans.answer_id!r}: no probability that critique {c.id} covers the flaw ({v.error})")
+            raise DataError(
+                f"answer {ans.answer_id!r}: no probability that critique {c.id} covers the flaw ({v.error})"
+            )
         out.append(float(v.prob("A")))
     return out
 
@@ -89,9 +107,13 @@ def rate_interval(values: Sequence[float], clusters: Sequence[str], *, seed: int
         return {"n": 0, "estimate": None, "ci_low": None, "ci_high": None}
     items, _ = codes(list(clusters))
     raters = np.arange(len(values))  # each answer its own unit: only the question clusters
-    iv = cluster_mean_interval(np.asarray(values, dtype=float), items, raters, n_boot=DEFAULT_N_BOOT, seed=seed)
-    clean = {k: (None if v is None or math.isnan(v) else round(float(v), 6))
-             for k, v in (("estimate", iv.estimate), ("ci_low", iv.ci_low), ("ci_high", iv.ci_high))}
+    iv = cluster_mean_interval(
+        np.asarray(values, dtype=float), items, raters, n_boot=DEFAULT_N_BOOT, seed=seed
+    )
+    clean = {
+        k: (None if v is None or math.isnan(v) else round(float(v), 6))
+        for k, v in (("estimate", iv.estimate), ("ci_low", iv.ci_low), ("ci_high", iv.ci_high))
+    }
     return {"n": len(values), **clean}
 
 
@@ -105,7 +127,11 @@ def critique_summary(answers: Sequence[CritiquedAnswer], *, seed: int = 0) -> di
         if sel:
             n_c = [len(a.critiques) for a in sel]
             kinds[kind] = {"answers": len(sel), "critiques_per_answer": sum(n_c) / len(sel)}
-    mis = [a for a in answers if a.answer_kind == "misleading" and all(c.covers_intended is not None for c in a.critiques)]
+    mis = [
+        a
+        for a in answers
+        if a.answer_kind == "misleading" and all(c.covers_intended is not None for c in a.critiques)
+    ]
     found = [float(any((c.covers_intended or 0) > 0.5 for c in a.critiques)) for a in mis]
     top1 = [float(bool(a.critiques) and (a.critiques[0].covers_intended or 0) > 0.5) for a in mis]
     refined = [a for a in answers if a.refinement is not None]
@@ -114,10 +140,14 @@ def critique_summary(answers: Sequence[CritiquedAnswer], *, seed: int = 0) -> di
         "kinds": kinds,
         "intended_flaw_found": rate_interval(found, [a.question_id for a in mis], seed=seed),
         "intended_flaw_found_top1": rate_interval(top1, [a.question_id for a in mis], seed=seed),
-        "refinement_win_rate": rate_interval([a.refinement.win for a in refined if a.refinement], qids, seed=seed),
+        "refinement_win_rate": rate_interval(
+            [a.refinement.win for a in refined if a.refinement], qids, seed=seed
+        ),
         "refined_conditional_accuracy": rate_interval(
-            [float(a.refinement.conditional_correct) for a in refined if a.refinement], qids, seed=seed),
+            [float(a.refinement.conditional_correct) for a in refined if a.refinement], qids, seed=seed
+        ),
         "refined_direct_accuracy": rate_interval(
-            [float(a.refinement.direct_correct) for a in refined if a.refinement], qids, seed=seed),
+            [float(a.refinement.direct_correct) for a in refined if a.refinement], qids, seed=seed
+        ),
     }
     return out

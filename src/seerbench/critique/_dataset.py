@@ -24,7 +24,11 @@ def judge_text(question: str, answer: str) -> str:
     return f"{question.strip()}\n\nAnswer under review: {answer.strip()}\n\nIs the answer under review correct, or is it flawed?"
 
 
-@register_dataset("critiques", kind="format", description="answers of a critiques.jsonl (seerbench critique): is each correct or flawed? critiques for CritiqueJudge")
+@register_dataset(
+    "critiques",
+    kind="format",
+    description="answers of a critiques.jsonl (seerbench critique): is each correct or flawed? critiques for CritiqueJudge",
+)
 def critique_questions(path: str, unknown: Literal["refuse", "skip"] = "refuse") -> Questions:
     if unknown not in ("refuse", "skip"):
         raise ConfigError(f"dataset critiques: unknown must be refuse or skip, not {unknown!r}")
@@ -39,17 +43,22 @@ def critique_questions(path: str, unknown: Literal["refuse", "skip"] = "refuse")
                 f"{path}: answer {a.answer_id!r} has correct: null, so a judge's verdict on it cannot be scored; "
                 "give `unknown: skip` in the dataset options to leave such answers out"
             )
-        out.append(Question(
-            id=a.answer_id,
-            text=judge_text(a.question, a.answer),
-            source_text=a.passage,
-            answer_cases=[
-                AnswerCase(short="A", long="The answer is correct.", value=float(a.correct)),
-                AnswerCase(short="B", long="The answer is flawed.", value=float(not a.correct)),
-            ],
-            metadata={"question_id": a.question_id, "answer_kind": a.answer_kind,
-                      "critiques": [c.model_dump(mode="json") for c in a.critiques]},
-        ))
+        out.append(
+            Question(
+                id=a.answer_id,
+                text=judge_text(a.question, a.answer),
+                source_text=a.passage,
+                answer_cases=[
+                    AnswerCase(short="A", long="The answer is correct.", value=float(a.correct)),
+                    AnswerCase(short="B", long="The answer is flawed.", value=float(not a.correct)),
+                ],
+                metadata={
+                    "question_id": a.question_id,
+                    "answer_kind": a.answer_kind,
+                    "critiques": [c.model_dump(mode="json") for c in a.critiques],
+                },
+            )
+        )
     if not out:
         raise DataError(f"{path}: no answer with a known correctness to judge")
     return Questions(out, skipped=len(problems), problems=problems)

@@ -46,7 +46,8 @@ def dedup(texts: Sequence[str], threshold: float = DEFAULT_THRESHOLD) -> list[li
     groups: list[list[int]] = []
     for i in range(len(norm)):
         home = next(
-            (g for g in groups if any(scores[i, j] >= threshold and numbers[i] == numbers[j] for j in g)), None
+            (g for g in groups if any(scores[i, j] >= threshold and numbers[i] == numbers[j] for j in g)),
+            None,
         )
         if home is None:
             groups.append([i])

@@ -33,16 +33,23 @@ class Critique(_Record):
     id: str = Field(description="Unique within its answer.")
     text: str
     temperature: float = Field(description="Sampling temperature the critique was written at.")
-    helpfulness: float = Field(ge=0.0, le=1.0, description="P(the critique helps find a flaw), elicited from a model.")
-    quote: str | None = Field(default=None, description="Text of the answer or passage the critique points at.")
+    helpfulness: float = Field(
+        ge=0.0, le=1.0, description="P(the critique helps find a flaw), elicited from a model."
+    )
+    quote: str | None = Field(
+        default=None, description="Text of the answer or passage the critique points at."
+    )
     quote_verified: bool | None = Field(
-        default=None, description="Whether the quote occurs verbatim (white space folded); null with no quote."
+        default=None,
+        description="Whether the quote occurs verbatim (white space folded); null with no quote.",
     )
     merged: list[str] = Field(
         default_factory=list, description="Near-duplicate critiques folded into this one (their texts)."
     )
     covers_intended: float | None = Field(
-        default=None, ge=0.0, le=1.0,
+        default=None,
+        ge=0.0,
+        le=1.0,
         description="Misleading answers: P(this critique points out the intended flaw), from a model; else null.",
     )
 
@@ -69,11 +76,16 @@ class CritiquedAnswer(_Record):
     answer: str
     correct: bool | None = Field(default=None, description="Whether the answer is correct, when known.")
     intended_flaw: str | None = Field(default=None, description="The flaw planted in a misleading answer.")
-    intended_critique: str | None = Field(default=None, description="The critique that names the planted flaw.")
+    intended_critique: str | None = Field(
+        default=None, description="The critique that names the planted flaw."
+    )
     critiques: list[Critique] = Field(default_factory=list)
-    answer_temperature: float | None = Field(default=None, description="Temperature a model answer was sampled at.")
+    answer_temperature: float | None = Field(
+        default=None, description="Temperature a model answer was sampled at."
+    )
     refinement: Refinement | None = Field(
-        default=None, description="Critique-conditional vs direct rewrites, scored on ground truth (when known)."
+        default=None,
+        description="Critique-conditional vs direct rewrites, scored on ground truth (when known).",
     )
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -84,9 +96,13 @@ class CritiquedAnswer(_Record):
             raise ValueError(f"answer {self.answer_id!r}: critique ids repeat")
         hs = [c.helpfulness for c in self.critiques]
         if any(a < b for a, b in itertools.pairwise(hs)):
-            raise ValueError(f"answer {self.answer_id!r}: critiques are not sorted by helpfulness (highest first)")
+            raise ValueError(
+                f"answer {self.answer_id!r}: critiques are not sorted by helpfulness (highest first)"
+            )
         if self.answer_kind == "misleading" and not (self.intended_flaw and self.intended_critique):
-            raise ValueError(f"answer {self.answer_id!r}: a misleading answer needs intended_flaw and intended_critique")
+            raise ValueError(
+                f"answer {self.answer_id!r}: a misleading answer needs intended_flaw and intended_critique"
+            )
         return self
 
 

@@ -63,16 +63,32 @@ class CritiqueConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(default="critique", min_length=1)
-    out: str = Field(default="runs/critique", min_length=1, description="Run folder (relative to the config).")
+    out: str = Field(
+        default="runs/critique", min_length=1, description="Run folder (relative to the config)."
+    )
     model: str = Field(default="local", min_length=1, description="The critic (and answerer) model spec.")
-    answer_model: str | None = Field(default=None, description="Model that writes `model` answers (default: model).")
-    helpfulness_model: str | None = Field(default=None, description="Model that scores helpfulness (default: model).")
-    validate_intended: bool = Field(default=True, description="Misleading answers: P(each critique covers the intended flaw).")
-    validation_model: str | None = Field(default=None, description="Model that checks intended flaws (default: model).")
-    refine: bool = Field(default=True, description="Critique-conditional vs direct refinement (answers with ground truth).")
-    refine_model: str | None = Field(default=None, description="Model that rewrites answers (default: model).")
+    answer_model: str | None = Field(
+        default=None, description="Model that writes `model` answers (default: model)."
+    )
+    helpfulness_model: str | None = Field(
+        default=None, description="Model that scores helpfulness (default: model)."
+    )
+    validate_intended: bool = Field(
+        default=True, description="Misleading answers: P(each critique covers the intended flaw)."
+    )
+    validation_model: str | None = Field(
+        default=None, description="Model that checks intended flaws (default: model)."
+    )
+    refine: bool = Field(
+        default=True, description="Critique-conditional vs direct refinement (answers with ground truth)."
+    )
+    refine_model: str | None = Field(
+        default=None, description="Model that rewrites answers (default: model)."
+    )
     dataset: dict[str, Any] | None = Field(default=None, description="name + options: questions to answer.")
-    answers: str | None = Field(default=None, description="JSONL of user-supplied answers (relative to the config).")
+    answers: str | None = Field(
+        default=None, description="JSONL of user-supplied answers (relative to the config)."
+    )
     kinds: list[Kind] = Field(default_factory=lambda: list(_KINDS))
     flaws: list[Flaw] = Field(default_factory=lambda: list(_FLAWS))
     temperatures: list[float] = Field(default_factory=lambda: list(DEFAULT_TEMPERATURES))
@@ -97,7 +113,9 @@ class CritiqueConfig(BaseModel):
     @model_validator(mode="after")
     def _source(self) -> CritiqueConfig:
         if (self.dataset is None) == (self.answers is None):
-            raise ValueError("give exactly one of `dataset` (questions to answer) and `answers` (a JSONL of answers)")
+            raise ValueError(
+                "give exactly one of `dataset` (questions to answer) and `answers` (a JSONL of answers)"
+            )
         if self.dataset is not None and not isinstance(self.dataset.get("name"), str):
             raise ValueError("dataset needs a name (e.g. {name: reading, n: 20})")
         if not self.kinds or len(set(self.kinds)) != len(self.kinds):
@@ -124,7 +142,9 @@ class CritiqueConfig(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as e:
-            raise ConfigError(explain_validation(e, f"critique config {where}", model=cls, docs="docs/critique.md")) from None
+            raise ConfigError(
+                explain_validation(e, f"critique config {where}", model=cls, docs="docs/critique.md")
+            ) from None
 
     def fingerprint(self) -> str:
         """What decides the critiques (not where they go, how many, or how many at once; input
@@ -199,9 +219,12 @@ async def critique_answer(
     sorted; for a misleading answer (with ``validator``), P(each critique covers the intended flaw).
     A temperature whose reply holds no critique text gives none."""
     prompt = critique_prompt(ans)
-    outs = await asyncio.gather(*(
-        critic.generate(prompt, temperature=t, max_tokens=cfg.max_tokens, seed=cfg.seed) for t in cfg.temperatures
-    ))
+    outs = await asyncio.gather(
+        *(
+            critic.generate(prompt, temperature=t, max_tokens=cfg.max_tokens, seed=cfg.seed)
+            for t in cfg.temperatures
+        )
+    )
     raw = [(t, *parse_critique(o.text)) for t, o in zip(cfg.temperatures, outs, strict=True)]
     raw = [r for r in raw if r[1]]
     groups = dedup([r[1] for r in raw], cfg.dedup_threshold)
@@ -209,7 +232,12 @@ async def critique_answer(
     scores = await asyncio.gather(*(helpfulness(judge, ans, text, cfg) for _, text, _ in kept))
     crits = [
         Critique(
-            id=f"c{i}", text=text, temperature=t, helpfulness=h, quote=quote, quote_verified=quote_verified(quote, ans),
+            id=f"c{i}",
+            text=text,
+            temperature=t,
+            helpfulness=h,
+            quote=quote,
+            quote_verified=quote_verified(quote, ans),
             merged=[raw[j][1] for j in g[1:]],
         )
         for i, ((t, text, quote), h, g) in enumerate(zip(kept, scores, groups, strict=True))
@@ -240,8 +268,18 @@ def _question_answers(q: Question, cfg: CritiqueConfig) -> list[_Todo]:
     for kind in cfg.kinds:
         aid = f"{q.id}:{kind}"
         if kind == "reference":
-            out.append(_Todo(CritiquedAnswer(**base, answer_id=aid, answer_kind="reference",
-                                             answer=reference_answer(q), correct=True), q))
+            out.append(
+                _Todo(
+                    CritiquedAnswer(
+                        **base,
+                        answer_id=aid,
+                        answer_kind="reference",
+                        answer=reference_answer(q),
+                        correct=True,
+                    ),
+                    q,
+                )
+            )
         elif kind == "misleading":
             flaw = plant_flaw(q, tuple(cfg.flaws), seed=cfg.seed)
             if flaw is None:
@@ -249,14 +287,39 @@ def _question_answers(q: Question, cfg: CritiqueConfig) -> list[_Todo]:
                     f"question {q.id!r}: none of the flaws {cfg.flaws} can be planted in its reference answer "
                     f"({reference_answer(q)!r}); add a flaw kind or drop `misleading` from kinds"
                 )
-            out.append(_Todo(CritiquedAnswer(
-                **base, answer_id=aid, answer_kind="misleading", answer=flaw.answer, correct=False,
-                intended_flaw=flaw.flaw, intended_critique=flaw.critique,
-                metadata={"flaw_kind": flaw.kind, "original": flaw.original, "replacement": flaw.replacement},
-            ), q))
+            out.append(
+                _Todo(
+                    CritiquedAnswer(
+                        **base,
+                        answer_id=aid,
+                        answer_kind="misleading",
+                        answer=flaw.answer,
+                        correct=False,
+                        intended_flaw=flaw.flaw,
+                        intended_critique=flaw.critique,
+                        metadata={
+                            "flaw_kind": flaw.kind,
+                            "original": flaw.original,
+                            "replacement": flaw.replacement,
+                        },
+                    ),
+                    q,
+                )
+            )
         else:
-            out.append(_Todo(CritiquedAnswer(**base, answer_id=aid, answer_kind="model", answer="",
-                                             answer_temperature=answer_temperature(q.id, cfg.seed)), q, write=True))
+            out.append(
+                _Todo(
+                    CritiquedAnswer(
+                        **base,
+                        answer_id=aid,
+                        answer_kind="model",
+                        answer="",
+                        answer_temperature=answer_temperature(q.id, cfg.seed),
+                    ),
+                    q,
+                    write=True,
+                )
+            )
     return out
 
 
@@ -268,8 +331,12 @@ def answer_prompt(question: str, passage: str | None) -> str:
 async def _write_model_answer(model: Model, todo: _Todo, cfg: CritiqueConfig) -> CritiquedAnswer:
     ans, q = todo.answer, todo.question
     assert q is not None and ans.answer_temperature is not None
-    out = await model.generate(answer_prompt(ans.question, ans.passage), temperature=ans.answer_temperature,
-                               max_tokens=cfg.max_tokens, seed=cfg.seed)
+    out = await model.generate(
+        answer_prompt(ans.question, ans.passage),
+        temperature=ans.answer_temperature,
+        max_tokens=cfg.max_tokens,
+        seed=cfg.seed,
+    )
     text = out.text.strip()
     if not text:
         raise DataError(f"answer {ans.answer_id!r}: the model wrote an empty answer")
@@ -328,8 +395,16 @@ async def generate_critiques(
     model calls fail is listed in ``failed`` and left out (run again to retry it)."""
     todos, order = _todos(cfg)
     out = Path(cfg.out)
-    claim_folder(out, "critique.json", "critiques.jsonl", "answer_id", cfg.fingerprint(), "critiques",
-                 "models, answers, temperatures, dedup or elicitation", {"config": cfg.model_dump()})
+    claim_folder(
+        out,
+        "critique.json",
+        "critiques.jsonl",
+        "answer_id",
+        cfg.fingerprint(),
+        "critiques",
+        "models, answers, temperatures, dedup or elicitation",
+        {"config": cfg.model_dump()},
+    )
     path = out / "critiques.jsonl"
     done = keep_in_order(path, "answer_id", order)  # answers past this run's limit are kept
     critic = critic or get_model(cfg.model)

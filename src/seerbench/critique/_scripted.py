@@ -16,9 +16,15 @@ from collections.abc import Callable, Sequence
 
 from seerbench.models import ChatMessage, GenerateConfig, register_scripted
 
-_STEP = re.compile(r"(?<![-+*/x×\d]\s)(?<![-+*/x×\d.])(\d+(?:\.\d+)?)\s*([-+*/x×])\s*(\d+(?:\.\d+)?)\s*=\s*(\d+(?:\.\d+)?)")
+_STEP = re.compile(
+    r"(?<![-+*/x×\d]\s)(?<![-+*/x×\d.])(\d+(?:\.\d+)?)\s*([-+*/x×])\s*(\d+(?:\.\d+)?)\s*=\s*(\d+(?:\.\d+)?)"
+)
 _OPS: dict[str, Callable[[float, float], float]] = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "x": operator.mul, "×": operator.mul,
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "x": operator.mul,
+    "×": operator.mul,
     "/": operator.truediv,
 }
 
@@ -48,7 +54,11 @@ def _critic(messages: Sequence[ChatMessage], config: GenerateConfig, seed: int |
     if "Does this critique point out the intended flaw" in text:
         flaw = re.search(r"The answer has this flaw: changed number: (\S+) -> (\S+)", text)
         crit = _field(text, "Critique")
-        hit = flaw is not None and "is wrong" in crit and all(re.search(rf"\b{re.escape(x)}\b", crit) for x in flaw.groups())
+        hit = (
+            flaw is not None
+            and "is wrong" in crit
+            and all(re.search(rf"\b{re.escape(x)}\b", crit) for x in flaw.groups())
+        )
         return "0.95" if hit else "0.05"
     if "Is this critique helpful" in text:
         return "0.9" if "is wrong" in _field(text, "Critique") else "0.4"

@@ -12,7 +12,14 @@ from seerbench.conditions import (
     make_catch_trials,
 )
 
-__all__ = ["CONDITIONS", "JudgeMaterial", "OptionMaterial", "canonical_condition", "judge_material", "make_catch_trials"]
+__all__ = [
+    "CONDITIONS",
+    "JudgeMaterial",
+    "OptionMaterial",
+    "canonical_condition",
+    "judge_material",
+    "make_catch_trials",
+]
 
 CONDITIONS: dict[str, str] = {name: c.description for name, c in JUDGING_CONDITIONS.items()}
 """Condition name -> what the judge sees (derived from :data:`seerbench.conditions.JUDGING_CONDITIONS`)."""

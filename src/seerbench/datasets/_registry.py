@@ -122,7 +122,9 @@ def register_dataset(
     def deco(loader: _Loader) -> _Loader:
         old = _REGISTRY.get(name)
         if old is not None and getattr(old.loader, "__wrapped__", None) is not loader and not replace:
-            raise ConfigError(f"a dataset named {name!r} is already registered; pass replace=True to override")
+            raise ConfigError(
+                f"a dataset named {name!r} is already registered; pass replace=True to override"
+            )
         doc = description or (inspect.getdoc(loader) or name).splitlines()[0]
 
         @functools.wraps(loader)
@@ -153,8 +155,10 @@ def get_dataset(name: str) -> DatasetInfo:
         import difflib
 
         close = difflib.get_close_matches(name, list(_REGISTRY), n=1)
-        raise ConfigError(f"unknown dataset {name!r}{f' (did you mean {close[0]}?)' if close else ''}; "
-                          f"known datasets: {', '.join(_REGISTRY)}") from None
+        raise ConfigError(
+            f"unknown dataset {name!r}{f' (did you mean {close[0]}?)' if close else ''}; "
+            f"known datasets: {', '.join(_REGISTRY)}"
+        ) from None
 
 
 def load_dataset(name_or_path: str | Path, **options: Any) -> Questions:

@@ -68,7 +68,9 @@ def design_effect_from_cluster_counts(
     return np.asarray(np.maximum(deff, 1.0), dtype=float)
 
 
-def _cluster_ids(labels: LabelSet, clusters: str | Sequence[Any] | np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def _cluster_ids(
+    labels: LabelSet, clusters: str | Sequence[Any] | np.ndarray[Any, Any]
+) -> np.ndarray[Any, Any]:
     if isinstance(clusters, str):
         if clusters not in labels.extra:
             have = sorted(labels.extra) or "none"
@@ -77,7 +79,9 @@ def _cluster_ids(labels: LabelSet, clusters: str | Sequence[Any] | np.ndarray[An
     else:
         ids = np.asarray(clusters, dtype=object)
     if ids.ndim != 1 or ids.shape[0] != len(labels):
-        raise DataError(f"{labels.source}: clusters has {ids.shape} entries, expected {len(labels)} (one per label)")
+        raise DataError(
+            f"{labels.source}: clusters has {ids.shape} entries, expected {len(labels)} (one per label)"
+        )
     return ids
 
 
@@ -97,7 +101,9 @@ def _weight_for(method: str, counts: LabelCounts, weight: float | None) -> float
             return 1.0
         if counts.n_o == 0:
             return 0.0
-        return float(_intervals.eq8_weight(min(1.0, max(0.0, _ml_root(counts))), counts.n_o, counts.n_c, counts.k))
+        return float(
+            _intervals.eq8_weight(min(1.0, max(0.0, _ml_root(counts))), counts.n_o, counts.n_c, counts.k)
+        )
     raise ConfigError(f"unknown estimator {method!r}; choose from ['ord', 'comp', 'ivw', 'mix', 'ml']")
 
 
@@ -157,5 +163,7 @@ def clustered_accuracy(
     counts = labels.counts()
     deff = cluster_design_effect(labels, clusters, method, weight=weight)
     if method == "mix":
-        return mixture_accuracy(counts, float(weight or 0.0), alpha=alpha, interval=interval, design_effect=deff)
+        return mixture_accuracy(
+            counts, float(weight or 0.0), alpha=alpha, interval=interval, design_effect=deff
+        )
     return _ESTIMATORS[method](counts, alpha=alpha, interval=interval, design_effect=deff)

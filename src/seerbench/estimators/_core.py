@@ -235,7 +235,9 @@ def _result(
         half = z_value(alpha) * se
         low, high = estimate - half, estimate + half
         if se == 0.0:
-            notes.append("plug-in standard error is 0: the Wald interval is degenerate (use the score interval)")
+            notes.append(
+                "plug-in standard error is 0: the Wald interval is degenerate (use the score interval)"
+            )
     else:
         low, high = float(score_bounds[0]), float(score_bounds[1])
     if deff != 1.0:
@@ -272,8 +274,12 @@ def _linear(
 ) -> AccuracyEstimate:
     """A linear estimator w A_ord + (1 - w) A_comp with its linear score interval."""
     interval, deff = _interval_arg(interval), _deff_arg(deff)
-    bounds = _intervals.linear_score_bounds(estimate, w, counts.n_o, counts.n_c, counts.k, z_value(alpha), deff)
-    return _result(method, counts, estimate, math.sqrt(var), alpha, bounds, interval=interval, deff=deff, **kw)
+    bounds = _intervals.linear_score_bounds(
+        estimate, w, counts.n_o, counts.n_c, counts.k, z_value(alpha), deff
+    )
+    return _result(
+        method, counts, estimate, math.sqrt(var), alpha, bounds, interval=interval, deff=deff, **kw
+    )
 
 
 def _check_counts(counts: Any) -> LabelCounts:
@@ -342,7 +348,9 @@ def raw_complementary_accuracy(
     q = counts.q_hat
     # Wilson for a proportion: the ordinary-arm formula with n_c trials.
     bounds = _intervals.linear_score_bounds(q, 1.0, counts.n_c, 0, counts.k, z_value(alpha), deff)
-    return _result("q", counts, q, math.sqrt(q * (1.0 - q) / counts.n_c), alpha, bounds, interval=interval, deff=deff)
+    return _result(
+        "q", counts, q, math.sqrt(q * (1.0 - q) / counts.n_c), alpha, bounds, interval=interval, deff=deff
+    )
 
 
 def complementary_variance(accuracy: float, k: int, n_c: int) -> float:
@@ -441,8 +449,10 @@ def _ivw_weight_notes(counts: LabelCounts) -> tuple[float, list[str]]:
     # Eq. 8 is defined for every pilot in [0, 1]: its denominator is >= (K-2) n_o > 0 for K >= 3.
     pilot = min(1.0, max(0.0, _ml_root(counts)))
     w = float(_intervals.eq8_weight(pilot, counts.n_o, counts.n_c, counts.k))
-    which = "both plug-in variances are" if v_o + v_c == 0.0 else (
-        "the ordinary plug-in variance is" if v_o == 0.0 else "the complementary plug-in variance is"
+    which = (
+        "both plug-in variances are"
+        if v_o + v_c == 0.0
+        else ("the ordinary plug-in variance is" if v_o == 0.0 else "the complementary plug-in variance is")
     )
     return w, [f"{which} 0 (Eq. 7 would drop a label set); weight from Eq. 8 at pilot A_ML = {pilot:.6g}"]
 
@@ -542,5 +552,15 @@ def ml_accuracy(
         est, counts.s_o, counts.n_o, counts.s_c, counts.n_c, counts.k, z_value(alpha), deff
     )
     return _result(
-        "ml", counts, est, se, alpha, bounds, interval=interval, deff=deff, raw=raw, clipped=clipped, notes=notes
+        "ml",
+        counts,
+        est,
+        se,
+        alpha,
+        bounds,
+        interval=interval,
+        deff=deff,
+        raw=raw,
+        clipped=clipped,
+        notes=notes,
     )

@@ -107,7 +107,9 @@ def partition_questions(
     a uniformly chosen option; "yes" is an ordinary label, "no" a complementary one);
     ``n_ordinary``: a fixed split; ``all_complementary``: K-1 complementary labels per item."""
     if n_ordinary is not None and all_complementary:
-        raise ConfigError("n_ordinary (--n-ordinary) and all_complementary (--all-complementary) exclude each other")
+        raise ConfigError(
+            "n_ordinary (--n-ordinary) and all_complementary (--all-complementary) exclude each other"
+        )
     if not questions:
         raise DataError("no questions to partition")
     preds = dict(predictions or {})
@@ -135,7 +137,9 @@ def partition_questions(
         orders = sim.order.tolist()
         extra = {
             "id": ids,
-            "option_order": [" ".join(q.shorts[j] for j in row[: q.k]) for q, row in zip(questions, orders, strict=True)],
+            "option_order": [
+                " ".join(q.shorts[j] for j in row[: q.k]) for q, row in zip(questions, orders, strict=True)
+            ],
         }
         mode = sim.mode
     labels = LabelSet.from_arrays(

@@ -81,14 +81,21 @@ def _is(ann: Any, target: type) -> bool:
 
 
 def build(
-    entry: dict[str, Any], role: str, *, base_dir: str | Path | None,
-    make_judge: Callable[[Entry], Judge], make_agent: Callable[[Entry], Agent], make_model: Callable[[str], Model],
+    entry: dict[str, Any],
+    role: str,
+    *,
+    base_dir: str | Path | None,
+    make_judge: Callable[[Entry], Judge],
+    make_agent: Callable[[Entry], Agent],
+    make_model: Callable[[str], Model],
 ) -> Any:
     """Instantiate a ``{class: ..., ...}`` entry (see the module docstring)."""
     d = dict(entry)
     ref = d.pop("class", None)
     if not isinstance(ref, str):
-        raise ConfigError(f"{role} entry {entry!r} needs a 'class' (a registered {role} name or module:Class)")
+        raise ConfigError(
+            f"{role} entry {entry!r} needs a 'class' (a registered {role} name or module:Class)"
+        )
     cls = resolve_class(ref, role, base_dir)
     hints = _hints(cls)
     try:
@@ -99,7 +106,9 @@ def build(
     unknown = [k for k in d if k not in params and not takes_any]
     if unknown:
         allowed = [p for p in params if p not in ("self", "args", "kwargs")]
-        raise ConfigError(f"{role} {ref}: unknown argument(s) {', '.join(unknown)}; it takes: {', '.join(allowed) or 'none'}")
+        raise ConfigError(
+            f"{role} {ref}: unknown argument(s) {', '.join(unknown)}; it takes: {', '.join(allowed) or 'none'}"
+        )
     kwargs: dict[str, Any] = {}
     for k, v in d.items():
         ann = hints.get(k)
@@ -109,7 +118,9 @@ def build(
             kwargs[k] = make_agent(v)
         elif _is(ann, Model):
             if not isinstance(v, str):
-                raise ConfigError(f"{role} {ref}: argument {k} is a model: give a model spec string, e.g. local")
+                raise ConfigError(
+                    f"{role} {ref}: argument {k} is a model: give a model spec string, e.g. local"
+                )
             kwargs[k] = make_model(v)
         else:
             kwargs[k] = v
@@ -119,8 +130,11 @@ def build(
         raise ConfigError(f"{role} {ref}: {e}") from None
     proto = Judge if role == "judge" else Agent
     if not isinstance(obj, proto):
-        need = "an async judge(question, visible, *, with_source, argued) method" if role == "judge" else \
-            "an async __call__(question, answer_case, visible, context) method"
+        need = (
+            "an async judge(question, visible, *, with_source, argued) method"
+            if role == "judge"
+            else "an async __call__(question, answer_case, visible, context) method"
+        )
         raise ConfigError(f"{ref} is not a {role}: it needs a `name` and {need}")
     return obj
 

@@ -44,7 +44,12 @@ class ElicitationSpec(BaseModel):
     vote_temperature: float = Field(default=1.0, ge=0.0)
 
     def build(self, seed: int) -> ElicitConfig:
-        return ElicitConfig(order=tuple(self.order), vote_samples=self.vote_samples, vote_temperature=self.vote_temperature, seed=seed)
+        return ElicitConfig(
+            order=tuple(self.order),
+            vote_samples=self.vote_samples,
+            vote_temperature=self.vote_temperature,
+            seed=seed,
+        )
 
 
 class GenerationSpec(BaseModel):
@@ -80,12 +85,19 @@ class ExperimentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = "experiment"
-    dataset: str | dict[str, Any] = Field(description="A dataset name or seerbench JSONL path, or {name: ..., <options>}")
-    binary_seed: int = Field(default=0, description="Seed of the binary view (distractor choice and option order).")
+    dataset: str | dict[str, Any] = Field(
+        description="A dataset name or seerbench JSONL path, or {name: ..., <options>}"
+    )
+    binary_seed: int = Field(
+        default=0, description="Seed of the binary view (distractor choice and option order)."
+    )
     out: str | None = None
     limit: int | None = Field(default=None, ge=1)
     seed: int = 0
-    plugins: list[str] = Field(default_factory=list, description="Modules or .py files that register protocols, judges, agents, backends or datasets.")
+    plugins: list[str] = Field(
+        default_factory=list,
+        description="Modules or .py files that register protocols, judges, agents, backends or datasets.",
+    )
     judge_models: list[str | dict[str, Any]] = ["local"]
     agent_models: list[str | dict[str, Any]] = ["local"]
     agent_tools: list[list[str]] = [[]]
@@ -130,7 +142,9 @@ class ExperimentConfig(BaseModel):
             raise ValueError("give at least one (a model spec, or {class: ..., <arguments>})")
         for e in v:
             if isinstance(e, dict) and not isinstance(e.get("class"), str):
-                raise ValueError(f"a mapping entry needs a 'class' (a registered name or module:Class); got {e}")
+                raise ValueError(
+                    f"a mapping entry needs a 'class' (a registered name or module:Class); got {e}"
+                )
         return v
 
     @field_validator("num_turns", "best_of_n")
@@ -147,7 +161,9 @@ class ExperimentConfig(BaseModel):
         return cls.parse(raw, source=str(p), base_dir=p.parent)
 
     @classmethod
-    def parse(cls, raw: dict[str, Any], source: str = "config", base_dir: str | Path | None = None) -> ExperimentConfig:
+    def parse(
+        cls, raw: dict[str, Any], source: str = "config", base_dir: str | Path | None = None
+    ) -> ExperimentConfig:
         plugins = raw.get("plugins")
         if isinstance(plugins, list):  # first, so their errors are their own one-line messages
             for ref in plugins:
@@ -171,7 +187,9 @@ class ExperimentConfig(BaseModel):
 
     def with_updates(self, **updates: Any) -> ExperimentConfig:
         """A copy with some keys replaced (validated), reading relative paths from the same folder."""
-        return ExperimentConfig.parse({**self.model_dump(mode="json", exclude_unset=True), **updates}, base_dir=self._base_dir)
+        return ExperimentConfig.parse(
+            {**self.model_dump(mode="json", exclude_unset=True), **updates}, base_dir=self._base_dir
+        )
 
     def resolve(self, path: str | Path) -> Path:
         """``path`` as the config means it: relative paths are read from the config file's folder."""
@@ -198,5 +216,3 @@ def _hash(obj: Any) -> str:
 def explain(e: ValidationError, source: str = "config") -> str:
     """One line: every problem in an experiment config, with the key and what is allowed there."""
     return explain_validation(e, source, model=ExperimentConfig, docs="docs/experiments.md")
-
-

@@ -47,8 +47,15 @@ OnStart = Callable[["RunSpec", int, int], None]
 class Executor(Protocol):
     """Runs the questions of a grid's cells; :meth:`Experiment.arun` calls it once per run."""
 
-    async def run_cells(self, exp: Experiment, out: Path, specs: Sequence[RunSpec], questions: QuestionStore,
-                        progress: Progress | None, on_start: OnStart | None) -> list[RunResult]: ...
+    async def run_cells(
+        self,
+        exp: Experiment,
+        out: Path,
+        specs: Sequence[RunSpec],
+        questions: QuestionStore,
+        progress: Progress | None,
+        on_start: OnStart | None,
+    ) -> list[RunResult]: ...
 
 
 @dataclass(frozen=True)
@@ -65,8 +72,16 @@ class LineFormat:
         return dump_line({**result_line(qr, self.meta, eps=self.eps, policy=self.policy), **self.stamp})
 
 
-async def run_questions(protocol: OversightProtocol, questions: Sequence[Question], *, concurrency: int, fmt: LineFormat,
-                        cell: str, on_line: Callable[[str], None], on_error: Callable[[str], None]) -> None:
+async def run_questions(
+    protocol: OversightProtocol,
+    questions: Sequence[Question],
+    *,
+    concurrency: int,
+    fmt: LineFormat,
+    cell: str,
+    on_line: Callable[[str], None],
+    on_error: Callable[[str], None],
+) -> None:
     """Run ``questions`` through ``protocol`` with at most ``concurrency`` in flight (that many
     workers take the next question in order, so memory does not grow with the number of
     questions). Each finished question's line goes to ``on_line``; a question that failed after
@@ -107,8 +122,14 @@ class CellWriter:
     order and its statistics. Lines are appended with one ``write`` each, so a driver killed at
     any moment loses at most the questions in flight."""
 
-    def __init__(self, exp: Experiment, out: Path, spec: RunSpec, questions: QuestionStore,
-                 progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        exp: Experiment,
+        out: Path,
+        spec: RunSpec,
+        questions: QuestionStore,
+        progress: Progress | None = None,
+    ) -> None:
         self.exp = exp
         self.spec = spec
         self.rank = questions.dataset_order
@@ -117,7 +138,9 @@ class CellWriter:
         self.path = self.dir / "results.jsonl"
         done = _load_done(self.path)
         #: the questions still to run, read from the store as they are taken
-        self.todo = questions.subset(array("q", (i for i, qid in enumerate(questions.ids) if qid not in done)))
+        self.todo = questions.subset(
+            array("q", (i for i, qid in enumerate(questions.ids) if qid not in done))
+        )
         self.total = len(questions)
         self.n_done = self.total - len(self.todo)
         if self.todo:  # stats.json is written when the cell ends: until then its absence marks it unfinished
@@ -125,8 +148,13 @@ class CellWriter:
         self.errors: list[str] = []
         self.progress = progress
         cfg = exp.config
-        self.meta = {"protocol": spec.protocol_dir, "agent": spec.agent_model if PROTOCOLS[spec.protocol].needs_agent else None,
-                     "judge": spec.judge_model, "tools": list(spec.tools), "best_of_n": spec.best_of_n}
+        self.meta = {
+            "protocol": spec.protocol_dir,
+            "agent": spec.agent_model if PROTOCOLS[spec.protocol].needs_agent else None,
+            "judge": spec.judge_model,
+            "tools": list(spec.tools),
+            "best_of_n": spec.best_of_n,
+        }
         stamp = {"fingerprint": _hash(exp.cell_identity(spec)), "prompts": exp.prompt_hashes()}
         self.fmt = LineFormat(self.meta, stamp, cfg.eps, cfg.parse_failures)
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -157,8 +185,13 @@ class CellWriter:
         cfg = self.exp.config
         acc = CellStats()
         _finalise(self.path, self.rank, acc.add)
-        stats = acc.stats({"cell": self.spec.key, **self.meta}, eps=cfg.eps, policy=cfg.parse_failures,
-                          n_boot=cfg.n_boot, seed=cfg.seed)
+        stats = acc.stats(
+            {"cell": self.spec.key, **self.meta},
+            eps=cfg.eps,
+            policy=cfg.parse_failures,
+            n_boot=cfg.n_boot,
+            seed=cfg.seed,
+        )
         stats["n_errors"] = len(self.errors)
         _atomic_write(self.dir / "stats.json", json.dumps(stats, indent=2, allow_nan=True))
         return RunResult(self.spec, stats, self.n_done, len(self.errors), self.errors)
@@ -167,18 +200,31 @@ class CellWriter:
 class LocalExecutor:
     """The cells one after another in this process, ``config.concurrency`` questions at a time."""
 
-    async def run_cells(self, exp: Experiment, out: Path, specs: Sequence[RunSpec], questions: QuestionStore,
-                        progress: Progress | None, on_start: OnStart | None) -> list[RunResult]:
+    async def run_cells(
+        self,
+        exp: Experiment,
+        out: Path,
+        specs: Sequence[RunSpec],
+        questions: QuestionStore,
+        progress: Progress | None,
+        on_start: OnStart | None,
+    ) -> list[RunResult]:
         results = []
         for spec in specs:
             w = CellWriter(exp, out, spec, questions, progress)
             if on_start:
                 on_start(spec, w.n_done, w.total)
             try:
-                await run_questions(exp._protocol(spec), w.todo, concurrency=exp.config.concurrency, fmt=w.fmt, cell=spec.key,
-                                    on_line=w.write, on_error=w.error)
+                await run_questions(
+                    exp._protocol(spec),
+                    w.todo,
+                    concurrency=exp.config.concurrency,
+                    fmt=w.fmt,
+                    cell=spec.key,
+                    on_line=w.write,
+                    on_error=w.error,
+                )
             finally:
                 w.close()
             results.append(w.finish())
         return results
-

@@ -71,8 +71,11 @@ def _records(path: Path) -> Iterator[dict[str, Any]]:
                 yield rec
 
 
-def _finalise(path: Path, order: Sequence[str] | Mapping[str, int],
-              on_line: Callable[[dict[str, Any]], None] | None = None) -> None:
+def _finalise(
+    path: Path,
+    order: Sequence[str] | Mapping[str, int],
+    on_line: Callable[[dict[str, Any]], None] | None = None,
+) -> None:
     """Rewrite results.jsonl atomically: one line per question, in dataset order (``order``: the
     ids, or id -> position), no duplicates (the first line of a question wins), ids not in the
     dataset last. Then each line, parsed, goes to ``on_line`` in that order.

@@ -41,7 +41,9 @@ class CountingBackend(Backend):
     def supports_logprobs(self) -> bool:
         return self._top
 
-    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+    async def complete(
+        self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None
+    ) -> Sample:
         prompt = sum(len(m.content) for m in messages) // 4 + 1
         usage = Usage(prompt_tokens=prompt, completion_tokens=config.max_tokens)
         logprobs = None
@@ -50,7 +52,9 @@ class CountingBackend(Backend):
             logprobs = [TokenLogprob(token="A", logprob=-math.log(26), top=top)]
         return Sample(text=self.ANSWER, logprobs=logprobs, usage=usage, finish_reason="stop")
 
-    async def option_logprobs(self, messages: Sequence[ChatMessage], options: Sequence[str]) -> tuple[dict[str, float], Usage] | None:
+    async def option_logprobs(
+        self, messages: Sequence[ChatMessage], options: Sequence[str]
+    ) -> tuple[dict[str, float], Usage] | None:
         if not self._exact:
             return None
         prompt = sum(len(m.content) for m in messages) // 4 + 1
@@ -80,10 +84,14 @@ class NoCallBackend(Backend):
             "so its prompts cannot be rebuilt exactly; pass --allow-calls to regenerate them"
         )
 
-    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+    async def complete(
+        self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None
+    ) -> Sample:
         raise self._miss()
 
-    async def option_logprobs(self, messages: Sequence[ChatMessage], options: Sequence[str]) -> tuple[dict[str, float], Usage] | None:
+    async def option_logprobs(
+        self, messages: Sequence[ChatMessage], options: Sequence[str]
+    ) -> tuple[dict[str, float], Usage] | None:
         if type(self.real).option_logprobs is Backend.option_logprobs:
             return None  # the real backend has no exact option logprobs either
         raise self._miss()
@@ -94,20 +102,41 @@ class RecordingModel(Model):
 
     def __init__(self, real: Model, role: str, log: list[dict[str, Any]], allow_calls: bool) -> None:
         backend = real.backend if allow_calls else NoCallBackend(real.backend)
-        super().__init__(real.spec, backend, cache=real._cache_opt, max_concurrency=real.max_concurrency, retry=RetryPolicy(max_attempts=1))
+        super().__init__(
+            real.spec,
+            backend,
+            cache=real._cache_opt,
+            max_concurrency=real.max_concurrency,
+            retry=RetryPolicy(max_attempts=1),
+        )
         self._role, self._log = role, log
 
     async def _sample(self, msgs: list[ChatMessage], cfg: GenerateConfig, index: int) -> Sample:
         sample = await super()._sample(msgs, cfg, index)
-        self._log.append({"role": self._role, "model": self.spec, "kind": "generate", "sample": index,
-                          "messages": [m.model_dump(mode="json") for m in msgs], "output": sample.text})
+        self._log.append(
+            {
+                "role": self._role,
+                "model": self.spec,
+                "kind": "generate",
+                "sample": index,
+                "messages": [m.model_dump(mode="json") for m in msgs],
+                "output": sample.text,
+            }
+        )
         return sample
 
-    async def option_logprobs(self, messages: Any, options: Sequence[str]) -> tuple[dict[str, float], bool] | None:
+    async def option_logprobs(
+        self, messages: Any, options: Sequence[str]
+    ) -> tuple[dict[str, float], bool] | None:
         res = await super().option_logprobs(messages, options)
         if res is not None:
-            self._log.append({"role": self._role, "model": self.spec, "kind": "option_logprobs",
-                              "messages": [m.model_dump(mode="json") for m in to_messages(messages)], "output": res[0]})
+            self._log.append(
+                {
+                    "role": self._role,
+                    "model": self.spec,
+                    "kind": "option_logprobs",
+                    "messages": [m.model_dump(mode="json") for m in to_messages(messages)],
+                    "output": res[0],
+                }
+            )
         return res
-
-

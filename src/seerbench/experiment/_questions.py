@@ -57,7 +57,9 @@ class QuestionStore(_Lazy):
         self.n_no_source = 0
 
     @classmethod
-    def build(cls, questions: Iterable[Question], *, binary_seed: int, limit: int | None = None) -> QuestionStore:
+    def build(
+        cls, questions: Iterable[Question], *, binary_seed: int, limit: int | None = None
+    ) -> QuestionStore:
         """The questions a run uses, taken one at a time: those with exactly one true option
         (the rest counted in ``n_skipped``), each through the seeded binary view, the first
         ``limit``. Raises :class:`DataError` for an empty dataset, one without usable

@@ -95,8 +95,17 @@ def run_shard(setup: _Setup, spec: RunSpec, questions: list[Question], fmt: Line
     protocol = exp._protocol(spec)
     before = default_tracker().snapshot()
     try:
-        asyncio.run(run_questions(protocol, questions, concurrency=exp.config.concurrency, fmt=fmt, cell=spec.key,
-                                  on_line=res.lines.append, on_error=res.errors.append))
+        asyncio.run(
+            run_questions(
+                protocol,
+                questions,
+                concurrency=exp.config.concurrency,
+                fmt=fmt,
+                cell=spec.key,
+                on_line=res.lines.append,
+                on_error=res.errors.append,
+            )
+        )
     finally:
         for model, u in default_tracker().snapshot().items():
             b = before.get(model, {})
@@ -145,21 +154,37 @@ class RayExecutor:
             raise ConfigError(f"num_cpus must be > 0, got {self.num_cpus}")
         _host_port(self.address)
 
-    async def run_cells(self, exp: Experiment, out: Path, specs: Sequence[RunSpec], questions: QuestionStore,
-                        progress: Progress | None, on_start: OnStart | None) -> list[RunResult]:
+    async def run_cells(
+        self,
+        exp: Experiment,
+        out: Path,
+        specs: Sequence[RunSpec],
+        questions: QuestionStore,
+        progress: Progress | None,
+        on_start: OnStart | None,
+    ) -> list[RunResult]:
         ray = _import_ray()
         started = False
         if not ray.is_initialized():
             # ray.init reads RAY_ADDRESS when no address is given: check that one the same way
             env = os.environ.get("RAY_ADDRESS") or None
-            _check_reachable(self.address or env, "" if self.address or env is None else " (from RAY_ADDRESS)")
+            _check_reachable(
+                self.address or env, "" if self.address or env is None else " (from RAY_ADDRESS)"
+            )
             # a Ray instance started for a run does not report usage statistics unless asked to
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
             try:
-                ray.init(address=self.address, runtime_env=self.runtime_env, include_dashboard=False,
-                         log_to_driver=False, configure_logging=False)
+                ray.init(
+                    address=self.address,
+                    runtime_env=self.runtime_env,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    configure_logging=False,
+                )
             except ConnectionError as e:
-                raise ConfigError(f"cannot join the Ray cluster at {self.address or 'RAY_ADDRESS'}: {e}") from None
+                raise ConfigError(
+                    f"cannot join the Ray cluster at {self.address or 'RAY_ADDRESS'}: {e}"
+                ) from None
             started = True
         try:
             return await self._run(ray, exp, out, specs, questions, progress, on_start)
@@ -167,18 +192,32 @@ class RayExecutor:
             if started:
                 ray.shutdown()
 
-    async def _run(self, ray: Any, exp: Experiment, out: Path, specs: Sequence[RunSpec], questions: QuestionStore,
-                   progress: Progress | None, on_start: OnStart | None) -> list[RunResult]:
+    async def _run(
+        self,
+        ray: Any,
+        exp: Experiment,
+        out: Path,
+        specs: Sequence[RunSpec],
+        questions: QuestionStore,
+        progress: Progress | None,
+        on_start: OnStart | None,
+    ) -> list[RunResult]:
         from seerbench.experiment._runner import default_model_factory
 
         factory = None if exp.model_factory is default_model_factory else exp.model_factory
         cfg = exp.config
-        setup = _Setup(uuid.uuid4().hex, cfg.model_dump(mode="json"), str(cfg._base_dir.resolve()) if cfg._base_dir else None,
-                       factory)
+        setup = _Setup(
+            uuid.uuid4().hex,
+            cfg.model_dump(mode="json"),
+            str(cfg._base_dir.resolve()) if cfg._base_dir else None,
+            factory,
+        )
         try:
             setup_ref = ray.put(setup)
         except Exception as e:  # cloudpickle refused the model factory (or a class entry it closes over)
-            raise ConfigError(f"the Ray executor cannot send this experiment to its workers: {type(e).__name__}: {e}") from None
+            raise ConfigError(
+                f"the Ray executor cannot send this experiment to its workers: {type(e).__name__}: {e}"
+            ) from None
         # a task whose worker or node died is run again (its lines reach the driver only when it
         # finishes, so nothing is written twice); an error raised by the task itself is not retried
         task = ray.remote(run_shard).options(num_cpus=self.num_cpus, max_retries=3, retry_exceptions=False)
@@ -200,7 +239,7 @@ class RayExecutor:
                 if not starts:
                     results[spec.key] = w.finish()
                 for i in starts:  # a shard's questions are read from the store when it is sent
-                    yield spec, w.todo[i:i + size]
+                    yield spec, w.todo[i : i + size]
 
         pending: dict[asyncio.Future[Any], tuple[RunSpec, Any]] = {}
         todo = shards()
@@ -241,8 +280,10 @@ def _host_port(address: str | None) -> tuple[str, int] | None:
         return None
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit():
-        raise ConfigError(f"Ray address {address!r}: give HOST:PORT (the head's GCS port, 6379 by default), "
-                          "ray://HOST:PORT (Ray Client, 10001) or auto")
+        raise ConfigError(
+            f"Ray address {address!r}: give HOST:PORT (the head's GCS port, 6379 by default), "
+            "ray://HOST:PORT (Ray Client, 10001) or auto"
+        )
     return host, int(port)
 
 
@@ -256,8 +297,10 @@ def _check_reachable(address: str | None, source: str = "") -> None:
     try:
         socket.create_connection((host, port), timeout=10).close()
     except OSError as e:
-        raise ConfigError(f"cannot reach the Ray cluster at {address}{source} ({e.strerror or e}): is `ray start --head` "
-                          "running there, and is the port right?") from None
+        raise ConfigError(
+            f"cannot reach the Ray cluster at {address}{source} ({e.strerror or e}): is `ray start --head` "
+            "running there, and is the port right?"
+        ) from None
 
 
 def _result(ray: Any, fut: asyncio.Future[Any], spec: RunSpec) -> ShardResult:
@@ -275,6 +318,8 @@ def _result(ray: Any, fut: asyncio.Future[Any], spec: RunSpec) -> ShardResult:
         raise
     except ray.exceptions.RayError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        raise SeerbenchError(f"{spec.key}: a Ray task failed ({type(e).__name__}: {first}); finished results are kept: "
-                             "rerun to resume") from None
+        raise SeerbenchError(
+            f"{spec.key}: a Ray task failed ({type(e).__name__}: {first}); finished results are kept: "
+            "rerun to resume"
+        ) from None
     return res

@@ -119,25 +119,35 @@ def _rescore_hint(problems: Sequence[str], out: Path) -> str:
     diffs = [set(p.partition("differs in: ")[2].rstrip(")").split(", ")) for p in problems]
     if not diffs or not all(d and d <= scoring for d in diffs):
         return ""
-    return (f" eps and parse_failures only change scoring: `seerbench stats {out} --eps X --parse-failures half|exclude` "
-            "rescores the stored results without a model call.")
+    return (
+        f" eps and parse_failures only change scoring: `seerbench stats {out} --eps X --parse-failures half|exclude` "
+        "rescores the stored results without a model call."
+    )
 
 
 class Experiment:
     """Run a grid over questions. ``questions`` overrides the config's dataset (Python API)::
 
-        cfg = ExperimentConfig.from_yaml("examples/quickstart.yaml")
-        results = Experiment(cfg).run()          # list[RunResult], one per grid cell
+    cfg = ExperimentConfig.from_yaml("examples/quickstart.yaml")
+    results = Experiment(cfg).run()          # list[RunResult], one per grid cell
     """
 
-    def __init__(self, config: ExperimentConfig, questions: Sequence[Question] | None = None, *, out: str | Path | None = None,
-                 executor: Executor | None = None) -> None:
+    def __init__(
+        self,
+        config: ExperimentConfig,
+        questions: Sequence[Question] | None = None,
+        *,
+        out: str | Path | None = None,
+        executor: Executor | None = None,
+    ) -> None:
         self.config = config
         #: Where the questions run: :class:`LocalExecutor` (this process) unless given, e.g.
         #: ``RayExecutor(address=...)``. The results files are the same either way.
         self.executor: Executor = executor if executor is not None else LocalExecutor()
         self.out = Path(out) if out is not None else config.out_dir()
-        self._made_out = False  # whether prepare_out made the output folder (removed again if the run cannot start)
+        self._made_out = (
+            False  # whether prepare_out made the output folder (removed again if the run cannot start)
+        )
         self._questions = list(questions) if questions is not None else None
         self._loaded: QuestionStore | None = None
         self.n_skipped = 0  # questions without exactly one true option, left out
@@ -152,7 +162,9 @@ class Experiment:
         held whole (see :class:`QuestionStore`)."""
         if self._loaded is None:
             qs = self._questions if self._questions is not None else self._load_dataset()
-            self._loaded = QuestionStore.build(qs, binary_seed=self.config.binary_seed, limit=self.config.limit)
+            self._loaded = QuestionStore.build(
+                qs, binary_seed=self.config.binary_seed, limit=self.config.limit
+            )
             self.n_skipped = self._loaded.n_skipped
         return self._loaded
 
@@ -193,7 +205,9 @@ class Experiment:
             cls = get_protocol(p.name)
             start = len(specs)
             for kw in p.keyword_grid():
-                turns = [kw.pop("num_turns")] if "num_turns" in kw else (c.num_turns if cls.takes_turns else [1])
+                turns = (
+                    [kw.pop("num_turns")] if "num_turns" in kw else (c.num_turns if cls.takes_turns else [1])
+                )
                 agents = c.agent_models if cls.needs_agent else [c.agent_models[0]]
                 tools = c.agent_tools if cls.needs_agent else [[]]
                 bons = c.best_of_n if cls.needs_agent else [1]
@@ -201,17 +215,30 @@ class Experiment:
                 for nt, a, j, t, b in itertools.product(turns, agents, judges, tools, bons):
                     kwargs = {**kw, "num_turns": int(nt)} if cls.takes_turns else dict(kw)
                     j_label = cls.fixed_judge if j is None else entry_label(j)
-                    spec = RunSpec(p.name, kwargs, entry_label(a), j_label or "", tuple(t), b, agent_entry=a, judge_entry=j)
+                    spec = RunSpec(
+                        p.name,
+                        kwargs,
+                        entry_label(a),
+                        j_label or "",
+                        tuple(t),
+                        b,
+                        agent_entry=a,
+                        judge_entry=j,
+                    )
                     a, j = spec.agent_model, spec.judge_model
                     proto = self._protocol(spec, dry=True)
                     spec.protocol_dir = proto.config_name()
-                    agent_part = f"A_{_slug(a)}" + (f"_T_{'+'.join(t)}" if t else "") + (f"_bo{b}" if b > 1 else "")
+                    agent_part = (
+                        f"A_{_slug(a)}" + (f"_T_{'+'.join(t)}" if t else "") + (f"_bo{b}" if b > 1 else "")
+                    )
                     spec.pair_dir = f"{agent_part}_J_{_slug(j)}" if cls.needs_agent else f"J_{_slug(j)}"
                     specs.append(spec)
             _name_hidden_keywords(specs[start:])
         keys = [s.key for s in specs]
         if len(set(keys)) != len(keys):
-            raise ConfigError(f"the grid has duplicate cells: {sorted({k for k in keys if keys.count(k) > 1})}")
+            raise ConfigError(
+                f"the grid has duplicate cells: {sorted({k for k in keys if keys.count(k) > 1})}"
+            )
         return specs
 
     def prompt_hashes(self) -> dict[str, str]:
@@ -224,9 +251,14 @@ class Experiment:
         cls = PROTOCOLS[spec.protocol]
         base = c._base_dir
         ident: dict[str, Any] = {
-            "protocol": spec.protocol, "keywords": {"both_orders": c.both_orders, **spec.kwargs},
-            "judge": spec.judge_model if spec.judge_entry is None else spec.judge_entry, "seed": c.seed,
-            "binary_seed": c.binary_seed, "eps": c.eps, "parse_failures": c.parse_failures, "prompts": self.prompt_hashes(),
+            "protocol": spec.protocol,
+            "keywords": {"both_orders": c.both_orders, **spec.kwargs},
+            "judge": spec.judge_model if spec.judge_entry is None else spec.judge_entry,
+            "seed": c.seed,
+            "binary_seed": c.binary_seed,
+            "eps": c.eps,
+            "parse_failures": c.parse_failures,
+            "prompts": self.prompt_hashes(),
         }
         code = {}
         h = code_hash(cls)
@@ -254,10 +286,19 @@ class Experiment:
         entry built by :func:`seerbench.experiment._components.build`."""
         c = self.config
         if isinstance(entry, str):
-            return ModelJudge(self.model_factory(entry, "judge"), elicitation=c.elicitation.build(c.seed),
-                              prompts_dir=c.resolved_prompts_dir())
-        judge: Judge = build(entry, "judge", base_dir=c._base_dir, make_judge=self.make_judge, make_agent=self.make_agent,
-                             make_model=lambda s: self.model_factory(s, "judge"))
+            return ModelJudge(
+                self.model_factory(entry, "judge"),
+                elicitation=c.elicitation.build(c.seed),
+                prompts_dir=c.resolved_prompts_dir(),
+            )
+        judge: Judge = build(
+            entry,
+            "judge",
+            base_dir=c._base_dir,
+            make_judge=self.make_judge,
+            make_agent=self.make_agent,
+            make_model=lambda s: self.model_factory(s, "judge"),
+        )
         return judge
 
     def make_agent(self, entry: Entry, tools: Sequence[str] = ()) -> Agent:
@@ -277,8 +318,14 @@ class Experiment:
                 max_words=g.max_words,
                 prompts_dir=c.resolved_prompts_dir(),
             )
-        agent: Agent = build(entry, "agent", base_dir=c._base_dir, make_judge=self.make_judge, make_agent=self.make_agent,
-                             make_model=lambda s: self.model_factory(s, "agent"))
+        agent: Agent = build(
+            entry,
+            "agent",
+            base_dir=c._base_dir,
+            make_judge=self.make_judge,
+            make_agent=self.make_agent,
+            make_model=lambda s: self.model_factory(s, "agent"),
+        )
         return agent
 
     def _agent(self, spec: RunSpec) -> Agent:
@@ -286,7 +333,9 @@ class Experiment:
         base = self.make_agent(spec.agent_entry, spec.tools)
         if spec.best_of_n > 1:
             if not isinstance(base, ModelAgent):
-                raise ConfigError(f"cell {spec.key}: best_of_n needs a model agent (a model spec), not {spec.agent_model}")
+                raise ConfigError(
+                    f"cell {spec.key}: best_of_n needs a model agent (a model spec), not {spec.agent_model}"
+                )
             return BestOfNAgent(base, spec.best_of_n, self._judge(spec))
         return base
 
@@ -321,10 +370,14 @@ class Experiment:
                 get_model(spec.agent_entry)
                 get_tools(list(spec.tools))
             elif cls.needs_agent and spec.tools:
-                raise ConfigError(f"cell {spec.key}: tools are for model agents; {spec.agent_model} takes none "
-                                  "(use agent_tools: [[]] with this agent)")
+                raise ConfigError(
+                    f"cell {spec.key}: tools are for model agents; {spec.agent_model} takes none "
+                    "(use agent_tools: [[]] with this agent)"
+                )
             try:
-                proto = self._protocol(spec)  # built for real (models load lazily): entries and capabilities checked
+                proto = self._protocol(
+                    spec
+                )  # built for real (models load lazily): entries and capabilities checked
                 proto.check_capabilities()
             except ConfigError as e:
                 raise ConfigError(f"cell {spec.key}: {e}") from None
@@ -385,7 +438,9 @@ class Experiment:
                 if i is not None and ln.get("question") != store.as_json(i):
                     bad.append(ln["question_id"])
             if bad:
-                problems.append(f"{spec.key}: questions {', '.join(bad[:3])}{' ...' if len(bad) > 3 else ''} differ from the dataset's")
+                problems.append(
+                    f"{spec.key}: questions {', '.join(bad[:3])}{' ...' if len(bad) > 3 else ''} differ from the dataset's"
+                )
         return problems
 
     def choose_out(self, specs: Sequence[RunSpec], *, new: bool = False) -> Path:
@@ -427,25 +482,43 @@ class Experiment:
                 from seerbench.runs import read_experiment_json
 
                 old_cells = dict(read_experiment_json(meta_path).get("cells") or {})
-            _atomic_write(meta_path, json.dumps({
-                "fingerprint": self.config.fingerprint(), "seerbench_version": __version__,
-                "config": self.config.model_dump(mode="json"), "prompts": prompts,
-                "config_dir": str(self.config._base_dir.resolve()) if self.config._base_dir else None,
-                "cells": {**old_cells, **cells},  # cells of earlier, smaller grids stay listed
-            }, indent=2))
-            _atomic_write(out / "config.yaml", yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False))
+            _atomic_write(
+                meta_path,
+                json.dumps(
+                    {
+                        "fingerprint": self.config.fingerprint(),
+                        "seerbench_version": __version__,
+                        "config": self.config.model_dump(mode="json"),
+                        "prompts": prompts,
+                        "config_dir": str(self.config._base_dir.resolve()) if self.config._base_dir else None,
+                        "cells": {**old_cells, **cells},  # cells of earlier, smaller grids stay listed
+                    },
+                    indent=2,
+                ),
+            )
+            _atomic_write(
+                out / "config.yaml", yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False)
+            )
             for s in specs:
                 d = out / s.protocol_dir / s.pair_dir
                 d.mkdir(parents=True, exist_ok=True)
                 ident = self.cell_identity(s)
-                _atomic_write(d / "cell.json", json.dumps({"cell": s.key, "fingerprint": _hash(ident), "identity": ident}, indent=2))
+                _atomic_write(
+                    d / "cell.json",
+                    json.dumps({"cell": s.key, "fingerprint": _hash(ident), "identity": ident}, indent=2),
+                )
         except OSError as e:
-            raise ConfigError(f"cannot write the output folder {out}: {e.strerror or e} ({e.filename or out})") from None
+            raise ConfigError(
+                f"cannot write the output folder {out}: {e.strerror or e} ({e.filename or out})"
+            ) from None
         return out
 
     # ---- running ------------------------------------------------------------------------------
     async def arun(
-        self, *, new: bool = False, progress: Callable[[RunSpec, int, int, int], None] | None = None,
+        self,
+        *,
+        new: bool = False,
+        progress: Callable[[RunSpec, int, int, int], None] | None = None,
         on_start: Callable[[RunSpec, int, int], None] | None = None,
     ) -> list[RunResult]:
         """Run every cell of the grid on ``self.executor``; finished questions are skipped.
@@ -488,12 +561,17 @@ class Experiment:
         plans = []
         for spec in specs:
             path = out / spec.protocol_dir / spec.pair_dir / "results.jsonl"
-            done = _load_done(path, truncate=False) if path.exists() and not self._conflicts(out, [spec]) else set()
+            done = (
+                _load_done(path, truncate=False)
+                if path.exists() and not self._conflicts(out, [spec])
+                else set()
+            )
             todo = questions.subset([i for i, qid in enumerate(questions.ids) if qid not in done])
             counter = UsageTracker(tracker.prices)
             factory = self.model_factory
             self.model_factory = lambda s, role, _c=counter, _f=factory: Model(  # type: ignore[misc]
-                s, CountingBackend(_f(s, role).backend), cache=False, usage=_c)
+                s, CountingBackend(_f(s, role).backend), cache=False, usage=_c
+            )
             try:
                 proto = self._protocol(spec)
                 probe = todo[:sample] or questions[:sample]
@@ -502,11 +580,22 @@ class Experiment:
                 self.model_factory = factory
             t = counter.totals()
             scale = len(todo) / len(probe) if probe else 0.0
-            plans.append(CellPlan(spec, len(questions), len(todo), t.calls * scale, t.prompt_tokens * scale,
-                                  t.completion_tokens * scale, None if t.cost is None else t.cost * scale))
+            plans.append(
+                CellPlan(
+                    spec,
+                    len(questions),
+                    len(todo),
+                    t.calls * scale,
+                    t.prompt_tokens * scale,
+                    t.completion_tokens * scale,
+                    None if t.cost is None else t.cost * scale,
+                )
+            )
         return plans
 
-    async def replay_prompts(self, cell_key: str, question_id: str, *, allow_calls: bool = False) -> list[dict[str, Any]]:
+    async def replay_prompts(
+        self, cell_key: str, question_id: str, *, allow_calls: bool = False
+    ) -> list[dict[str, Any]]:
         """Every model request a cell made for one question, rebuilt by running the cell again on
         that question with the same config: the disk cache answers every call, so the prompts are
         exactly those of the run. With ``allow_calls=False`` a cache miss raises instead of calling
@@ -526,5 +615,3 @@ class Experiment:
         finally:
             self.model_factory = factory
         return log
-
-

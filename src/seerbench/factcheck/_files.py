@@ -74,8 +74,16 @@ def read_corpus(path: str | Path) -> list[Page]:
             updated = int(float(year)) if year is not None else 0
         except ValueError:
             raise DataError(f"{rec.where}: updated should be a year, found {year!r}") from None
-        out.append(Page(pid, "", _field(rec, "title", required=False) or pid, _field(rec, "url", required=False) or "",
-                        updated, text))
+        out.append(
+            Page(
+                pid,
+                "",
+                _field(rec, "title", required=False) or pid,
+                _field(rec, "url", required=False) or "",
+                updated,
+                text,
+            )
+        )
     if not out:
         raise DataError(f"{path}: no pages")
     return out
@@ -84,4 +92,6 @@ def read_corpus(path: str | Path) -> list[Page]:
 def load_factcheck_files(path: str | Path, corpus: str | Path, n: int | None = None) -> FactcheckSet:
     """Sentences from ``path`` and the corpus from ``corpus``; ``n`` keeps the first n sentences."""
     items = read_sentences(path)
-    return FactcheckSet(items[:n] if n is not None else items, read_corpus(corpus), [], name="factcheck_files")
+    return FactcheckSet(
+        items[:n] if n is not None else items, read_corpus(corpus), [], name="factcheck_files"
+    )

@@ -38,16 +38,62 @@ _ONSETS = ["br", "k", "v", "t", "m", "d", "s", "l", "g", "h", "r", "z", "f", "n"
 _VOWELS = ["a", "e", "i", "o", "u", "ae", "ou", "ei"]
 _CODAS = ["", "n", "r", "l", "k", "s", "th", "m", "nd", "rt"]
 _TOWN_SUFFIX = ["wick", "ford", "holm", "by", "stad", "mere", "dale", "ton"]
-_FIRST = ["Ilsa", "Teodor", "Maren", "Jovan", "Oriel", "Sabine", "Ludo", "Vesna", "Anselm", "Kaja",
-          "Rurik", "Petra", "Emrys", "Halina", "Cosmin", "Liesel", "Bram", "Signe", "Dorian", "Yelka"]
+_FIRST = [
+    "Ilsa",
+    "Teodor",
+    "Maren",
+    "Jovan",
+    "Oriel",
+    "Sabine",
+    "Ludo",
+    "Vesna",
+    "Anselm",
+    "Kaja",
+    "Rurik",
+    "Petra",
+    "Emrys",
+    "Halina",
+    "Cosmin",
+    "Liesel",
+    "Bram",
+    "Signe",
+    "Dorian",
+    "Yelka",
+]
 _RIVERS = ["Aldra", "Venn", "Soriel", "Tamsk", "Oure", "Kelda", "Brisa", "Mornel", "Lusk", "Irrow"]
 _PROVINCES = ["Westmarch", "Caldria", "Norvale", "Ostrand", "Hallow Reach", "Pellin", "Sarvane", "Dunmor"]
-_PRODUCTS = ["ceramic valves", "wind turbines", "river barges", "insulin pumps", "glass lenses",
-             "bicycle frames", "seed drills", "ferry engines", "textile looms", "water filters"]
-_FIELDS = ["glaciology", "number theory", "marine botany", "acoustics", "paleoclimate", "crystallography",
-           "seismology", "protein folding", "radio astronomy", "soil chemistry"]
-_AWARDS = ["Halvard Medal", "Orrin Prize", "Selka Award", "Brunel Circle Medal", "Kestrel Prize",
-           "Aster Laureateship"]
+_PRODUCTS = [
+    "ceramic valves",
+    "wind turbines",
+    "river barges",
+    "insulin pumps",
+    "glass lenses",
+    "bicycle frames",
+    "seed drills",
+    "ferry engines",
+    "textile looms",
+    "water filters",
+]
+_FIELDS = [
+    "glaciology",
+    "number theory",
+    "marine botany",
+    "acoustics",
+    "paleoclimate",
+    "crystallography",
+    "seismology",
+    "protein folding",
+    "radio astronomy",
+    "soil chemistry",
+]
+_AWARDS = [
+    "Halvard Medal",
+    "Orrin Prize",
+    "Selka Award",
+    "Brunel Circle Medal",
+    "Kestrel Prize",
+    "Aster Laureateship",
+]
 
 #: Attribute schema per kind: attribute -> (value kind, sentence template for pages and claims).
 #: Templates use {name} and {value}; each has a fixed phrase a reader can find in the pages.
@@ -171,7 +217,10 @@ class _Names:
         self.used: set[str] = set()
 
     def word(self, syllables: int) -> str:
-        parts = [self.rng.choice(_ONSETS) + self.rng.choice(_VOWELS) + self.rng.choice(_CODAS) for _ in range(syllables)]
+        parts = [
+            self.rng.choice(_ONSETS) + self.rng.choice(_VOWELS) + self.rng.choice(_CODAS)
+            for _ in range(syllables)
+        ]
         return "".join(parts).capitalize()
 
     def unique(self, make: Any) -> str:
@@ -186,7 +235,11 @@ class _Names:
         return self.unique(lambda: self.word(1) + self.rng.choice(_TOWN_SUFFIX))
 
     def company(self) -> str:
-        return self.unique(lambda: self.word(2) + " " + self.rng.choice(["Works", "Industries", "Group", "Ltd", "Cooperative"]))
+        return self.unique(
+            lambda: (
+                self.word(2) + " " + self.rng.choice(["Works", "Industries", "Group", "Ltd", "Cooperative"])
+            )
+        )
 
     def person(self) -> str:
         return self.rng.choice(_FIRST) + " " + self.word(2)
@@ -206,7 +259,13 @@ def _value(kind: str, rng: random.Random, names: _Names) -> str:
         return names.word(1) + rng.choice(_TOWN_SUFFIX)
     if kind == "university":
         return names.word(2)
-    pool = {"river": _RIVERS, "province": _PROVINCES, "product": _PRODUCTS, "field": _FIELDS, "award": _AWARDS}[kind]
+    pool = {
+        "river": _RIVERS,
+        "province": _PROVINCES,
+        "product": _PRODUCTS,
+        "field": _FIELDS,
+        "award": _AWARDS,
+    }[kind]
     return rng.choice(pool)
 
 
@@ -288,23 +347,32 @@ def write_pages(entity: Entity, rng: random.Random) -> list[Page]:
         body = " ".join(_cap(fact_sentence(entity.kind, n, entity.name, v)) + "." for n, v in fs)
         intro = {"town": "is a town", "company": "is a company", "scientist": "is a scientist"}[entity.kind]
         slug = entity.name.lower().replace(" ", "-")
-        out.append(Page(
-            id=f"{entity.id}-p{i}",
-            entity_id=entity.id,
-            title=f"{entity.name} ({src_title})",
-            url=f"https://{src}.example/{entity.kind}/{slug}",
-            updated=years[i],
-            text=f"{entity.name} {intro}. {body} (Last updated {years[i]}.)",
-        ))
+        out.append(
+            Page(
+                id=f"{entity.id}-p{i}",
+                entity_id=entity.id,
+                title=f"{entity.name} ({src_title})",
+                url=f"https://{src}.example/{entity.kind}/{slug}",
+                updated=years[i],
+                text=f"{entity.name} {intro}. {body} (Last updated {years[i]}.)",
+            )
+        )
     return out
 
 
 def _claim(entity: Entity, attr: str, value: str) -> Claim:
-    return Claim(entity.id, attr, value, claim_label(entity.attributes[attr], value),
-                 fact_sentence(entity.kind, attr, entity.name, value))
+    return Claim(
+        entity.id,
+        attr,
+        value,
+        claim_label(entity.attributes[attr], value),
+        fact_sentence(entity.kind, attr, entity.name, value),
+    )
 
 
-def _claim_with(entity: Entity, want: str, rng: random.Random, names: _Names, avoid: set[str]) -> Claim | None:
+def _claim_with(
+    entity: Entity, want: str, rng: random.Random, names: _Names, avoid: set[str]
+) -> Claim | None:
     """A claim about ``entity`` whose label is ``want``, or None when the entity cannot give one."""
     options = []
     for a in entity.attributes.values():
@@ -371,7 +439,9 @@ class FactcheckSet:
     name: str = "factcheck"
 
 
-def generate_factcheck(entities: int = 300, per_entity: int = 8, seed: int = 0, n: int | None = None) -> FactcheckSet:
+def generate_factcheck(
+    entities: int = 300, per_entity: int = 8, seed: int = 0, n: int | None = None
+) -> FactcheckSet:
     """The generated set: ``entities`` entities (default 300: about 1,200 pages and 2,400
     sentences), ``per_entity`` sentences each, all deterministic from ``seed``; ``n`` keeps the
     first n sentences (the corpus stays whole)."""

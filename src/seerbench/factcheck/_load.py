@@ -12,7 +12,10 @@ from seerbench.factcheck._generate import FactcheckSet, FactItem, Page, generate
 from seerbench.types import AnswerCase, Question
 
 #: Dataset names a factcheck set can be loaded by, and their loaders.
-FACTCHECK_DATASETS: dict[str, Callable[..., FactcheckSet]] = {"factcheck": generate_factcheck, "factcheck_files": load_factcheck_files}
+FACTCHECK_DATASETS: dict[str, Callable[..., FactcheckSet]] = {
+    "factcheck": generate_factcheck,
+    "factcheck_files": load_factcheck_files,
+}
 
 
 def load_factcheck(name: str = "factcheck", **options: Any) -> FactcheckSet:
@@ -24,7 +27,9 @@ def load_factcheck(name: str = "factcheck", **options: Any) -> FactcheckSet:
     params = inspect.signature(loader).parameters
     unknown = sorted(set(options) - set(params))
     if unknown:
-        raise ConfigError(f"dataset {name!r} has no option(s) {', '.join(unknown)}; it accepts: {', '.join(params)}")
+        raise ConfigError(
+            f"dataset {name!r} has no option(s) {', '.join(unknown)}; it accepts: {', '.join(params)}"
+        )
     missing = [k for k, p in params.items() if p.default is inspect.Parameter.empty and k not in options]
     if missing:
         raise ConfigError(f"dataset {name!r} needs {', '.join(missing)}=...")
@@ -49,7 +54,11 @@ def item_question(item: FactItem, pages: Sequence[Page] = ()) -> Question:
         source_text=source,
         answer_cases=[
             AnswerCase(short="accurate", long="Accurate", value=1.0 if acc else 0.0),
-            AnswerCase(short="inaccurate", long="Not accurate (inaccurate, unsupported or disputed)", value=0.0 if acc else 1.0),
+            AnswerCase(
+                short="inaccurate",
+                long="Not accurate (inaccurate, unsupported or disputed)",
+                value=0.0 if acc else 1.0,
+            ),
         ],
         metadata=meta,
     )

@@ -52,8 +52,16 @@ from seerbench.quotes import verify_quote
 TIE_ORDER: tuple[str, ...] = ("inaccurate", "disputed", "unsupported", "accurate")
 #: Rejection reasons of the format verifier, in the order the rules are checked.
 REJECTIONS: tuple[str, ...] = (
-    "no_claims", "claim_numbering", "no_overall", "bad_judgment", "no_reasoning", "no_evidence",
-    "evidence_not_retrieved", "quote_not_verbatim", "uncited_reasoning", "unused_evidence",
+    "no_claims",
+    "claim_numbering",
+    "no_overall",
+    "bad_judgment",
+    "no_reasoning",
+    "no_evidence",
+    "evidence_not_retrieved",
+    "quote_not_verbatim",
+    "uncited_reasoning",
+    "unused_evidence",
     "overall_inconsistent",
 )
 
@@ -68,7 +76,7 @@ STEP1 = (
 )
 FORMAT = (
     "CLAIM 1: <a factual claim of the sentence>\n"
-    "EVIDENCE 1: [<page id>] \"<words copied exactly from that page>\"\n"
+    'EVIDENCE 1: [<page id>] "<words copied exactly from that page>"\n'
     "REASONING 1: <why claim 1 is or is not supported, citing evidence as E1, E2>\n"
     "JUDGMENT 1: accurate | inaccurate | unsupported | disputed\n"
     "OVERALL: accurate | inaccurate | unsupported | disputed"
@@ -99,8 +107,12 @@ class RaterConfig(BaseModel):
 
     name: str = Field(default="factcheck", min_length=1)
     model: str = Field(default="local", min_length=1, description="Model spec (see `seerbench models`).")
-    out: str = Field(default="runs/factcheck", min_length=1, description="Run folder (relative to the config).")
-    dataset: dict[str, Any] = Field(default_factory=lambda: {"name": "factcheck"}, description="name + options.")
+    out: str = Field(
+        default="runs/factcheck", min_length=1, description="Run folder (relative to the config)."
+    )
+    dataset: dict[str, Any] = Field(
+        default_factory=lambda: {"name": "factcheck"}, description="name + options."
+    )
     samples: int = Field(default=50, ge=1, description="Samples per sentence (seed 000: 50).")
     temperature: float = Field(default=1.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=400, ge=16)
@@ -118,8 +130,10 @@ class RaterConfig(BaseModel):
         cfg = cls.parse(data, str(p))
         out = Path(cfg.out)
         # paths in the config are read from its folder: out, and the files of factcheck_files
-        dataset = {k: config_path(p.parent, v) if k in ("path", "corpus") and isinstance(v, str) else v
-                   for k, v in cfg.dataset.items()}
+        dataset = {
+            k: config_path(p.parent, v) if k in ("path", "corpus") and isinstance(v, str) else v
+            for k, v in cfg.dataset.items()
+        }
         return cfg.model_copy(update={"out": config_path(p.parent, str(out)), "dataset": dataset})
 
     @classmethod
@@ -127,7 +141,9 @@ class RaterConfig(BaseModel):
         try:
             cfg = cls.model_validate(data)
         except ValidationError as e:
-            raise ConfigError(explain_validation(e, f"rater config {where}", model=cls, docs="docs/complementarity.md")) from None
+            raise ConfigError(
+                explain_validation(e, f"rater config {where}", model=cls, docs="docs/complementarity.md")
+            ) from None
         if not isinstance(cfg.dataset.get("name"), str):
             raise ConfigError(f"rater config {where}: dataset: needs a name (factcheck or factcheck_files)")
         return cfg
@@ -136,8 +152,10 @@ class RaterConfig(BaseModel):
         """What decides the ratings (not where they go, how many run at once, or how many; input
         files by their content, not their path)."""
         keep = self.model_dump(exclude={"out", "concurrency", "limit", "name"})
-        keep["dataset"] = {k: content_id(v) if k in ("path", "corpus") and isinstance(v, str) else v
-                           for k, v in keep["dataset"].items()}
+        keep["dataset"] = {
+            k: content_id(v) if k in ("path", "corpus") and isinstance(v, str) else v
+            for k, v in keep["dataset"].items()
+        }
         return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -202,22 +220,36 @@ def verify_sample(final: str, retrieved: dict[str, Page], first: str = "") -> Sa
     for ev in evidence:
         page = retrieved.get(ev.page_id)
         if page is None:
-            return _reject("evidence_not_retrieved", f"evidence {ev.n} cites page {ev.page_id!r}, not among this sample's search results", **parsed)
+            return _reject(
+                "evidence_not_retrieved",
+                f"evidence {ev.n} cites page {ev.page_id!r}, not among this sample's search results",
+                **parsed,
+            )
         if not verify_quote(ev.quote, page.text):
-            return _reject("quote_not_verbatim", f"evidence {ev.n} is not a verbatim quote of page {ev.page_id}", **parsed)
+            return _reject(
+                "quote_not_verbatim",
+                f"evidence {ev.n} is not a verbatim quote of page {ev.page_id}",
+                **parsed,
+            )
         ev.title, ev.url = page.title, page.url
     numbers = {ev.n for ev in evidence}
     cited: set[int] = set()
     for i in claims:
         refs = {int(x) for x in _CITE.findall(reasoning[i])} & numbers
         if not refs:
-            return _reject("uncited_reasoning", f"the reasoning of claim {i} cites no evidence (E1, E2...)", **parsed)
+            return _reject(
+                "uncited_reasoning", f"the reasoning of claim {i} cites no evidence (E1, E2...)", **parsed
+            )
         cited |= refs
     unused = sorted(numbers - cited)
     if unused:
         return _reject("unused_evidence", f"evidence {unused[0]} is never cited", **parsed)
     if (overall == "accurate") != all(judgments[i] == "accurate" for i in claims):
-        return _reject("overall_inconsistent", f"overall {overall} but claim judgments {[judgments[i] for i in claims]}", **parsed)
+        return _reject(
+            "overall_inconsistent",
+            f"overall {overall} but claim judgments {[judgments[i] for i in claims]}",
+            **parsed,
+        )
     return SampleCheck(True, **parsed)
 
 
@@ -249,9 +281,14 @@ class SampleOutcome:
     check: SampleCheck
 
     def summary(self) -> dict[str, Any]:
-        return {"sample": self.index, "verified": self.check.ok, "reason": self.check.reason,
-                "detail": self.check.detail, "overall": self.check.overall,
-                "queries": [q["query"] for q in self.queries]}
+        return {
+            "sample": self.index,
+            "verified": self.check.ok,
+            "reason": self.check.reason,
+            "detail": self.check.detail,
+            "overall": self.check.overall,
+            "queries": [q["query"] for q in self.queries],
+        }
 
 
 def _hit(r: SearchResult) -> dict[str, Any]:
@@ -259,11 +296,19 @@ def _hit(r: SearchResult) -> dict[str, Any]:
     return {"page_id": p.id, "title": p.title, "url": p.url, "updated": p.updated, "snippet": p.text}
 
 
-async def run_sample(model: Model, sentence: str, index: CorpusIndex, cfg: RaterConfig, i: int) -> SampleOutcome:
+async def run_sample(
+    model: Model, sentence: str, index: CorpusIndex, cfg: RaterConfig, i: int
+) -> SampleOutcome:
     """One episode (see the module docstring); sample ``i`` has its own seed, so it is cached apart."""
-    gen = GenerateConfig(temperature=cfg.temperature, max_tokens=cfg.max_tokens,
-                         seed=(cfg.seed * 1_000_003 + i * 7_919) % (2**31 - 1))
-    msgs = [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content=STEP1.format(sentence=sentence))]
+    gen = GenerateConfig(
+        temperature=cfg.temperature,
+        max_tokens=cfg.max_tokens,
+        seed=(cfg.seed * 1_000_003 + i * 7_919) % (2**31 - 1),
+    )
+    msgs = [
+        ChatMessage(role="system", content=SYSTEM),
+        ChatMessage(role="user", content=STEP1.format(sentence=sentence)),
+    ]
     first = text = (await model.generate(msgs, gen)).text
     queries: list[dict[str, Any]] = []
     retrieved: dict[str, Page] = {}
@@ -277,8 +322,10 @@ async def run_sample(model: Model, sentence: str, index: CorpusIndex, cfg: Rater
             queries.append({"query": q, "results": [_hit(h) for h in hits]})
             retrieved.update((h.page.id, h.page) for h in hits)
             blocks.append(format_results(q, hits))
-        msgs += [ChatMessage(role="assistant", content=text),
-                 ChatMessage(role="user", content=STEP2.format(results="\n\n".join(blocks)))]
+        msgs += [
+            ChatMessage(role="assistant", content=text),
+            ChatMessage(role="user", content=STEP2.format(results="\n\n".join(blocks))),
+        ]
         text = (await model.generate(msgs, gen)).text
     return SampleOutcome(i, queries, text, verify_sample(text, retrieved, first))
 
@@ -291,37 +338,60 @@ def _parts(o: SampleOutcome) -> dict[str, Any]:
         "search_results": o.queries,
         "evidence": [asdict(e) for e in c.evidence],
         "reasoning": [{"n": i, "claim": c.claims[i], "reasoning": c.reasoning[i]} for i in sorted(c.claims)],
-        "judgments": {"claims": [{"n": i, "claim": c.claims[i], "judgment": c.judgments[i]} for i in sorted(c.claims)],
-                      "overall": c.overall},
+        "judgments": {
+            "claims": [{"n": i, "claim": c.claims[i], "judgment": c.judgments[i]} for i in sorted(c.claims)],
+            "overall": c.overall,
+        },
     }
 
 
-def build_trace(outcomes: Sequence[SampleOutcome], rating: str | None, confidence: float | None) -> dict[str, Any]:
+def build_trace(
+    outcomes: Sequence[SampleOutcome], rating: str | None, confidence: float | None
+) -> dict[str, Any]:
     """The representative sample's parts, the confidence, the two-sided pair and the verifier's
     rejection counts (``verifier``)."""
     verified = [o for o in outcomes if o.check.ok]
     rejected = Counter(str(o.check.reason) for o in outcomes if not o.check.ok)
-    trace: dict[str, Any] = {"verifier": {"samples": len(outcomes), "verified": len(verified),
-                                          "rejected": {r: rejected[r] for r in REJECTIONS if rejected.get(r)}}}
+    trace: dict[str, Any] = {
+        "verifier": {
+            "samples": len(outcomes),
+            "verified": len(verified),
+            "rejected": {r: rejected[r] for r in REJECTIONS if rejected.get(r)},
+        }
+    }
     if rating is None or confidence is None:
         return trace
     rep = next(o for o in verified if o.check.overall == rating)
     trace.update(_parts(rep))
-    trace["confidence"] = {"value": round(confidence, 4), "level": confidence_level(confidence),
-                           "verified": len(verified), "samples": len(outcomes)}
+    trace["confidence"] = {
+        "value": round(confidence, 4),
+        "level": confidence_level(confidence),
+        "verified": len(verified),
+        "samples": len(outcomes),
+    }
     pro = next((o for o in verified if o.check.overall == "accurate"), None)
     con = next((o for o in verified if o.check.overall != "accurate"), None)
     trace["two_sided"] = {"for": _parts(pro) if pro else None, "against": _parts(con) if con else None}
     return trace
 
 
-async def rate_item(model: Model, item: FactItem, index: CorpusIndex, cfg: RaterConfig) -> tuple[AIRating, list[SampleOutcome]]:
+async def rate_item(
+    model: Model, item: FactItem, index: CorpusIndex, cfg: RaterConfig
+) -> tuple[AIRating, list[SampleOutcome]]:
     """All samples of one sentence, verified and aggregated."""
-    outcomes = list(await asyncio.gather(*(run_sample(model, item.sentence, index, cfg, i) for i in range(cfg.samples))))
+    outcomes = list(
+        await asyncio.gather(*(run_sample(model, item.sentence, index, cfg, i) for i in range(cfg.samples)))
+    )
     rating, conf, votes = aggregate([o.check.overall if o.check.ok else None for o in outcomes])
     return AIRating(
-        item_id=item.id, label=item.label, rating=rating, confidence=conf, sentence=item.sentence,
-        n_samples=len(outcomes), n_verified=sum(o.check.ok for o in outcomes), votes=votes,
+        item_id=item.id,
+        label=item.label,
+        rating=rating,
+        confidence=conf,
+        sentence=item.sentence,
+        n_samples=len(outcomes),
+        n_verified=sum(o.check.ok for o in outcomes),
+        votes=votes,
         trace=build_trace(outcomes, rating, conf),
     ), outcomes
 
@@ -338,7 +408,9 @@ class RateResult:
 
 
 async def rate(
-    cfg: RaterConfig, *, model: Model | None = None,
+    cfg: RaterConfig,
+    *,
+    model: Model | None = None,
     progress: Callable[[int, int, int], None] | None = None,
 ) -> RateResult:
     """Rate the config's sentences into ``cfg.out``: ``rater.json`` (the config and its
@@ -353,9 +425,16 @@ async def rate(
         raise DataError(f"dataset {cfg.dataset['name']!r} gave no sentences")
     m = model or get_model(cfg.model)  # an unknown model is an error before anything is written
     out = Path(cfg.out)
-    claim_folder(out, "rater.json", "ratings.jsonl", "item_id", cfg.fingerprint(), "ratings",
-                 "model, dataset, samples or generation settings",
-                 {"config": cfg.model_dump(), "dataset": fc.name, "pages": len(fc.pages)})
+    claim_folder(
+        out,
+        "rater.json",
+        "ratings.jsonl",
+        "item_id",
+        cfg.fingerprint(),
+        "ratings",
+        "model, dataset, samples or generation settings",
+        {"config": cfg.model_dump(), "dataset": fc.name, "pages": len(fc.pages)},
+    )
     ratings_path, samples_path = out / "ratings.jsonl", out / "samples.jsonl"
     order = [it.id for it in fc.items]  # the whole dataset: ratings past this run's limit are kept
     done = keep_in_order(ratings_path, "item_id", order)

@@ -53,7 +53,12 @@ def _same_attribute(claim: str, sentence: str) -> bool:
 def _judge(claim: str, pages: list[tuple[str, int, str]]) -> tuple[str, list[tuple[str, str]]]:
     """(label, [(page id, quoted sentence)]) for one claim."""
     c = claim.rstrip(".")
-    same = [(pid, year, s) for pid, year, text in pages for s in _sentences(text) if _same_attribute(c, s.rstrip("."))]
+    same = [
+        (pid, year, s)
+        for pid, year, text in pages
+        for s in _sentences(text)
+        if _same_attribute(c, s.rstrip("."))
+    ]
     if not same:
         return "unsupported", ([(pages[0][0], _sentences(pages[0][2])[0])] if pages else [])
     latest = max(year for _, year, _ in same)
@@ -71,8 +76,11 @@ def factcheck_responder(messages: Sequence[ChatMessage], config: GenerateConfig,
     sentence = first.split("Sentence: ", 1)[-1].split("\n", 1)[0].strip()
     claims = [c.strip() for c in sentence.rstrip(".").split(" and ") if c.strip()]
     if len(messages) <= 2:
-        return "\n".join([f"CLAIM {i}: {c[:1].upper() + c[1:]}." for i, c in enumerate(claims, 1)]
-                         + [f"SEARCH({c})" for c in claims] + [f"SEARCH({' '.join(claims[0].split()[:3])})"])
+        return "\n".join(
+            [f"CLAIM {i}: {c[:1].upper() + c[1:]}." for i, c in enumerate(claims, 1)]
+            + [f"SEARCH({c})" for c in claims]
+            + [f"SEARCH({' '.join(claims[0].split()[:3])})"]
+        )
     pages = list({pid: (pid, int(y), text) for pid, y, text in _PAGE.findall(messages[-1].content)}.values())
     lines, reasoning, judgments, labels = [], [], [], []
     n = 0
@@ -83,7 +91,9 @@ def factcheck_responder(messages: Sequence[ChatMessage], config: GenerateConfig,
             n += 1
             lines.append(f'EVIDENCE {n}: [{pid}] "{q}"')
             refs.append(f"E{n}")
-        reasoning.append(f"REASONING {i}: The pages say {', '.join(refs) or 'nothing'}, so the claim is {label}.")
+        reasoning.append(
+            f"REASONING {i}: The pages say {', '.join(refs) or 'nothing'}, so the claim is {label}."
+        )
         judgments.append(f"JUDGMENT {i}: {label}")
         labels.append(label)
     overall = next((lab for lab in ("inaccurate", "disputed", "unsupported") if lab in labels), "accurate")

@@ -22,11 +22,44 @@ from seerbench.tools import Tool
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 #: Words left out of a query (unless the query has nothing else).
-STOPWORDS = frozenset({
-    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "have", "he", "her", "his", "in",
-    "is", "it", "its", "of", "on", "or", "she", "that", "the", "their", "there", "this", "to", "was", "were",
-    "which", "who", "with",
-})
+STOPWORDS = frozenset(
+    {
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "she",
+        "that",
+        "the",
+        "their",
+        "there",
+        "this",
+        "to",
+        "was",
+        "were",
+        "which",
+        "who",
+        "with",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -65,7 +98,9 @@ class CorpusIndex:
             raise ConfigError("this Python's SQLite has no FTS5; the factcheck corpus needs it")
         self._pages: dict[str, Page] = {}
         self.con = sqlite3.connect(str(path) if path is not None else ":memory:", check_same_thread=False)
-        self.con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS pages USING fts5(page_id UNINDEXED, title, text, tokenize='unicode61')")
+        self.con.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS pages USING fts5(page_id UNINDEXED, title, text, tokenize='unicode61')"
+        )
         rows = []
         for p in pages:
             if p.id in self._pages:
@@ -111,5 +146,8 @@ def format_results(query: str, results: list[SearchResult]) -> str:
 def search_tool(index: CorpusIndex, k: int = 5) -> Tool:
     """The ``SEARCH(query)`` tool over ``index`` (seerbench's tool mechanism: a named function
     from an argument string to a result string)."""
-    return Tool("SEARCH", "SEARCH(<words>) searches the document collection and returns the best pages",
-                lambda q: format_results(q, index.search(q, k)))
+    return Tool(
+        "SEARCH",
+        "SEARCH(<words>) searches the document collection and returns the best pages",
+        lambda q: format_results(q, index.search(q, k)),
+    )

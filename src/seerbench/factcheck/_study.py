@@ -49,7 +49,9 @@ def assistance_condition(name: str) -> dict[str, Any] | None:
 
 def _search_part(queries: list[dict[str, Any]]) -> dict[str, list[str]]:
     return {
-        f'Search: "{q["query"]}"': [f'{h["title"]} <{h["url"]}> (updated {h["updated"]}): {h["snippet"]}' for h in q["results"]]
+        f'Search: "{q["query"]}"': [
+            f"{h['title']} <{h['url']}> (updated {h['updated']}): {h['snippet']}" for h in q["results"]
+        ]
         or ["no results"]
         for q in queries
     }
@@ -60,18 +62,24 @@ def _evidence_part(evidence: list[dict[str, Any]]) -> list[str]:
 
 
 def _reasoning_part(reasoning: list[dict[str, Any]]) -> list[str]:
-    return [f'Claim {r["n"]}: {r["claim"]} | {r["reasoning"]}' for r in reasoning]
+    return [f"Claim {r['n']}: {r['claim']} | {r['reasoning']}" for r in reasoning]
 
 
 def _judgments_part(judgments: dict[str, Any]) -> list[str]:
     # each claim named, so the part reads on its own where the reasoning is not shown
-    return [f'Claim {j["n"]} ({j["claim"]}): {j["judgment"]}' for j in judgments["claims"]] + [f'Overall: {judgments["overall"]}']
+    return [f"Claim {j['n']} ({j['claim']}): {j['judgment']}" for j in judgments["claims"]] + [
+        f"Overall: {judgments['overall']}"
+    ]
 
 
 def _side(trace: dict[str, Any] | None) -> list[str]:
     if trace is None:
         return ["(no verified sample argues this side)"]
-    return _evidence_part(trace["evidence"]) + _reasoning_part(trace["reasoning"]) + _judgments_part(trace["judgments"])
+    return (
+        _evidence_part(trace["evidence"])
+        + _reasoning_part(trace["reasoning"])
+        + _judgments_part(trace["judgments"])
+    )
 
 
 def assistance_parts(trace: dict[str, Any]) -> dict[str, Any]:
@@ -85,9 +93,11 @@ def assistance_parts(trace: dict[str, Any]) -> dict[str, Any]:
         "evidence": _evidence_part(trace["evidence"]),
         "reasoning": _reasoning_part(trace["reasoning"]),
         "judgments": _judgments_part(trace["judgments"]),
-        "confidence": f'Model confidence: {c["level"]} ({round(100 * c["value"])}%)',
-        "two_sided": {"For (accurate)": _side(trace["two_sided"]["for"]),
-                      "Against (not accurate)": _side(trace["two_sided"]["against"])},
+        "confidence": f"Model confidence: {c['level']} ({round(100 * c['value'])}%)",
+        "two_sided": {
+            "For (accurate)": _side(trace["two_sided"]["for"]),
+            "Against (not accurate)": _side(trace["two_sided"]["against"]),
+        },
     }
 
 
@@ -107,8 +117,13 @@ def rating_question(r: AIRating) -> Question:
             AnswerCase(short="accurate", long="Accurate", value=1.0 if acc else 0.0),
             AnswerCase(short="inaccurate", long="Not accurate", value=0.0 if acc else 1.0),
         ],
-        metadata={"ai_correct": rating is not None and rating == truth, "ai_rating": r.rating,
-                  "ai_confidence": r.confidence, "label": r.label, "assistance": assistance_parts(r.trace)},
+        metadata={
+            "ai_correct": rating is not None and rating == truth,
+            "ai_rating": r.rating,
+            "ai_confidence": r.confidence,
+            "label": r.label,
+            "assistance": assistance_parts(r.trace),
+        },
     )
 
 
@@ -121,5 +136,7 @@ def rating_questions(path: str | Path, max_confidence: float | None = None) -> l
     ratings = read_ai_ratings(path)
     keep = [r for r in ratings if max_confidence is None or (r.confidence or 0.0) <= max_confidence]
     if not keep:
-        raise DataError(f"{path}: no rated sentence has confidence <= {max_confidence} ({len(ratings)} sentences)")
+        raise DataError(
+            f"{path}: no rated sentence has confidence <= {max_confidence} ({len(ratings)} sentences)"
+        )
     return [rating_question(r) for r in keep]

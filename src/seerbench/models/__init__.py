@@ -74,4 +74,12 @@ from seerbench.models._elicit import (
     renormalise,
 )
 
-__all__ += ["METHODS", "ElicitConfig", "elicit", "letter_instruction", "parse_letter", "parse_verbalized", "renormalise"]
+__all__ += [
+    "METHODS",
+    "ElicitConfig",
+    "elicit",
+    "letter_instruction",
+    "parse_letter",
+    "parse_verbalized",
+    "renormalise",
+]

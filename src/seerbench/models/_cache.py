@@ -104,10 +104,12 @@ class Cache:
         with self._lock:
             # a write that finds the database locked at once (another process's checkpoint or a
             # stale read snapshot: SQLite's busy wait does not cover those) is tried again
-            _when_unlocked(lambda: self._conn.execute(
-                "INSERT OR REPLACE INTO samples (key, model, value, created) VALUES (?, ?, ?, ?)",
-                (key, model, value, time.time()),
-            ))
+            _when_unlocked(
+                lambda: self._conn.execute(
+                    "INSERT OR REPLACE INTO samples (key, model, value, created) VALUES (?, ?, ?, ?)",
+                    (key, model, value, time.time()),
+                )
+            )
 
     def info(self) -> dict[str, Any]:
         with self._lock:

@@ -47,7 +47,9 @@ class ElicitConfig:
     def __post_init__(self) -> None:
         bad = [m for m in self.order if m not in METHODS]
         if bad or not self.order:
-            raise ConfigError(f"elicitation order {list(self.order)} is invalid; use a non-empty list of {list(METHODS)}")
+            raise ConfigError(
+                f"elicitation order {list(self.order)} is invalid; use a non-empty list of {list(METHODS)}"
+            )
         if self.vote_samples < 1:
             raise ConfigError("vote_samples must be >= 1")
 
@@ -148,8 +150,10 @@ def parse_verbalized(text: str, options: Sequence[str]) -> dict[str, float] | st
         return {o: v / total for o, v in labelled.items()}
     if len(options) == 2 and len(labelled) == 1:
         # "B: 0.3" alone is the probability of B, whichever option it names.
-        (o, p), = labelled.items()
-        return {options[0]: p, options[1]: 1.0 - p} if o == options[0] else {options[0]: 1.0 - p, options[1]: p}
+        ((o, p),) = labelled.items()
+        return (
+            {options[0]: p, options[1]: 1.0 - p} if o == options[0] else {options[0]: 1.0 - p, options[1]: p}
+        )
     if len(options) == 2:
         values = [(m, _to_prob(m.group(1), m.group(2), m.group(3))) for m in _VALUE.finditer(text)]
         if len(values) == 1:
@@ -186,21 +190,31 @@ class _Attempt:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-async def _by_logprobs(model: Model, msgs: list[ChatMessage], options: Sequence[str], cfg: ElicitConfig) -> tuple[dict[str, float] | None, _Attempt]:
+async def _by_logprobs(
+    model: Model, msgs: list[ChatMessage], options: Sequence[str], cfg: ElicitConfig
+) -> tuple[dict[str, float] | None, _Attempt]:
     prompt = _with_instruction(msgs, letter_instruction(options))
     exact = await model.option_logprobs(prompt, options)
     if exact is not None:
         lps, cached = exact
-        return renormalise(lps), _Attempt("logprobs", None, "", cached, {"logprobs": lps, "source": "full distribution"})
-    out = await model.generate(prompt, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=TOP_LOGPROBS, seed=cfg.seed)
+        return renormalise(lps), _Attempt(
+            "logprobs", None, "", cached, {"logprobs": lps, "source": "full distribution"}
+        )
+    out = await model.generate(
+        prompt, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=TOP_LOGPROBS, seed=cfg.seed
+    )
     s = out.samples[0]
     res = option_logprobs_from_top(s, options)
     if isinstance(res, str):
         return None, _Attempt("logprobs", res, s.text, s.cached)
-    return renormalise(res), _Attempt("logprobs", None, s.text, s.cached, {"logprobs": res, "source": f"top-{TOP_LOGPROBS}"})
+    return renormalise(res), _Attempt(
+        "logprobs", None, s.text, s.cached, {"logprobs": res, "source": f"top-{TOP_LOGPROBS}"}
+    )
 
 
-async def _by_verbalized(model: Model, msgs: list[ChatMessage], options: Sequence[str], cfg: ElicitConfig) -> tuple[dict[str, float] | None, _Attempt]:
+async def _by_verbalized(
+    model: Model, msgs: list[ChatMessage], options: Sequence[str], cfg: ElicitConfig
+) -> tuple[dict[str, float] | None, _Attempt]:
     prompt = _with_instruction(msgs, verbalized_instruction(options))
     out = await model.generate(prompt, max_tokens=cfg.verbalized_max_tokens, temperature=0.0, seed=cfg.seed)
     res = parse_verbalized(out.text, options)
@@ -209,7 +223,9 @@ async def _by_verbalized(model: Model, msgs: list[ChatMessage], options: Sequenc
     return res, _Attempt("verbalized", None, out.text, out.cached)
 
 
-async def _by_vote(model: Model, msgs: list[ChatMessage], options: Sequence[str], cfg: ElicitConfig) -> tuple[dict[str, float] | None, _Attempt]:
+async def _by_vote(
+    model: Model, msgs: list[ChatMessage], options: Sequence[str], cfg: ElicitConfig
+) -> tuple[dict[str, float] | None, _Attempt]:
     prompt = _with_instruction(msgs, letter_instruction(options))
     out = await model.generate(
         prompt, n=cfg.vote_samples, max_tokens=4, temperature=cfg.vote_temperature, seed=cfg.seed

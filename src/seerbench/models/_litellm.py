@@ -31,7 +31,9 @@ class LiteLLMBackend(Backend):
     def model_id(self) -> str:
         return self._model
 
-    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+    async def complete(
+        self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None
+    ) -> Sample:
         import litellm
 
         kw = {**chat_request(self._model, messages, config, seed), "num_retries": 0}
@@ -39,10 +41,17 @@ class LiteLLMBackend(Backend):
             r = await litellm.acompletion(**kw)
         except litellm.AuthenticationError as e:
             raise AuthenticationError(f"{self._model}: the provider refused the API key: {e}") from e
-        except (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError,
-                litellm.ServiceUnavailableError, litellm.InternalServerError) as e:
+        except (
+            litellm.RateLimitError,
+            litellm.Timeout,
+            litellm.APIConnectionError,
+            litellm.ServiceUnavailableError,
+            litellm.InternalServerError,
+        ) as e:
             # the provider's Retry-After, where the exception carries the HTTP response
-            raise RetryableError(f"{self._model}: {type(e).__name__}: {e}", retry_after=_retry_after(e)) from e
+            raise RetryableError(
+                f"{self._model}: {type(e).__name__}: {e}", retry_after=_retry_after(e)
+            ) from e
         except litellm.NotFoundError as e:
             raise ModelError(f"{self._model}: unknown model: {e}") from e
         except litellm.BadRequestError as e:

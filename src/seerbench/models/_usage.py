@@ -54,10 +54,14 @@ class PriceTable:
         try:
             raw: Any = json.loads(text) if p.suffix == ".json" else load_yaml(text)
         except (ValueError, yaml.YAMLError) as e:
-            raise ConfigError(f"price table {p} (from {where}) is not valid {'JSON' if p.suffix == '.json' else 'YAML'}: "
-                              f"{' '.join(str(e).split())}") from None
+            raise ConfigError(
+                f"price table {p} (from {where}) is not valid {'JSON' if p.suffix == '.json' else 'YAML'}: "
+                f"{' '.join(str(e).split())}"
+            ) from None
         if not isinstance(raw, dict):
-            raise ConfigError(f"price table {p} must map model specs to {{prompt: ..., completion: ...}} ($/Mtok)")
+            raise ConfigError(
+                f"price table {p} must map model specs to {{prompt: ..., completion: ...}} ($/Mtok)"
+            )
         prices = {}
         for spec, v in raw.items():
             if not isinstance(v, dict) or not {"prompt", "completion"} <= set(v):
@@ -65,7 +69,9 @@ class PriceTable:
             try:
                 price = Price(float(v["prompt"]), float(v["completion"]))
             except (TypeError, ValueError):
-                raise ConfigError(f"price table {p}: entry {spec!r}: prompt and completion must be numbers ($/Mtok)") from None
+                raise ConfigError(
+                    f"price table {p}: entry {spec!r}: prompt and completion must be numbers ($/Mtok)"
+                ) from None
             if not (price.prompt_per_mtok >= 0 and price.completion_per_mtok >= 0):
                 raise ConfigError(f"price table {p}: entry {spec!r}: prices must be >= 0")
             prices[str(spec).strip()] = price
@@ -201,7 +207,9 @@ def unused_prices() -> list[str]:
 USAGE_KEYS = ("calls", "cache_hits", "retries", "errors", "prompt_tokens", "completion_tokens")
 
 
-def record_usage(path: Path, before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def record_usage(
+    path: Path, before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
     """Add the usage between two :meth:`UsageTracker.snapshot` calls to the run folder's
     ``usage.json`` (every run into the folder adds its own): per model spec, calls (requests that
     reached the backend), cache hits, retries, errors, tokens and cost (None once any call had no
@@ -219,13 +227,21 @@ def record_usage(path: Path, before: dict[str, dict[str, Any]], after: dict[str,
         delta = {k: int(now.get(k, 0)) - int(was.get(k, 0)) for k in USAGE_KEYS}
         if not any(delta.values()):
             continue
-        cost = None if now.get("cost") is None or was.get("cost", 0.0) is None else now["cost"] - was.get("cost", 0.0)
+        cost = (
+            None
+            if now.get("cost") is None or was.get("cost", 0.0) is None
+            else now["cost"] - was.get("cost", 0.0)
+        )
         m = models.setdefault(spec, {**dict.fromkeys(USAGE_KEYS, 0), "cost": 0.0})
         for k in USAGE_KEYS:
             m[k] = int(m.get(k, 0)) + delta[k]
         m["cost"] = None if m.get("cost") is None or cost is None else m["cost"] + cost
     total: dict[str, Any] = {k: sum(int(m.get(k, 0)) for m in models.values()) for k in USAGE_KEYS}
-    total["cost"] = None if any(m.get("cost") is None for m in models.values()) else sum(m["cost"] for m in models.values())
+    total["cost"] = (
+        None
+        if any(m.get("cost") is None for m in models.values())
+        else sum(m["cost"] for m in models.values())
+    )
     rec = {"runs": int(rec.get("runs", 0)) + 1, "models": models, "total": total}
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(rec, indent=2))

@@ -84,8 +84,9 @@ class XLlamaCppBackend(Backend):
 
     name = "local"
 
-    def __init__(self, path: str | Path | None = None, *, n_ctx: int | None = None,
-                 n_parallel: int | None = None) -> None:
+    def __init__(
+        self, path: str | Path | None = None, *, n_ctx: int | None = None, n_parallel: int | None = None
+    ) -> None:
         self.path = default_model_path() if path is None else model_file(path)
         self.n_ctx = n_ctx or env_int(N_CTX_ENV, DEFAULT_N_CTX)
         self.n_parallel = n_parallel or env_int(PARALLEL_ENV, DEFAULT_PARALLEL)
@@ -104,7 +105,11 @@ class XLlamaCppBackend(Backend):
         r: dict[str, Any] = self._srv.handle_chat_completions(body)
         err = r.get("error") if isinstance(r, dict) else None
         if err is not None or not isinstance(r, dict) or "choices" not in r:
-            msg = err.get("message", str(err)) if isinstance(err, dict) else str(err if err is not None else r)[:300]
+            msg = (
+                err.get("message", str(err))
+                if isinstance(err, dict)
+                else str(err if err is not None else r)[:300]
+            )
             if "context" in msg and ("exceed" in msg or "size" in msg):
                 raise ModelError(
                     f"{msg}. The prompt is longer than the local model's context ({self.n_ctx} tokens): "
@@ -113,7 +118,9 @@ class XLlamaCppBackend(Backend):
             raise ModelError(f"the embedded llama.cpp server refused the request: {msg}")
         return r
 
-    async def complete(self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> Sample:
+    async def complete(
+        self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None
+    ) -> Sample:
         r = await asyncio.to_thread(self._call, chat_request(self.path.name, messages, config, seed))
         return parse_completion(r, config, "the embedded llama.cpp server")
 
@@ -135,7 +142,9 @@ class XLlamaCppBackend(Backend):
         out = option_masses(first["top_logprobs"], options)
         if out is None:
             return None
-        return out, Usage(prompt_tokens=int((r.get("usage") or {}).get("prompt_tokens", 0)), completion_tokens=1)
+        return out, Usage(
+            prompt_tokens=int((r.get("usage") or {}).get("prompt_tokens", 0)), completion_tokens=1
+        )
 
 
 def option_masses(entries: Sequence[dict[str, Any]], options: Sequence[str]) -> dict[str, float] | None:

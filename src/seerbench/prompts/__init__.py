@@ -30,7 +30,9 @@ def template_path(name: str, directory: str | Path | None = None) -> Path:
             return p
     p = PROMPTS_DIR / f"{name}.txt"
     if not p.is_file():
-        raise ConfigError(f"no prompt template {name!r} in {directory or PROMPTS_DIR}; known: {', '.join(template_names())}")
+        raise ConfigError(
+            f"no prompt template {name!r} in {directory or PROMPTS_DIR}; known: {', '.join(template_names())}"
+        )
     return p
 
 
@@ -48,7 +50,9 @@ def check_prompts_dir(directory: str | Path) -> Path:
     misspelt name would otherwise be ignored silently)."""
     d = Path(directory)
     if not d.is_dir():
-        raise ConfigError(f"prompts_dir {d} does not exist (relative paths are read from the config file's folder)")
+        raise ConfigError(
+            f"prompts_dir {d} does not exist (relative paths are read from the config file's folder)"
+        )
     known = set(template_names())
     stray = sorted(p.name for p in d.glob("*.txt") if p.stem not in known)
     if stray:
@@ -61,7 +65,10 @@ def check_prompts_dir(directory: str | Path) -> Path:
 
 def template_hashes(directory: str | Path | None = None) -> dict[str, str]:
     """sha256 (first 16 hex digits) of the text of every template as ``directory`` resolves it."""
-    return {n: hashlib.sha256(_read(template_path(n, directory)).encode()).hexdigest()[:16] for n in template_names()}
+    return {
+        n: hashlib.sha256(_read(template_path(n, directory)).encode()).hexdigest()[:16]
+        for n in template_names()
+    }
 
 
 def render(name: str, directory: str | Path | None = None, **fields: object) -> str:
@@ -71,7 +78,9 @@ def render(name: str, directory: str | Path | None = None, **fields: object) -> 
     try:
         return template.format(**fields).strip()
     except KeyError as e:
-        raise ConfigError(f"prompt template {name!r} uses an unknown field {e}; known: {sorted(fields)}") from e
+        raise ConfigError(
+            f"prompt template {name!r} uses an unknown field {e}; known: {sorted(fields)}"
+        ) from e
 
 
 __all__ = ["PROMPTS_DIR", "check_prompts_dir", "render", "template_hashes", "template_names", "template_path"]

@@ -21,19 +21,22 @@ from seerbench.protocols._simple import BlindTrust, NaiveJudge
 
 P = TypeVar("P", bound=OversightProtocol)
 
-PROTOCOLS: Registry[type[OversightProtocol]] = Registry("protocol", {
-    p.name: p
-    for p in (
-        NaiveJudge,
-        BlindTrust,
-        Consultancy,
-        RandomConsultancy,
-        OpenConsultancy,
-        SimultaneousDebate,
-        SequentialDebate,
-        EvidenceDebate,
-    )
-})
+PROTOCOLS: Registry[type[OversightProtocol]] = Registry(
+    "protocol",
+    {
+        p.name: p
+        for p in (
+            NaiveJudge,
+            BlindTrust,
+            Consultancy,
+            RandomConsultancy,
+            OpenConsultancy,
+            SimultaneousDebate,
+            SequentialDebate,
+            EvidenceDebate,
+        )
+    },
+)
 
 
 def register_protocol(name: str | None = None, *, replace: bool = False) -> Callable[[type[P]], type[P]]:

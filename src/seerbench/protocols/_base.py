@@ -66,8 +66,12 @@ def average_verdicts(v1: Verdict, v2: Verdict, to_new: dict[str, str]) -> Verdic
         method=v1.method,
         raw=v1.raw,
         n_samples=v1.n_samples + v2.n_samples,
-        metadata={"both_orders": True, "original": v1.probabilities, "swapped": {x: v2.prob(to_new[x]) for x in to_new},
-                  "cached": bool(v1.metadata.get("cached") and v2.metadata.get("cached"))},
+        metadata={
+            "both_orders": True,
+            "original": v1.probabilities,
+            "swapped": {x: v2.prob(to_new[x]) for x in to_new},
+            "cached": bool(v1.metadata.get("cached") and v2.metadata.get("cached")),
+        },
     )
 
 
@@ -185,7 +189,15 @@ class OversightProtocol(ABC):
         runs = await asyncio.gather(*(self._run_case(question, a) for a in question.shorts))
         return QuestionRun(question, self.config_name(), {r.answer_case: r for r in runs})
 
-    async def argue(self, agent: Agent, question: Question, case: str, visible: Sequence[Turn], ctx: AgentContext, role: str = "agent") -> Turn:
+    async def argue(
+        self,
+        agent: Agent,
+        question: Question,
+        case: str,
+        visible: Sequence[Turn],
+        ctx: AgentContext,
+        role: str = "agent",
+    ) -> Turn:
         """Ask ``agent`` to argue for answer ``case`` having seen ``visible`` turns, and stamp the
         turn with the speaker name in ``ctx``, ``role`` and the case."""
         t = await agent(question, case, list(visible), ctx)
@@ -196,7 +208,10 @@ class OversightProtocol(ABC):
         ``judge_needs``): raised when the config is read, not in the middle of a run."""
         from seerbench.agents import capabilities
 
-        for who, obj, needs in (("agent", self.agent, self.agent_needs), ("judge", self.judge, self.judge_needs)):
+        for who, obj, needs in (
+            ("agent", self.agent, self.agent_needs),
+            ("judge", self.judge, self.judge_needs),
+        ):
             if obj is None or not needs:
                 continue
             missing = sorted(needs - capabilities(obj))

@@ -24,8 +24,16 @@ class Consultancy(OversightProtocol):
             ctx = AgentContext("consultancy", r, self.num_turns, speaker="consultant")
             turns.append(await self.argue(self.agent, question, answer_case, turns, ctx))
             if r < self.num_turns and isinstance(self.judge, QuestioningJudge):
-                turns.append(Turn(role="judge", speaker="judge", content=await self.judge.ask(question, turns, with_source=self.judge_sees_source)))
-        verdict = await self.judge.judge(question, turns, with_source=self.judge_sees_source, argued=answer_case)
+                turns.append(
+                    Turn(
+                        role="judge",
+                        speaker="judge",
+                        content=await self.judge.ask(question, turns, with_source=self.judge_sees_source),
+                    )
+                )
+        verdict = await self.judge.judge(
+            question, turns, with_source=self.judge_sees_source, argued=answer_case
+        )
         return CaseRun(answer_case, self.transcript(question, turns), verdict)
 
 
@@ -40,7 +48,9 @@ class RandomConsultancy(Consultancy):
         self.check_question(question)
         chosen = question.shorts[stable_coin(self.seed, "random-consultancy", question.id) % question.k]
         r = await self._run_case(question, chosen)
-        return QuestionRun(question, self.config_name(), {chosen: r}, chosen_case=chosen, notes={"coin_seed": self.seed})
+        return QuestionRun(
+            question, self.config_name(), {chosen: r}, chosen_case=chosen, notes={"coin_seed": self.seed}
+        )
 
 
 class OpenConsultancy(Consultancy):
@@ -59,7 +69,11 @@ class OpenConsultancy(Consultancy):
             failed = Verdict.failure(raw=belief.raw, error=f"agent's choice of side: {belief.error}")
             case = question.shorts[0]
             return QuestionRun(
-                question, self.config_name(), {case: CaseRun(case, self.transcript(question), failed)}, chosen_case=None, notes=notes
+                question,
+                self.config_name(),
+                {case: CaseRun(case, self.transcript(question), failed)},
+                chosen_case=None,
+                notes=notes,
             )
         r = await self._run_case(question, chosen)
         return QuestionRun(question, self.config_name(), {chosen: r}, chosen_case=chosen, notes=notes)

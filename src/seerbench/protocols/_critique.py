@@ -21,15 +21,26 @@ def critique_turns(question: Question, top_k: int) -> list[Turn]:
     """The top ``top_k`` critiques of a ``critiques``-dataset question as turns for the judge."""
     crits: Any = question.metadata.get("critiques")
     if not isinstance(crits, list):
-        raise DataError(f"question {question.id!r} carries no critiques; CritiqueJudge runs on the `critiques` dataset")
+        raise DataError(
+            f"question {question.id!r} carries no critiques; CritiqueJudge runs on the `critiques` dataset"
+        )
     turns = []
     for i, c in enumerate(crits[:top_k], 1):
         # the check `seerbench critique` made: verbatim in the answer (which the judge reads) or the passage
         quotes = [Quote(text=c["quote"], verified=c.get("quote_verified"))] if c.get("quote") else []
-        turns.append(Turn(
-            role="note", speaker=f"critique {i} (helpfulness {c['helpfulness']:.2f})", content=str(c["text"]),
-            quotes=quotes, metadata={"critique_id": c.get("id"), "helpfulness": c["helpfulness"], "quotes_in": "answer or the passage"},
-        ))
+        turns.append(
+            Turn(
+                role="note",
+                speaker=f"critique {i} (helpfulness {c['helpfulness']:.2f})",
+                content=str(c["text"]),
+                quotes=quotes,
+                metadata={
+                    "critique_id": c.get("id"),
+                    "helpfulness": c["helpfulness"],
+                    "quotes_in": "answer or the passage",
+                },
+            )
+        )
     return turns
 
 

@@ -38,12 +38,27 @@ class SimultaneousDebate(OversightProtocol):
         for r in range(1, self.num_turns + 1):
             visible = list(turns)
             mine, theirs = await asyncio.gather(
-                self.argue(self.agent, question, answer_case, visible, AgentContext("debate", r, self.num_turns, debater(answer_case))),
-                self.argue(self.adversary, question, other, visible, AgentContext("debate", r, self.num_turns, debater(other)), role="adversary"),
+                self.argue(
+                    self.agent,
+                    question,
+                    answer_case,
+                    visible,
+                    AgentContext("debate", r, self.num_turns, debater(answer_case)),
+                ),
+                self.argue(
+                    self.adversary,
+                    question,
+                    other,
+                    visible,
+                    AgentContext("debate", r, self.num_turns, debater(other)),
+                    role="adversary",
+                ),
             )
             pair = {answer_case: mine, other: theirs}
             turns.extend(pair[s] for s in question.shorts)
-        verdict = await self.judge.judge(question, turns, with_source=self.judge_sees_source, argued=answer_case)
+        verdict = await self.judge.judge(
+            question, turns, with_source=self.judge_sees_source, argued=answer_case
+        )
         return CaseRun(answer_case, self.transcript(question, turns), verdict)
 
 
@@ -59,16 +74,35 @@ class SequentialDebate(OversightProtocol):
         other = question.other(answer_case).short
         turns: list[Turn] = []
         for r in range(1, self.num_turns + 1):
-            turns.append(await self.argue(self.agent, question, answer_case, turns, AgentContext("debate", r, self.num_turns, debater(answer_case))))
             turns.append(
-                await self.argue(self.adversary, question, other, turns, AgentContext("debate", r, self.num_turns, debater(other)), role="adversary")
+                await self.argue(
+                    self.agent,
+                    question,
+                    answer_case,
+                    turns,
+                    AgentContext("debate", r, self.num_turns, debater(answer_case)),
+                )
             )
-        verdict = await self.judge.judge(question, turns, with_source=self.judge_sees_source, argued=answer_case)
+            turns.append(
+                await self.argue(
+                    self.adversary,
+                    question,
+                    other,
+                    turns,
+                    AgentContext("debate", r, self.num_turns, debater(other)),
+                    role="adversary",
+                )
+            )
+        verdict = await self.judge.judge(
+            question, turns, with_source=self.judge_sees_source, argued=answer_case
+        )
         return CaseRun(answer_case, self.transcript(question, turns), verdict)
 
 
 Condition = Literal["S", "SA", "PS", "PSA"]
-CONDITIONS: tuple[str, ...] = EVIDENCE_CONDITIONS  # the judging conditions that show snippets (seerbench.conditions)
+CONDITIONS: tuple[str, ...] = (
+    EVIDENCE_CONDITIONS  # the judging conditions that show snippets (seerbench.conditions)
+)
 
 
 class EvidenceDebate(OversightProtocol):
@@ -111,11 +145,26 @@ class EvidenceDebate(OversightProtocol):
         assert self.agent is not None and self.adversary is not None
         other = question.other(answer_case).short
         mine, theirs = await asyncio.gather(
-            self.argue(self.agent, question, answer_case, [], AgentContext("evidence", 1, 1, debater(answer_case))),
-            self.argue(self.adversary, question, other, [], AgentContext("evidence", 1, 1, debater(other)), role="adversary"),
+            self.argue(
+                self.agent, question, answer_case, [], AgentContext("evidence", 1, 1, debater(answer_case))
+            ),
+            self.argue(
+                self.adversary,
+                question,
+                other,
+                [],
+                AgentContext("evidence", 1, 1, debater(other)),
+                role="adversary",
+            ),
         )
         pair = {answer_case: mine, other: theirs}
         turns = [pair[s] for s in question.shorts]
-        shown = turns if JUDGING_CONDITIONS[self.condition].arguments else [t.model_copy(update={"content": "(argument hidden)"}) for t in turns]
-        verdict = await self.judge.judge(question, shown, with_source=self.judge_sees_source, argued=answer_case)
+        shown = (
+            turns
+            if JUDGING_CONDITIONS[self.condition].arguments
+            else [t.model_copy(update={"content": "(argument hidden)"}) for t in turns]
+        )
+        verdict = await self.judge.judge(
+            question, shown, with_source=self.judge_sees_source, argued=answer_case
+        )
         return CaseRun(answer_case, self.transcript(question, turns), verdict)

@@ -34,6 +34,11 @@ class BlindTrust(OversightProtocol):
     fixed_judge: ClassVar[str | None] = "trust"
 
     async def run(self, question: Question, answer_case: str) -> CaseRun:
-        turn = Turn(role="note", speaker="protocol", content=f"The judge adopts the agent's answer {answer_case}.", answer_case=answer_case)
+        turn = Turn(
+            role="note",
+            speaker="protocol",
+            content=f"The judge adopts the agent's answer {answer_case}.",
+            answer_case=answer_case,
+        )
         verdict = await TrustJudge().judge(question, [turn], argued=answer_case)
         return CaseRun(answer_case, self.transcript(question, [turn]), verdict)

@@ -15,16 +15,22 @@ from seerbench.errors import ConfigError
 from seerbench.report import _figures as F
 from seerbench.report._html import esc, fig, num, section, table
 
-HOW_HYBRID = ("Seed 000: the AI rater's rating where its confidence is above T, the humans' (in this condition and "
-              "aggregate) at or below it. The band is the hybrid's 95% CI (cluster bootstrap over items and raters); "
-              "dashed lines are AI alone and humans alone; dotted, the share of items routed to humans. The table "
-              "also gives T chosen on held-out folds (cross-validated), which is the honest headline.")
-HOW_RELIANCE = ("Seed 000 (2.4.3): accuracy of each assisted condition minus the unassisted one on the items the AI "
-                "got wrong (over-reliance: negative means raters followed its mistakes) and on those it got right "
-                "(under-reliance: near 0 means raters did not use a correct assistant), with 95% CIs.")
-HOW_CRITIQUE = ("Seed 002: over misleading answers, the share where a critique covers the planted flaw (any, and the "
-                "most helpful one); over refined answers, how often the rewrite given the top critique wins, and the "
-                "accuracy of the rewrites. Intervals are clustered by question.")
+HOW_HYBRID = (
+    "Seed 000: the AI rater's rating where its confidence is above T, the humans' (in this condition and "
+    "aggregate) at or below it. The band is the hybrid's 95% CI (cluster bootstrap over items and raters); "
+    "dashed lines are AI alone and humans alone; dotted, the share of items routed to humans. The table "
+    "also gives T chosen on held-out folds (cross-validated), which is the honest headline."
+)
+HOW_RELIANCE = (
+    "Seed 000 (2.4.3): accuracy of each assisted condition minus the unassisted one on the items the AI "
+    "got wrong (over-reliance: negative means raters followed its mistakes) and on those it got right "
+    "(under-reliance: near 0 means raters did not use a correct assistant), with 95% CIs."
+)
+HOW_CRITIQUE = (
+    "Seed 002: over misleading answers, the share where a critique covers the planted flaw (any, and the "
+    "most helpful one); over refined answers, how often the rewrite given the top critique wins, and the "
+    "accuracy of the rewrites. Intervals are clustered by question."
+)
 
 
 def load_complementarity(path: str | Path) -> dict[str, Any]:
@@ -35,7 +41,9 @@ def load_complementarity(path: str | Path) -> dict[str, Any]:
     try:
         return ComplementarityReport.model_validate_json(p.read_bytes()).model_dump(mode="json")
     except FileNotFoundError:
-        raise ConfigError(f"{p} does not exist; write it with `seerbench complementarity ... --json > {p.name}`") from None
+        raise ConfigError(
+            f"{p} does not exist; write it with `seerbench complementarity ... --json > {p.name}`"
+        ) from None
     except (ValidationError, ValueError, OSError) as e:
         first = str(e).splitlines()[0]
         raise ConfigError(f"{p} is not the output of `seerbench complementarity --json` ({first})") from None
@@ -49,14 +57,22 @@ def load_critique(path: str | Path) -> dict[str, Any]:
     try:
         summary = json.loads((p / "summary.json").read_text())
     except (OSError, json.JSONDecodeError):
-        raise ConfigError(f"{p} has no readable summary.json; run `seerbench critique` on its config again") from None
+        raise ConfigError(
+            f"{p} has no readable summary.json; run `seerbench critique` on its config again"
+        ) from None
     return {"label": p.name, "path": str(p), "summary": summary}
 
 
 def _estimate_row(label: str, e: dict[str, Any] | None, attrs: str, n: Any = None) -> str:
     e = e or {}
-    return (f"<tr {attrs}><td>{esc(label)}</td>" + num(n, "n") + num(e.get("estimate"), "estimate")
-            + num(e.get("ci_low"), "ci_low") + num(e.get("ci_high"), "ci_high") + "</tr>")
+    return (
+        f"<tr {attrs}><td>{esc(label)}</td>"
+        + num(n, "n")
+        + num(e.get("estimate"), "estimate")
+        + num(e.get("ci_low"), "ci_low")
+        + num(e.get("ci_high"), "ci_high")
+        + "</tr>"
+    )
 
 
 _HEAD = ("", "n", "estimate", "95% CI low", "95% CI high")
@@ -66,29 +82,53 @@ def complementarity_sections(reports: list[tuple[str, dict[str, Any]]]) -> str:
     hybrid, rel = [], []
     for r, (label, rep) in enumerate(reports):
         for k, sw in enumerate(rep["hybrid"]):
-            key = f'{sw["condition"]}/{sw["aggregate"]}'
-            rows = [_estimate_row("AI alone", sw["ai_alone"], f'data-sweep="{esc(key)}" data-row="ai_alone"'),
-                    _estimate_row("humans alone", sw["humans_alone"], f'data-sweep="{esc(key)}" data-row="humans_alone"')]
-            rows += [_estimate_row(f"hybrid, T = {t['threshold']:g} ({t['routed_to_humans']:.0%} to humans)", t["hybrid"],
-                                   f'data-sweep="{esc(key)}" data-row="T{t["threshold"]!r}"', t["routed_items"])
-                     for t in sw["rows"]]
+            key = f"{sw['condition']}/{sw['aggregate']}"
+            rows = [
+                _estimate_row("AI alone", sw["ai_alone"], f'data-sweep="{esc(key)}" data-row="ai_alone"'),
+                _estimate_row(
+                    "humans alone", sw["humans_alone"], f'data-sweep="{esc(key)}" data-row="humans_alone"'
+                ),
+            ]
+            rows += [
+                _estimate_row(
+                    f"hybrid, T = {t['threshold']:g} ({t['routed_to_humans']:.0%} to humans)",
+                    t["hybrid"],
+                    f'data-sweep="{esc(key)}" data-row="T{t["threshold"]!r}"',
+                    t["routed_items"],
+                )
+                for t in sw["rows"]
+            ]
             cv = sw["cross_validated"]
-            rows.append(_estimate_row(f"hybrid, T chosen on held-out folds ({cv['folds']} folds x {cv['repeats']})",
-                                      {"estimate": cv["estimate"]}, f'data-sweep="{esc(key)}" data-row="cross_validated"'))
-            hybrid.append(f"<h3>{esc(label)}: {esc(key)}</h3>"
-                          + fig(F.hybrid_plot(sw, name=f"hybrid-{r}-{k}"), "hybrid")
-                          + table(_HEAD, rows, cls="analysis-hybrid")
-                          + f'<p class="note">in-sample best T {esc(sw["best_threshold"])} (accuracy '
-                          f'{esc(sw["best_accuracy"])}); tie rule: {esc(sw["tie_rule"])}</p>')
+            rows.append(
+                _estimate_row(
+                    f"hybrid, T chosen on held-out folds ({cv['folds']} folds x {cv['repeats']})",
+                    {"estimate": cv["estimate"]},
+                    f'data-sweep="{esc(key)}" data-row="cross_validated"',
+                )
+            )
+            hybrid.append(
+                f"<h3>{esc(label)}: {esc(key)}</h3>"
+                + fig(F.hybrid_plot(sw, name=f"hybrid-{r}-{k}"), "hybrid")
+                + table(_HEAD, rows, cls="analysis-hybrid")
+                + f'<p class="note">in-sample best T {esc(sw["best_threshold"])} (accuracy '
+                f"{esc(sw['best_accuracy'])}); tie rule: {esc(sw['tie_rule'])}</p>"
+            )
         if rep.get("reliance"):
             rows = []
             for c in rep["reliance"]["conditions"]:
                 for key in ("over_reliance", "under_reliance"):
                     if c.get(key) is not None:
-                        rows.append(_estimate_row(f'{c["condition"]}: {key.replace("_", "-")}', c[key],
-                                                  f'data-condition="{esc(c["condition"])}" data-row="{key}"'))
-            rel.append(f"<h3>{esc(label)} (unassisted: {esc(rep['reliance']['unassisted'])})</h3>"
-                       + table(_HEAD, rows, cls="analysis-reliance"))
+                        rows.append(
+                            _estimate_row(
+                                f"{c['condition']}: {key.replace('_', '-')}",
+                                c[key],
+                                f'data-condition="{esc(c["condition"])}" data-row="{key}"',
+                            )
+                        )
+            rel.append(
+                f"<h3>{esc(label)} (unassisted: {esc(rep['reliance']['unassisted'])})</h3>"
+                + table(_HEAD, rows, cls="analysis-reliance")
+            )
         rel.extend(f'<p class="note">{esc(n)}</p>' for n in rep.get("notes") or [])
     out = section("hybrid", "Hybridization (complementarity)", HOW_HYBRID, "".join(hybrid))
     if rel:
@@ -109,15 +149,41 @@ def critique_sections(runs: list[dict[str, Any]]) -> str:
     parts = []
     for r, run in enumerate(runs):
         s = run["summary"]
-        rows = [_estimate_row(label, s.get(key), f'data-critique="{esc(run["label"])}" data-row="{key}"',
-                              (s.get(key) or {}).get("n")) for key, label in _CRITIQUE_ROWS]
-        data = [(label, None if not (s.get(key) or {}).get("n") else
-                 {"mean": s[key]["estimate"], "ci_low": s[key]["ci_low"], "ci_high": s[key]["ci_high"]})
-                for key, label in _CRITIQUE_ROWS]
-        kinds = ", ".join(f"{k}: {v['answers']} answers, {v['critiques_per_answer']:.2f} critiques each"
-                          for k, v in (s.get("kinds") or {}).items())
-        parts.append(f"<h3>{esc(run['label'])}</h3><p class=\"note\">{esc(run['path'])}; {esc(kinds)}</p>"
-                     + fig(F.interval_plot(data, title="seed 002 measures", xlabel="rate", name=f"critique-{r}",
-                                           ref=None, xlim=(0, 1)), "critique")
-                     + table(_HEAD, rows, cls="analysis-critique"))
+        rows = [
+            _estimate_row(
+                label,
+                s.get(key),
+                f'data-critique="{esc(run["label"])}" data-row="{key}"',
+                (s.get(key) or {}).get("n"),
+            )
+            for key, label in _CRITIQUE_ROWS
+        ]
+        data = [
+            (
+                label,
+                None
+                if not (s.get(key) or {}).get("n")
+                else {"mean": s[key]["estimate"], "ci_low": s[key]["ci_low"], "ci_high": s[key]["ci_high"]},
+            )
+            for key, label in _CRITIQUE_ROWS
+        ]
+        kinds = ", ".join(
+            f"{k}: {v['answers']} answers, {v['critiques_per_answer']:.2f} critiques each"
+            for k, v in (s.get("kinds") or {}).items()
+        )
+        parts.append(
+            f'<h3>{esc(run["label"])}</h3><p class="note">{esc(run["path"])}; {esc(kinds)}</p>'
+            + fig(
+                F.interval_plot(
+                    data,
+                    title="seed 002 measures",
+                    xlabel="rate",
+                    name=f"critique-{r}",
+                    ref=None,
+                    xlim=(0, 1),
+                ),
+                "critique",
+            )
+            + table(_HEAD, rows, cls="analysis-critique")
+        )
     return section("critique", "Critiques", HOW_CRITIQUE, "".join(parts))

@@ -86,8 +86,15 @@ def _mark(score: Any) -> str:
 
 
 def _turn(t: dict[str, Any]) -> list[Any]:
-    quotes = [[str(q.get("text", "")), q.get("verified")] for q in t.get("quotes") or [] if isinstance(q, dict)]
-    return [str(t.get("speaker") or t.get("role") or ""), t.get("answer_case"), str(t.get("content") or ""), quotes]
+    quotes = [
+        [str(q.get("text", "")), q.get("verified")] for q in t.get("quotes") or [] if isinstance(q, dict)
+    ]
+    return [
+        str(t.get("speaker") or t.get("role") or ""),
+        t.get("answer_case"),
+        str(t.get("content") or ""),
+        quotes,
+    ]
 
 
 def browser_row(cell_index: int, q_index: int, ln: dict[str, Any]) -> list[Any]:
@@ -107,22 +114,52 @@ def browser_row(cell_index: int, q_index: int, ln: dict[str, Any]) -> list[Any]:
             seen_transcript = True
         meta = cp.get("metadata") or {}
         orders = [meta.get("original"), meta.get("swapped")] if meta.get("both_orders") else None
-        cases.append([c.get("short"), cp.get("method"), cp.get("probabilities"), cp.get("parse_status"), cp.get("error"),
-                      _mark(cp.get("judge_score")), tr, orders])
+        cases.append(
+            [
+                c.get("short"),
+                cp.get("method"),
+                cp.get("probabilities"),
+                cp.get("parse_status"),
+                cp.get("error"),
+                _mark(cp.get("judge_score")),
+                tr,
+                orders,
+            ]
+        )
     asd = (ln.get("asd") or {}).get("log")
-    return [cell_index, q_index, bool(ln.get("excluded")), int(ln.get("parse_failures") or 0), ln.get("judge_accuracy"), asd,
-            ln.get("chosen_case"), cases]
+    return [
+        cell_index,
+        q_index,
+        bool(ln.get("excluded")),
+        int(ln.get("parse_failures") or 0),
+        ln.get("judge_accuracy"),
+        asd,
+        ln.get("chosen_case"),
+        cases,
+    ]
 
 
 def question_entry(q: dict[str, Any]) -> list[Any]:
     """``[id, text, [[short, long, is_true], ...]]``."""
-    return [str(q.get("id")), str(q.get("text") or ""),
-            [[str(a.get("short")), str(a.get("long")), float(a.get("value") or 0.0) > 0.5] for a in q.get("answer_cases") or []]]
+    return [
+        str(q.get("id")),
+        str(q.get("text") or ""),
+        [
+            [str(a.get("short")), str(a.get("long")), float(a.get("value") or 0.0) > 0.5]
+            for a in q.get("answer_cases") or []
+        ],
+    ]
 
 
-def load_run(path: str | Path, *, baseline: str | None = None, label: str | None = None,
-             questions: list[list[Any]] | None = None, question_index: dict[str, int] | None = None,
-             cell_offset: int = 0) -> RunData:
+def load_run(
+    path: str | Path,
+    *,
+    baseline: str | None = None,
+    label: str | None = None,
+    questions: list[list[Any]] | None = None,
+    question_index: dict[str, int] | None = None,
+    cell_offset: int = 0,
+) -> RunData:
     """Read a run folder for the report. ``questions``/``question_index`` collect the browser's
     question table across runs (one entry per distinct question); ``cell_offset`` numbers this run's
     cells after those of earlier runs."""
@@ -138,8 +175,18 @@ def load_run(path: str | Path, *, baseline: str | None = None, label: str | None
     labels = cell_labels(summary["cells"])
     questions = [] if questions is None else questions
     question_index = {} if question_index is None else question_index
-    data = RunData(label=label or folder.path.name, path=folder.path, config=folder.config, meta=folder.meta, summary=summary,
-                   baseline=base, labels=labels, methods={}, calibrations=[], usage=folder.usage())
+    data = RunData(
+        label=label or folder.path.name,
+        path=folder.path,
+        config=folder.config,
+        meta=folder.meta,
+        summary=summary,
+        baseline=base,
+        labels=labels,
+        methods={},
+        calibrations=[],
+        usage=folder.usage(),
+    )
     for i, cell in enumerate(folder.cells()):
         s = stats_by_cell.get(cell.key)
         if s is None:
@@ -165,8 +212,16 @@ def load_run(path: str | Path, *, baseline: str | None = None, label: str | None
         data.methods[cell.key] = dict(methods)
         if model_judge:
             data.calibrations.append(calibration(conf, right, source=cell.key, note=f"judge {judge}"))
-        data.cells.append({"run": data.label, "cell": cell.key, "label": labels[cell.key], "protocol": s["protocol"],
-                           "judge": judge, "agent": s.get("agent")})
+        data.cells.append(
+            {
+                "run": data.label,
+                "cell": cell.key,
+                "label": labels[cell.key],
+                "protocol": s["protocol"],
+                "judge": judge,
+                "agent": s.get("agent"),
+            }
+        )
     data.questions = question_index
     return data
 
@@ -187,12 +242,16 @@ def load_study(db: str | Path) -> StudyData:
 
     p = Path(db)
     if "://" not in str(db) and not p.is_file():
-        raise ConfigError(f"{db}: no such study database; give the file `seerbench study create` wrote (--db)")
+        raise ConfigError(
+            f"{db}: no such study database; give the file `seerbench study create` wrote (--db)"
+        )
     store = StudyStore(str(db))
     try:
         if store.manifest.task in ("critique", "validation"):
-            raise ConfigError(f"{db}: the report covers judging studies; for a {store.manifest.task} study use "
-                              f"`seerbench study stats --db {db}`")
+            raise ConfigError(
+                f"{db}: the report covers judging studies; for a {store.manifest.task} study use "
+                f"`seerbench study stats --db {db}`"
+            )
         rows = export_rows(store)
         if not rows:
             raise ConfigError(f"{db}: the study has no judgments yet; a report needs at least one")

@@ -43,13 +43,15 @@ def to_svg(fig: Any, name: str) -> str:
     from matplotlib import rc_context
     from matplotlib.text import Text
 
-    for t in fig.findobj(Text):  # labels are run text (model specs, protocol folders): a "$" is a dollar, not math
+    for t in fig.findobj(
+        Text
+    ):  # labels are run text (model specs, protocol folders): a "$" is a dollar, not math
         t.set_parse_math(False)
     buf = io.StringIO()
     with rc_context({"svg.fonttype": "none", "svg.hashsalt": name, "font.size": 9}):
         fig.savefig(buf, format="svg", metadata={"Date": None})
     svg = buf.getvalue()
-    svg = svg[svg.index("<svg"):]
+    svg = svg[svg.index("<svg") :]
     # every id (groups, clip paths, markers) and every reference to one gets the figure's prefix:
     # ids stay unique on a page of many figures
     prefix = re.sub(r"[^A-Za-z0-9_-]", "-", name) + "-"
@@ -69,8 +71,15 @@ def _err(s: dict[str, Any]) -> tuple[float, float]:
     return max(m - lo, 0.0), max(hi - m, 0.0)
 
 
-def interval_plot(rows: Sequence[tuple[str, dict[str, Any] | None]], *, title: str, xlabel: str, name: str,
-                  ref: float | None = 0.0, xlim: tuple[float, float] | None = None) -> str:
+def interval_plot(
+    rows: Sequence[tuple[str, dict[str, Any] | None]],
+    *,
+    title: str,
+    xlabel: str,
+    name: str,
+    ref: float | None = 0.0,
+    xlim: tuple[float, float] | None = None,
+) -> str:
     """One horizontal bar per row: the mean with its 95% CI; rows without a value are listed as n/a."""
     fig = _figure(6.4, 0.8 + 0.32 * max(len(rows), 1))
     ax = fig.add_subplot()
@@ -93,19 +102,31 @@ def interval_plot(rows: Sequence[tuple[str, dict[str, Any] | None]], *, title: s
     return to_svg(fig, name)
 
 
-def heatmap(matrix: Sequence[Sequence[dict[str, Any] | None]], rows: Sequence[str], cols: Sequence[str], *, title: str,
-            name: str) -> str:
+def heatmap(
+    matrix: Sequence[Sequence[dict[str, Any] | None]],
+    rows: Sequence[str],
+    cols: Sequence[str],
+    *,
+    title: str,
+    name: str,
+) -> str:
     """Means in colour, each cell annotated ``mean [low, high]``; empty cells grey."""
     import numpy as np
 
     fig = _figure(1.6 + 1.5 * len(cols), 1.0 + 0.55 * len(rows))
     ax = fig.add_subplot()
-    values = np.array([[s["mean"] if s is not None and _ok(s) else np.nan for s in r] for r in matrix], dtype=float)
+    values = np.array(
+        [[s["mean"] if s is not None and _ok(s) else np.nan for s in r] for r in matrix], dtype=float
+    )
     lim = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
     im = ax.imshow(np.ma.masked_invalid(values), cmap="RdBu", vmin=-lim or -1, vmax=lim or 1, aspect="auto")
     for i, r in enumerate(matrix):
         for j, s in enumerate(r):
-            text = "n/a" if s is None or not _ok(s) else f"{s['mean']:.2f}\n[{s['ci_low']:.2f}, {s['ci_high']:.2f}]"
+            text = (
+                "n/a"
+                if s is None or not _ok(s)
+                else f"{s['mean']:.2f}\n[{s['ci_low']:.2f}, {s['ci_high']:.2f}]"
+            )
             dark = s is not None and _ok(s) and abs(s["mean"]) > 0.6 * lim
             ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
     ax.set_xticks(range(len(cols)), cols, rotation=20, ha="right")
@@ -115,8 +136,14 @@ def heatmap(matrix: Sequence[Sequence[dict[str, Any] | None]], rows: Sequence[st
     return to_svg(fig, name)
 
 
-def beta_plot(labels: Sequence[str], jse: Sequence[dict[str, dict[str, Any] | None]], ase: Sequence[dict[str, dict[str, Any] | None]],
-              *, score: str, name: str) -> str:
+def beta_plot(
+    labels: Sequence[str],
+    jse: Sequence[dict[str, dict[str, Any] | None]],
+    ase: Sequence[dict[str, dict[str, Any] | None]],
+    *,
+    score: str,
+    name: str,
+) -> str:
     """Two panels (JSE, ASE): per cell, the mean and 95% CI at beta = 0, 1 and inf."""
     fig = _figure(7.2, 1.0 + 0.36 * max(len(labels), 1))
     axes = fig.subplots(1, 2, sharey=True)
@@ -128,8 +155,16 @@ def beta_plot(labels: Sequence[str], jse: Sequence[dict[str, dict[str, Any] | No
                 s = d.get(key)
                 if s is not None and _ok(s):
                     lo, hi = _err(s)
-                    ax.errorbar([s["mean"]], [y + off], xerr=[[lo], [hi]], fmt="os^"[k], color=COLORS[k], capsize=2, ms=3.5,
-                                label=text if y == ys[0] else None)
+                    ax.errorbar(
+                        [s["mean"]],
+                        [y + off],
+                        xerr=[[lo], [hi]],
+                        fmt="os^"[k],
+                        color=COLORS[k],
+                        capsize=2,
+                        ms=3.5,
+                        label=text if y == ys[0] else None,
+                    )
         ax.set_title(f"{what}({score})", loc="left")
         ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(ys, list(labels))
@@ -174,10 +209,23 @@ def pressure_plot(group: dict[str, Any], *, score: str, beta: str, name: str) ->
     pts = [p for p in group["points"] if _ok(p["asd"]) and _ok(p["ase"])]
     for p in pts:
         (xl, xh), (yl, yh) = _err(p["ase"]), _err(p["asd"])
-        ax.errorbar([p["ase"]["mean"]], [p["asd"]["mean"]], xerr=[[xl], [xh]], yerr=[[yl], [yh]], fmt="o", color=COLORS[0],
-                    capsize=3, ms=4)
-        ax.annotate(f"N={p['best_of_n']}", (p["ase"]["mean"], p["asd"]["mean"]), textcoords="offset points", xytext=(5, 5),
-                    fontsize=8)
+        ax.errorbar(
+            [p["ase"]["mean"]],
+            [p["asd"]["mean"]],
+            xerr=[[xl], [xh]],
+            yerr=[[yl], [yh]],
+            fmt="o",
+            color=COLORS[0],
+            capsize=3,
+            ms=4,
+        )
+        ax.annotate(
+            f"N={p['best_of_n']}",
+            (p["ase"]["mean"], p["asd"]["mean"]),
+            textcoords="offset points",
+            xytext=(5, 5),
+            fontsize=8,
+        )
     sl = group.get("slope")
     title = "slope n/a"
     if sl is not None and pts and sl.get("estimate") is not None and math.isfinite(sl["estimate"]):
@@ -185,15 +233,26 @@ def pressure_plot(group: dict[str, Any], *, score: str, beta: str, name: str) ->
         ys = [p["asd"]["mean"] for p in pts]
         mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
         a = my - sl["estimate"] * mx
-        ax.plot([min(xs), max(xs)], [a + sl["estimate"] * min(xs), a + sl["estimate"] * max(xs)], color=COLORS[1], lw=1,
-                label="least-squares line")
+        ax.plot(
+            [min(xs), max(xs)],
+            [a + sl["estimate"] * min(xs), a + sl["estimate"] * max(xs)],
+            color=COLORS[1],
+            lw=1,
+            label="least-squares line",
+        )
 
         def bound(v: Any, unbounded: str) -> str:
             return unbounded if v is None or not math.isfinite(v) else f"{v:.2f}"
 
-        title = f"slope {sl['estimate']:.2f} [{bound(sl.get('ci_low'), '-∞')}, {bound(sl.get('ci_high'), '∞')}]"
+        title = (
+            f"slope {sl['estimate']:.2f} [{bound(sl.get('ci_low'), '-∞')}, {bound(sl.get('ci_high'), '∞')}]"
+        )
         ax.legend(fontsize=7)
-    who = " ".join(f"{k} {group[k]}" if k != "protocol" else str(group[k]) for k in ("protocol", "agent", "judge") if group.get(k))
+    who = " ".join(
+        f"{k} {group[k]}" if k != "protocol" else str(group[k])
+        for k in ("protocol", "agent", "judge")
+        if group.get(k)
+    )
     ax.set_title(f"{who}\n{title}", loc="left", fontsize=9)
     ax.set_xlabel(f"ASE_{beta}({score})")
     ax.set_ylabel(f"ASD({score})")
@@ -201,8 +260,15 @@ def pressure_plot(group: dict[str, Any], *, score: str, beta: str, name: str) ->
     return to_svg(fig, name)
 
 
-def grouped_intervals(groups: Sequence[str], series: Sequence[tuple[str, Sequence[dict[str, Any] | None]]], *, title: str,
-                      ylabel: str, name: str, ylim: tuple[float, float] | None = (0.0, 1.0)) -> str:
+def grouped_intervals(
+    groups: Sequence[str],
+    series: Sequence[tuple[str, Sequence[dict[str, Any] | None]]],
+    *,
+    title: str,
+    ylabel: str,
+    name: str,
+    ylim: tuple[float, float] | None = (0.0, 1.0),
+) -> str:
     """Vertical intervals: per group (a condition), one point with its CI per series."""
     fig = _figure(1.8 + 1.1 * max(len(groups), 1), 3.4)
     ax = fig.add_subplot()
@@ -211,8 +277,16 @@ def grouped_intervals(groups: Sequence[str], series: Sequence[tuple[str, Sequenc
         for i, s in enumerate(values):
             if s is not None and _ok(s):
                 lo, hi = _err(s)
-                ax.errorbar([i + (k - (len(series) - 1) / 2) * width], [s["mean"]], yerr=[[lo], [hi]], fmt="o",
-                            color=COLORS[k % len(COLORS)], capsize=3, ms=4, label=sname if sname and i == 0 else None)
+                ax.errorbar(
+                    [i + (k - (len(series) - 1) / 2) * width],
+                    [s["mean"]],
+                    yerr=[[lo], [hi]],
+                    fmt="o",
+                    color=COLORS[k % len(COLORS)],
+                    capsize=3,
+                    ms=4,
+                    label=sname if sname and i == 0 else None,
+                )
     ax.set_xticks(range(len(groups)), list(groups))
     ax.set_xlim(-0.6, len(groups) - 0.4)
     if ylim is not None:
@@ -225,7 +299,9 @@ def grouped_intervals(groups: Sequence[str], series: Sequence[tuple[str, Sequenc
     return to_svg(fig, name)
 
 
-def box_plot(groups: Sequence[str], values: Sequence[Sequence[float]], *, title: str, ylabel: str, name: str) -> str:
+def box_plot(
+    groups: Sequence[str], values: Sequence[Sequence[float]], *, title: str, ylabel: str, name: str
+) -> str:
     """Distribution per group (box: quartiles, line: median, whiskers: 1.5 IQR, points beyond)."""
     fig = _figure(1.8 + 1.1 * max(len(groups), 1), 3.4)
     ax = fig.add_subplot()
@@ -246,16 +322,30 @@ def hybrid_plot(sweep: dict[str, Any], *, name: str) -> str:
     if rows:
         ts = [r["threshold"] for r in rows]
         est = [r["hybrid"]["estimate"] for r in rows]
-        lo = [r["hybrid"]["ci_low"] if r["hybrid"]["ci_low"] is not None else e for r, e in zip(rows, est, strict=True)]
-        hi = [r["hybrid"]["ci_high"] if r["hybrid"]["ci_high"] is not None else e for r, e in zip(rows, est, strict=True)]
+        lo = [
+            r["hybrid"]["ci_low"] if r["hybrid"]["ci_low"] is not None else e
+            for r, e in zip(rows, est, strict=True)
+        ]
+        hi = [
+            r["hybrid"]["ci_high"] if r["hybrid"]["ci_high"] is not None else e
+            for r, e in zip(rows, est, strict=True)
+        ]
         ax.fill_between(ts, lo, hi, color=COLORS[0], alpha=0.2, lw=0)
         ax.plot(ts, est, "o-", color=COLORS[0], ms=3, label="hybrid")
         share = ax.twinx()
-        share.plot([r["threshold"] for r in sweep["rows"]], [r["routed_to_humans"] for r in sweep["rows"]],
-                   ":", color="#888", label="share routed to humans")
+        share.plot(
+            [r["threshold"] for r in sweep["rows"]],
+            [r["routed_to_humans"] for r in sweep["rows"]],
+            ":",
+            color="#888",
+            label="share routed to humans",
+        )
         share.set_ylim(0, 1)
         share.set_ylabel("share routed to humans")
-    for key, label, color in (("ai_alone", "AI alone", COLORS[1]), ("humans_alone", "humans alone", COLORS[2])):
+    for key, label, color in (
+        ("ai_alone", "AI alone", COLORS[1]),
+        ("humans_alone", "humans alone", COLORS[2]),
+    ):
         e = sweep[key]["estimate"]
         if e is not None:
             ax.axhline(e, color=color, lw=1, ls="--", label=label)

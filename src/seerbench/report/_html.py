@@ -49,14 +49,25 @@ def num(x: Any, key: str = "") -> str:
 
 
 def table(head: Sequence[str], rows: Iterable[str], *, cls: str = "") -> str:
-    return (f'<table class="{cls}"><thead><tr>' + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table>")
+    return (
+        f'<table class="{cls}"><thead><tr>'
+        + "".join(f"<th>{esc(h)}</th>" for h in head)
+        + "</tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+    )
 
 
 def summary_row(label: str, s: dict[str, Any] | None, *, attrs: str = "", prefix: str = "") -> str:
     s = s or {}
-    return (f"<tr {attrs}><td>{esc(label)}</td>" + num(s.get("n"), prefix + "n") + num(s.get("mean"), prefix + "mean")
-            + num(s.get("ci_low"), prefix + "ci_low") + num(s.get("ci_high"), prefix + "ci_high") + "</tr>")
+    return (
+        f"<tr {attrs}><td>{esc(label)}</td>"
+        + num(s.get("n"), prefix + "n")
+        + num(s.get("mean"), prefix + "mean")
+        + num(s.get("ci_low"), prefix + "ci_low")
+        + num(s.get("ci_high"), prefix + "ci_high")
+        + "</tr>"
+    )
 
 
 SUMMARY_HEAD = ("cell", "n", "mean", "95% CI low", "95% CI high")
@@ -67,9 +78,14 @@ def section(sid: str, title: str, how: str, body: str) -> str:
 
 
 def runs_side_by_side(runs: Sequence[RunData], part: Any) -> str:
-    return '<div class="runs">' + "".join(
-        f'<div class="run" data-run="{esc(r.label)}"><h3>{esc(r.label)}</h3>{part(r, i)}</div>' for i, r in enumerate(runs)
-    ) + "</div>"
+    return (
+        '<div class="runs">'
+        + "".join(
+            f'<div class="run" data-run="{esc(r.label)}"><h3>{esc(r.label)}</h3>{part(r, i)}</div>'
+            for i, r in enumerate(runs)
+        )
+        + "</div>"
+    )
 
 
 def fig(svg: str, name: str) -> str:
@@ -100,10 +116,14 @@ def part_overview(r: RunData, i: int) -> str:
     rows = []
     for s in _cells(r):
         counts = r.methods.get(s["cell"], {})
-        rows.append(f'<tr data-cell="{esc(s["cell"])}"><td>{esc(s["cell"])}</td>' + num(s.get("n_questions"), "n_questions")
-                    + num(s.get("n_scored"), "n_scored") + num(s.get("parse_failures"), "parse_failures")
-                    + num(s.get("n_excluded"), "n_excluded")
-                    + f"<td>{esc(', '.join(f'{k} {v}' for k, v in sorted(counts.items())))}</td></tr>")
+        rows.append(
+            f'<tr data-cell="{esc(s["cell"])}"><td>{esc(s["cell"])}</td>'
+            + num(s.get("n_questions"), "n_questions")
+            + num(s.get("n_scored"), "n_scored")
+            + num(s.get("parse_failures"), "parse_failures")
+            + num(s.get("n_excluded"), "n_excluded")
+            + f"<td>{esc(', '.join(f'{k} {v}' for k, v in sorted(counts.items())))}</td></tr>"
+        )
     skipped = r.summary.get("skipped_lines") or 0
     return (
         "<table><tbody>"
@@ -120,7 +140,11 @@ def part_overview(r: RunData, i: int) -> str:
         f"<tr><th>unreadable lines skipped</th><td>{skipped}</td></tr>"
         + _usage_row(r.usage)
         + "</tbody></table>"
-        + table(("cell", "questions", "scored", "parse failures", "excluded", "verdicts by method"), rows, cls="cells")
+        + table(
+            ("cell", "questions", "scored", "parse failures", "excluded", "verdicts by method"),
+            rows,
+            cls="cells",
+        )
         + f"<details><summary>config</summary><pre>{esc(json.dumps(cfg, indent=2))}</pre></details>"
     )
 
@@ -128,29 +152,54 @@ def part_overview(r: RunData, i: int) -> str:
 def _usage_row(usage: dict[str, Any] | None) -> str:
     """The overview's usage row: per model, what every run into the folder spent (usage.json)."""
     if not usage:
-        return ("<tr><th>usage and cost</th><td class=\"note\">not recorded: the folder was written before seerbench "
-                "kept usage.json (`seerbench run --dry-run` estimates calls and tokens)</td></tr>")
-    head = ("model", "calls", "cache hits", "retries", "errors", "prompt tokens", "completion tokens", "cost ($)")
+        return (
+            '<tr><th>usage and cost</th><td class="note">not recorded: the folder was written before seerbench '
+            "kept usage.json (`seerbench run --dry-run` estimates calls and tokens)</td></tr>"
+        )
+    head = (
+        "model",
+        "calls",
+        "cache hits",
+        "retries",
+        "errors",
+        "prompt tokens",
+        "completion tokens",
+        "cost ($)",
+    )
     keys = ("calls", "cache_hits", "retries", "errors", "prompt_tokens", "completion_tokens")
 
     def row(name: str, m: dict[str, Any], attr: str) -> str:
         cost = m.get("cost")
         cost_cell = "<td>unknown (no price)</td>" if cost is None else num(float(cost), "cost")
-        return f'<tr data-usage="{esc(attr)}"><td>{esc(name)}</td>' + "".join(num(m.get(k), k) for k in keys) + cost_cell + "</tr>"
+        return (
+            f'<tr data-usage="{esc(attr)}"><td>{esc(name)}</td>'
+            + "".join(num(m.get(k), k) for k in keys)
+            + cost_cell
+            + "</tr>"
+        )
 
     rows = [row(spec, m, spec) for spec, m in sorted((usage.get("models") or {}).items())]
     rows.append(row("all models", usage.get("total") or {}, "total"))
-    return (f"<tr><th>usage and cost</th><td>{int(usage.get('runs') or 0)} run(s) into this folder"
-            + table(head, rows, cls="usage") + "</td></tr>")
+    return (
+        f"<tr><th>usage and cost</th><td>{int(usage.get('runs') or 0)} run(s) into this folder"
+        + table(head, rows, cls="usage")
+        + "</td></tr>"
+    )
 
 
-def part_metric(key: str, title: str, xlabel: str, *, ref: float | None = 0.0, xlim: tuple[float, float] | None = None) -> Any:
+def part_metric(
+    key: str, title: str, xlabel: str, *, ref: float | None = 0.0, xlim: tuple[float, float] | None = None
+) -> Any:
     def part(r: RunData, i: int) -> str:
         cells = _cells(r)
         data = [(r.labels[s["cell"]], _metric(s, key)) for s in cells]
         svg = F.interval_plot(data, title=title, xlabel=xlabel, name=f"{key}-{i}", ref=ref, xlim=xlim)
-        rows = [summary_row(r.labels[s["cell"]], _metric(s, key), attrs=f'data-cell="{esc(s["cell"])}"') for s in cells]
+        rows = [
+            summary_row(r.labels[s["cell"]], _metric(s, key), attrs=f'data-cell="{esc(s["cell"])}"')
+            for s in cells
+        ]
         return fig(svg, key) + table(SUMMARY_HEAD, rows, cls=f"stats-{key}")
+
     return part
 
 
@@ -164,8 +213,13 @@ def part_judge_agent(r: RunData, i: int) -> str:
     for k, prot in enumerate(sorted({str(s["protocol"]) for s in cells})):
         by = {(str(s["judge"]), str(s["agent"])): _metric(s, "asd") for s in cells if s["protocol"] == prot}
         matrix = [[by.get((j, a)) for a in agents] for j in judges]
-        svg = F.heatmap(matrix, [f"judge {j}" for j in judges], [f"agent {a}" for a in agents],
-                        title=f"ASD({SCORE}) {prot}", name=f"asd-judge-agent-{i}-{k}")
+        svg = F.heatmap(
+            matrix,
+            [f"judge {j}" for j in judges],
+            [f"agent {a}" for a in agents],
+            title=f"ASD({SCORE}) {prot}",
+            name=f"asd-judge-agent-{i}-{k}",
+        )
         out.append(fig(svg, "asd-judge-agent"))
     return "".join(out)
 
@@ -174,7 +228,9 @@ def part_betas(r: RunData, i: int) -> str:
     cells = [s for s in _cells(r) if _metric(s, "jse_b1") is not None or _metric(s, "ase_b1") is not None]
     if not cells:
         return '<p class="note">no cell with two scored answer cases: JSE and ASE are undefined here.</p>'
-    drawn = [s for s in cells if s.get("judge") != "trust"] or cells  # BlindTrust's log(eps) would flatten the axis
+    drawn = [
+        s for s in cells if s.get("judge") != "trust"
+    ] or cells  # BlindTrust's log(eps) would flatten the axis
     jse = [{b: _metric(s, f"jse_{b}") for b, _ in F.BETAS} for s in drawn]
     ase = [{b: _metric(s, f"ase_{b}") for b, _ in F.BETAS} for s in drawn]
     svg = F.beta_plot([r.labels[s["cell"]] for s in drawn], jse, ase, score=SCORE, name=f"betas-{i}")
@@ -182,8 +238,13 @@ def part_betas(r: RunData, i: int) -> str:
     for s in cells:
         for what in ("jse", "ase"):
             for b, text in F.BETAS:
-                rows.append(summary_row(f"{r.labels[s['cell']]} {what.upper()} {text}", _metric(s, f"{what}_{b}"),
-                                        attrs=f'data-cell="{esc(s["cell"])}" data-metric="{what}_{b}"'))
+                rows.append(
+                    summary_row(
+                        f"{r.labels[s['cell']]} {what.upper()} {text}",
+                        _metric(s, f"{what}_{b}"),
+                        attrs=f'data-cell="{esc(s["cell"])}" data-metric="{what}_{b}"',
+                    )
+                )
     return fig(svg, "betas") + table(SUMMARY_HEAD, rows, cls="stats-betas")
 
 
@@ -192,28 +253,60 @@ def part_calibration(r: RunData, i: int) -> str:
     if not cals:
         return '<p class="note">no model judge verdicts to calibrate.</p>'
     svg = F.reliability(cals, name=f"calibration-{i}")
-    rows = [f'<tr data-cell="{esc(c.source)}"><td>{esc(label)}</td>' + num(c.n, "n") + num(c.ece, "ece") + num(c.brier, "brier")
-            + "</tr>" for label, c in cals]
-    return fig(svg, "calibration") + table(("cell", "verdicts", "ECE", "Brier"), rows, cls="stats-calibration")
+    rows = [
+        f'<tr data-cell="{esc(c.source)}"><td>{esc(label)}</td>'
+        + num(c.n, "n")
+        + num(c.ece, "ece")
+        + num(c.brier, "brier")
+        + "</tr>"
+        for label, c in cals
+    ]
+    return fig(svg, "calibration") + table(
+        ("cell", "verdicts", "ECE", "Brier"), rows, cls="stats-calibration"
+    )
 
 
 def part_paired(r: RunData, i: int) -> str:
     if r.baseline is None:
-        return ('<p class="note">no baseline: the run has no single NaiveJudge folder; give one with '
-                "<code>seerbench report RUN --baseline PROTOCOL_FOLDER</code>.</p>")
+        return (
+            '<p class="note">no baseline: the run has no single NaiveJudge folder; give one with '
+            "<code>seerbench report RUN --baseline PROTOCOL_FOLDER</code>.</p>"
+        )
     pairs = r.summary.get("paired") or []
     if not pairs:
         return f'<p class="note">no cell shares a judge with the baseline {esc(r.baseline)}.</p>'
     label = {p["cell"]: r.labels.get(p["cell"], p["cell"]) for p in pairs}
-    asd = F.interval_plot([(label[p["cell"]], p["asd_diff"]) for p in pairs], title=f"ΔASD({SCORE}) vs {r.baseline}",
-                          xlabel="difference (cell − baseline), same questions", name=f"paired-asd-{i}")
-    acc = F.interval_plot([(label[p["cell"]], p["accuracy_diff"]) for p in pairs], title=f"Δ judge accuracy vs {r.baseline}",
-                          xlabel="difference (cell − baseline), same questions", name=f"paired-acc-{i}")
-    rows = [summary_row(label[p["cell"]] + " ΔASD", p["asd_diff"], attrs=f'data-cell="{esc(p["cell"])}" data-metric="asd_diff"')
-            + summary_row(label[p["cell"]] + " Δaccuracy", p["accuracy_diff"],
-                          attrs=f'data-cell="{esc(p["cell"])}" data-metric="accuracy_diff"') for p in pairs]
-    return (f'<p>baseline: <code>{esc(r.baseline)}</code></p>' + fig(asd, "paired-asd") + fig(acc, "paired-accuracy")
-            + table(SUMMARY_HEAD, rows, cls="stats-paired"))
+    asd = F.interval_plot(
+        [(label[p["cell"]], p["asd_diff"]) for p in pairs],
+        title=f"ΔASD({SCORE}) vs {r.baseline}",
+        xlabel="difference (cell − baseline), same questions",
+        name=f"paired-asd-{i}",
+    )
+    acc = F.interval_plot(
+        [(label[p["cell"]], p["accuracy_diff"]) for p in pairs],
+        title=f"Δ judge accuracy vs {r.baseline}",
+        xlabel="difference (cell − baseline), same questions",
+        name=f"paired-acc-{i}",
+    )
+    rows = [
+        summary_row(
+            label[p["cell"]] + " ΔASD",
+            p["asd_diff"],
+            attrs=f'data-cell="{esc(p["cell"])}" data-metric="asd_diff"',
+        )
+        + summary_row(
+            label[p["cell"]] + " Δaccuracy",
+            p["accuracy_diff"],
+            attrs=f'data-cell="{esc(p["cell"])}" data-metric="accuracy_diff"',
+        )
+        for p in pairs
+    ]
+    return (
+        f"<p>baseline: <code>{esc(r.baseline)}</code></p>"
+        + fig(asd, "paired-asd")
+        + fig(acc, "paired-accuracy")
+        + table(SUMMARY_HEAD, rows, cls="stats-paired")
+    )
 
 
 def part_pressure(r: RunData, i: int) -> str:
@@ -228,54 +321,106 @@ def part_pressure(r: RunData, i: int) -> str:
         rows = []
         for pt in g["points"]:
             for m in ("asd", "ase", "accuracy"):
-                rows.append(summary_row(f"N={pt['best_of_n']} {m}", pt[m], attrs=f'data-n="{pt["best_of_n"]}" data-metric="{m}"'))
+                rows.append(
+                    summary_row(
+                        f"N={pt['best_of_n']} {m}",
+                        pt[m],
+                        attrs=f'data-n="{pt["best_of_n"]}" data-metric="{m}"',
+                    )
+                )
         sl = g.get("slope") or {}
-        rows.append("<tr><td>slope dASD/dASE</td>" + num(None, "n") + num(sl.get("estimate"), "mean")
-                    + num(sl.get("ci_low"), "ci_low") + num(sl.get("ci_high"), "ci_high") + "</tr>")
+        rows.append(
+            "<tr><td>slope dASD/dASE</td>"
+            + num(None, "n")
+            + num(sl.get("estimate"), "mean")
+            + num(sl.get("ci_low"), "ci_low")
+            + num(sl.get("ci_high"), "ci_high")
+            + "</tr>"
+        )
         notes = "".join(f'<p class="note">{esc(n)}</p>' for n in g.get("notes") or [])
-        out.append(fig(svg, "pressure") + table(("", "n", "mean", "95% CI low", "95% CI high"), rows, cls="stats-pressure") + notes)
+        out.append(
+            fig(svg, "pressure")
+            + table(("", "n", "mean", "95% CI low", "95% CI high"), rows, cls="stats-pressure")
+            + notes
+        )
     return "".join(out)
 
 
 HOW = {
     "asd": "Agent score difference: the score of the agent arguing for the truth minus that of the agent arguing "
-           "against it (log score; seed 003). Above 0 the protocol favours the truth; a CI that excludes 0 says so "
-           "with 95% confidence. Points are means, bars 95% bootstrap CIs over questions.",
+    "against it (log score; seed 003). Above 0 the protocol favours the truth; a CI that excludes 0 says so "
+    "with 95% confidence. Points are means, bars 95% bootstrap CIs over questions.",
     "judge": "ASD for each judge (rows) and agent (columns) model, per protocol: where oversight holds up as the agent "
-             "gets stronger or the judge weaker.",
+    "gets stronger or the judge weaker.",
     "accuracy": "Share of verdicts that put the most probability on the true answer (ties count 1/k). 0.5 is chance on "
-                "two options.",
+    "two options.",
     "betas": "JSE: the judge's expected score (BlindTrust, whose judge adopts the argued answer, is in the table, not the figure); ASE: the expected score of an agent that picks its side with softmax "
-             "temperature β over its own probabilities (β=0 always argues its best guess, β=∞ picks at random).",
+    "temperature β over its own probabilities (β=0 always argues its best guess, β=∞ picks at random).",
     "calibration": "For each model judge: verdicts bucketed by the judge's largest probability; a point's height is "
-                   "how often that answer was right. On the diagonal the judge is calibrated; ECE is the average "
-                   "distance from it, weighted by bucket size (marker area). BlindTrust has no judge and is left out.",
+    "how often that answer was right. On the diagonal the judge is calibrated; ECE is the average "
+    "distance from it, weighted by bucket size (marker area). BlindTrust has no judge and is left out.",
     "paired": "Each cell minus the baseline protocol's cell with the same judge, question by question (paired): a CI "
-              "that excludes 0 is a difference the questions support.",
+    "that excludes 0 is a difference the questions support.",
     "pressure": "Optimization pressure (seed 003): cells that differ only in best-of-N. Each point is one N (ASE on the "
-                "x axis, ASD on the y axis, both with CIs); the line's slope says how the truth's advantage moves as "
-                "the agents grow more persuasive (negative: it shrinks).",
+    "x axis, ASD on the y axis, both with CIs); the line's slope says how the truth's advantage moves as "
+    "the agents grow more persuasive (negative: it shrinks).",
     "browser": "Every question of every cell, a page at a time. Marks: right/wrong/tie is the verdict's most probable "
-               "answer against the truth; quotes are shown verified (found verbatim in the passage), unverified or "
-               "unchecked (no passage). 'wrong verdicts' keeps rows with a wrong or tied verdict; 'parse failures' "
-               "rows whose verdict did not parse.",
+    "answer against the truth; quotes are shown verified (found verbatim in the passage), unverified or "
+    "unchecked (no passage). 'wrong verdicts' keeps rows with a wrong or tied verdict; 'parse failures' "
+    "rows whose verdict did not parse.",
 }
 
 
 def run_sections(runs: Sequence[RunData]) -> str:
     parts = [
-        section("overview", "Runs", "Configuration, dataset, models, the elicitation methods that gave the verdicts, and "
-                "parse failures, per run.", runs_side_by_side(runs, part_overview)),
-        section("asd", "ASD by protocol", HOW["asd"], runs_side_by_side(runs, part_metric("asd", f"ASD({SCORE}) by cell", "ASD"))),
-        section("asd-judge-agent", "ASD by judge × agent", HOW["judge"], runs_side_by_side(runs, part_judge_agent)),
-        section("accuracy", "Judge accuracy by protocol", HOW["accuracy"],
-                runs_side_by_side(runs, part_metric("judge_accuracy", "judge accuracy by cell", "accuracy", ref=0.5, xlim=(0, 1)))),
+        section(
+            "overview",
+            "Runs",
+            "Configuration, dataset, models, the elicitation methods that gave the verdicts, and "
+            "parse failures, per run.",
+            runs_side_by_side(runs, part_overview),
+        ),
+        section(
+            "asd",
+            "ASD by protocol",
+            HOW["asd"],
+            runs_side_by_side(runs, part_metric("asd", f"ASD({SCORE}) by cell", "ASD")),
+        ),
+        section(
+            "asd-judge-agent", "ASD by judge × agent", HOW["judge"], runs_side_by_side(runs, part_judge_agent)
+        ),
+        section(
+            "accuracy",
+            "Judge accuracy by protocol",
+            HOW["accuracy"],
+            runs_side_by_side(
+                runs,
+                part_metric("judge_accuracy", "judge accuracy by cell", "accuracy", ref=0.5, xlim=(0, 1)),
+            ),
+        ),
         section("betas", "JSE and ASE at β = 0, 1, ∞", HOW["betas"], runs_side_by_side(runs, part_betas)),
-        section("calibration", "Calibration of the judges", HOW["calibration"], runs_side_by_side(runs, part_calibration)),
-        section("paired", "Paired differences against a baseline", HOW["paired"], runs_side_by_side(runs, part_paired)),
+        section(
+            "calibration",
+            "Calibration of the judges",
+            HOW["calibration"],
+            runs_side_by_side(runs, part_calibration),
+        ),
+        section(
+            "paired",
+            "Paired differences against a baseline",
+            HOW["paired"],
+            runs_side_by_side(runs, part_paired),
+        ),
     ]
     if any(r.summary.get("pressure") for r in runs):
-        parts.append(section("pressure", "ASD against ASE across best-of-N", HOW["pressure"], runs_side_by_side(runs, part_pressure)))
+        parts.append(
+            section(
+                "pressure",
+                "ASD against ASE across best-of-N",
+                HOW["pressure"],
+                runs_side_by_side(runs, part_pressure),
+            )
+        )
     return "".join(parts)
 
 
@@ -298,12 +443,14 @@ BROWSER = """
 
 def page(title: str, body: str, *, script: bool) -> str:
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">'
         f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
-        f"<h1>{esc(title)}</h1><p class=\"note\">seerbench {esc(__version__)} report; one file, no network needed.</p>"
-        + body + (f"<script>{JS}</script>" if script else "") + "</body></html>\n"
+        f'<h1>{esc(title)}</h1><p class="note">seerbench {esc(__version__)} report; one file, no network needed.</p>'
+        + body
+        + (f"<script>{JS}</script>" if script else "")
+        + "</body></html>\n"
     )
 
 
@@ -320,8 +467,14 @@ def render_runs(runs: Sequence[RunData], questions: list[list[Any]], extra: str 
     return page(title, body, script=True)
 
 
-def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, *, baseline: str | None = None,
-                 complementarity: Sequence[str | Path] = (), critique: Sequence[str | Path] = ()) -> Path:
+def build_report(
+    run_dirs: Sequence[str | Path],
+    out: str | Path | None = None,
+    *,
+    baseline: str | None = None,
+    complementarity: Sequence[str | Path] = (),
+    critique: Sequence[str | Path] = (),
+) -> Path:
     """Write the report of one or more run folders (side by side), with the complementarity
     analyses (``seerbench complementarity --json`` files) and ``seerbench critique`` folders given,
     to ``out`` (default ``report.html`` in the first run or critique folder, or beside the first
@@ -354,8 +507,16 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
     runs: list[RunData] = []
     labels = _unique_labels([Path(d) for d in run_dirs])
     for d, label in zip(run_dirs, labels, strict=True):
-        runs.append(load_run(d, baseline=baseline, label=label, questions=questions, question_index=qindex,
-                             cell_offset=sum(len(r.cells) for r in runs)))
+        runs.append(
+            load_run(
+                d,
+                baseline=baseline,
+                label=label,
+                questions=questions,
+                question_index=qindex,
+                cell_offset=sum(len(r.cells) for r in runs),
+            )
+        )
     path.write_text(render_runs(runs, questions, extra), encoding="utf-8")
     return path
 
@@ -373,49 +534,112 @@ def _unique_labels(paths: Sequence[Path]) -> list[str]:
 def render_study(st: StudyData) -> str:
     conds = list(st.stats["conditions"])
     cs = [st.stats["conditions"][c] for c in conds]
-    acc = F.grouped_intervals(conds, [("", [c["accuracy"] for c in cs])], title="accuracy by condition", ylabel="accuracy",
-                              name="study-accuracy")
-    rows = [summary_row(c, s["accuracy"], attrs=f'data-condition="{esc(c)}"') for c, s in zip(conds, cs, strict=True)]
-    body = section("study-accuracy", "Accuracy by condition",
-                   "Share of judgments that chose the true answer (catch trials left out; a timed-out judgment counts as "
-                   f"{esc(st.stats['timeout_policy'])}). Bars: 95% CIs from a bootstrap over items and raters.",
-                   fig(acc, "study-accuracy") + table(("condition", "n", "mean", "95% CI low", "95% CI high"), rows,
-                                                      cls="stats-study-accuracy"))
+    acc = F.grouped_intervals(
+        conds,
+        [("", [c["accuracy"] for c in cs])],
+        title="accuracy by condition",
+        ylabel="accuracy",
+        name="study-accuracy",
+    )
+    rows = [
+        summary_row(c, s["accuracy"], attrs=f'data-condition="{esc(c)}"')
+        for c, s in zip(conds, cs, strict=True)
+    ]
+    body = section(
+        "study-accuracy",
+        "Accuracy by condition",
+        "Share of judgments that chose the true answer (catch trials left out; a timed-out judgment counts as "
+        f"{esc(st.stats['timeout_policy'])}). Bars: 95% CIs from a bootstrap over items and raters.",
+        fig(acc, "study-accuracy")
+        + table(("condition", "n", "mean", "95% CI low", "95% CI high"), rows, cls="stats-study-accuracy"),
+    )
     rel_conds = [c for c, s in zip(conds, cs, strict=True) if s.get("reliance")]
     if rel_conds:
         rel = [st.stats["conditions"][c]["reliance"] for c in rel_conds]
-        svg = F.grouped_intervals(rel_conds, [("AI right", [r["ai_right"] for r in rel]), ("AI wrong", [r["ai_wrong"] for r in rel])],
-                                  title="reliance: accuracy when the AI was right / wrong", ylabel="accuracy", name="study-reliance")
-        rrows = [summary_row(f"{c} AI {k.split('_')[1]}", r[k], attrs=f'data-condition="{esc(c)}" data-metric="{k}"')
-                 for c, r in zip(rel_conds, rel, strict=True) for k in ("ai_right", "ai_wrong")]
-        body += section("study-reliance", "Reliance", "Accuracy split by whether the AI's answer was right: a large gap means "
-                        "the raters followed the AI rather than checked it (seed 000).",
-                        fig(svg, "study-reliance") + table(("", "n", "mean", "95% CI low", "95% CI high"), rrows, cls="stats-study-reliance"))
+        svg = F.grouped_intervals(
+            rel_conds,
+            [("AI right", [r["ai_right"] for r in rel]), ("AI wrong", [r["ai_wrong"] for r in rel])],
+            title="reliance: accuracy when the AI was right / wrong",
+            ylabel="accuracy",
+            name="study-reliance",
+        )
+        rrows = [
+            summary_row(
+                f"{c} AI {k.split('_')[1]}", r[k], attrs=f'data-condition="{esc(c)}" data-metric="{k}"'
+            )
+            for c, r in zip(rel_conds, rel, strict=True)
+            for k in ("ai_right", "ai_wrong")
+        ]
+        body += section(
+            "study-reliance",
+            "Reliance",
+            "Accuracy split by whether the AI's answer was right: a large gap means "
+            "the raters followed the AI rather than checked it (seed 000).",
+            fig(svg, "study-reliance")
+            + table(("", "n", "mean", "95% CI low", "95% CI high"), rrows, cls="stats-study-reliance"),
+        )
     else:
-        body += section("study-reliance", "Reliance", "Accuracy split by whether the AI's answer was right.",
-                        '<p class="note">no item in this study records whether the AI was right.</p>')
+        body += section(
+            "study-reliance",
+            "Reliance",
+            "Accuracy split by whether the AI's answer was right.",
+            '<p class="note">no item in this study records whether the AI was right.</p>',
+        )
     catch = st.stats.get("catch") or {}
     if catch.get("judgments"):
-        svg = F.grouped_intervals(["catch trials"], [("", [catch["accuracy"]])], title="catch-trial accuracy", ylabel="accuracy",
-                                  name="study-catch")
-        body += section("study-catch", "Catch trials", "Accuracy on questions with an obvious answer: raters below it were not "
-                        "paying attention.", fig(svg, "study-catch")
-                        + table(("", "n", "mean", "95% CI low", "95% CI high"), [summary_row("catch", catch["accuracy"])],
-                                cls="stats-study-catch"))
+        svg = F.grouped_intervals(
+            ["catch trials"],
+            [("", [catch["accuracy"]])],
+            title="catch-trial accuracy",
+            ylabel="accuracy",
+            name="study-catch",
+        )
+        body += section(
+            "study-catch",
+            "Catch trials",
+            "Accuracy on questions with an obvious answer: raters below it were not paying attention.",
+            fig(svg, "study-catch")
+            + table(
+                ("", "n", "mean", "95% CI low", "95% CI high"),
+                [summary_row("catch", catch["accuracy"])],
+                cls="stats-study-catch",
+            ),
+        )
     else:
-        body += section("study-catch", "Catch trials", "Accuracy on questions with an obvious answer.",
-                        '<p class="note">no catch trials were judged.</p>')
+        body += section(
+            "study-catch",
+            "Catch trials",
+            "Accuracy on questions with an obvious answer.",
+            '<p class="note">no catch trials were judged.</p>',
+        )
     tconds = [c for c in conds if st.seconds.get(c)]
     if tconds:
-        svg = F.box_plot(tconds, [st.seconds[c] for c in tconds], title="time per task", ylabel="seconds", name="study-time")
-        trows = [f'<tr data-condition="{esc(c)}"><td>{esc(c)}</td>' + num(st.stats["conditions"][c]["judgments"], "judgments")
-                 + num(st.stats["conditions"][c]["median_seconds"], "median_seconds")
-                 + num(st.stats["conditions"][c]["timed_out"], "timed_out") + "</tr>" for c in tconds]
-        body += section("study-time", "Time per task", "Seconds from the timer's start to submission, per condition (box: "
-                        "quartiles; line: median).", fig(svg, "study-time")
-                        + table(("condition", "judgments", "median seconds", "timed out"), trows, cls="stats-study-time"))
-    body += (f'<section id="study-manifest"><h2>Study</h2><details><summary>manifest</summary><pre>'
-             f"{esc(json.dumps(st.manifest, indent=2))}</pre></details></section>")
+        svg = F.box_plot(
+            tconds,
+            [st.seconds[c] for c in tconds],
+            title="time per task",
+            ylabel="seconds",
+            name="study-time",
+        )
+        trows = [
+            f'<tr data-condition="{esc(c)}"><td>{esc(c)}</td>'
+            + num(st.stats["conditions"][c]["judgments"], "judgments")
+            + num(st.stats["conditions"][c]["median_seconds"], "median_seconds")
+            + num(st.stats["conditions"][c]["timed_out"], "timed_out")
+            + "</tr>"
+            for c in tconds
+        ]
+        body += section(
+            "study-time",
+            "Time per task",
+            "Seconds from the timer's start to submission, per condition (box: quartiles; line: median).",
+            fig(svg, "study-time")
+            + table(("condition", "judgments", "median seconds", "timed out"), trows, cls="stats-study-time"),
+        )
+    body += (
+        f'<section id="study-manifest"><h2>Study</h2><details><summary>manifest</summary><pre>'
+        f"{esc(json.dumps(st.manifest, indent=2))}</pre></details></section>"
+    )
     return page(f"seerbench study report: {st.label}", body, script=False)
 
 

@@ -59,7 +59,9 @@ __all__ = [
 ]
 
 
-def create_study(manifest: str | Path | StudyManifest, db: str | Path, *, base_dir: str | Path | None = None) -> StudyStore:
+def create_study(
+    manifest: str | Path | StudyManifest, db: str | Path, *, base_dir: str | Path | None = None
+) -> StudyStore:
     """Validate a manifest, load its items (paths relative to the manifest's folder) and create the
     study in the empty database ``db`` (a SQLite path or a database URL)."""
     if isinstance(manifest, StudyManifest):

@@ -31,7 +31,6 @@ class _Counts:
     seq: int = 0
 
 
-
 class StoreBase:
     """The state of a :class:`~seerbench.study.StudyStore` and the helpers all its parts use."""
 
@@ -85,6 +84,7 @@ class StoreBase:
         ``catch_min`` catch trials submitted there with accuracy below ``catch_threshold``."""
         m = self.manifest
         return {
-            cond for cond, (n, right) in k.catch_done.items() if n >= m.catch_min and right / n < m.catch_threshold
+            cond
+            for cond, (n, right) in k.catch_done.items()
+            if n >= m.catch_min and right / n < m.catch_threshold
         }
-

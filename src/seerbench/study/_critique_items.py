@@ -47,7 +47,11 @@ def _item(ans: dict[str, Any], key: str, group: str, extra: dict[str, Any] | Non
         source_text=ans.get("passage") or None,
         # the answer is the "correct" option when it is right, the "flawed" one otherwise
         answer_cases=[
-            AnswerCase(short="correct", long=str(ans["answer"]), value=0.0 if correct is None else float(bool(correct))),
+            AnswerCase(
+                short="correct",
+                long=str(ans["answer"]),
+                value=0.0 if correct is None else float(bool(correct)),
+            ),
             AnswerCase(short="flawed", long=str(ans["answer"]), value=flawed_value),
         ],
         metadata={"critique": ans, **(extra or {})},
@@ -103,11 +107,19 @@ def validation_items(judgments: Path, critiques: Path) -> list[StudyItem]:
             )
         t = tasks.setdefault(
             str(row["judgment_id"]),
-            {"judgment_id": row["judgment_id"], "answer_id": aid, "condition": row.get("condition"), "critiques": []},
+            {
+                "judgment_id": row["judgment_id"],
+                "answer_id": aid,
+                "condition": row.get("condition"),
+                "critiques": [],
+            },
         )
         if row.get("critique_id") is not None:
             t["critiques"].append(
-                {k: row.get(k) for k in ("critique_id", "critique_text", "severity", "category", "used", "edited")}
+                {
+                    k: row.get(k)
+                    for k in ("critique_id", "critique_text", "severity", "category", "used", "edited")
+                }
             )
     items = [
         _item(answers[t["answer_id"]], f"val:{jid}", jid, {"judgment": t})

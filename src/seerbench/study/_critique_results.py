@@ -136,7 +136,9 @@ def critique_export_rows(store: StudyStore) -> list[dict[str, Any]]:
     for a, r in store.assignments():
         ans = answer_of(store.item(a.item_id))
         assist = "critiques" in m.condition(a.condition).assistance
-        model_texts = [str(t) for c in ans.get("critiques") or [] for t in (c["text"], *(c.get("merged") or []))]
+        model_texts = [
+            str(t) for c in ans.get("critiques") or [] for t in (c["text"], *(c.get("merged") or []))
+        ]
         base = {
             **_base_row(store, a, r),
             "question_id": ans["question_id"],
@@ -200,7 +202,9 @@ def validation_export_rows(store: StudyStore) -> list[dict[str, Any]]:
     return rows
 
 
-def merge_validations(rows: Iterable[dict[str, Any]], validations: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def merge_validations(
+    rows: Iterable[dict[str, Any]], validations: Iterable[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Critique export rows with ``valid`` and ``covers_intended`` filled from validation export
     rows: for each critique the share of its validators who marked it valid (covering the intended
     flaw), so one validator gives 0 or 1. Validation rows naming a critique that is not in
@@ -283,7 +287,11 @@ def _measure(
     group_of = {c: g for g, c in enumerate(conds)}
     groups = np.array([group_of[u[1]] for u in units], dtype=np.int64)
     if not intervals:
-        plain = {c: {"n": int((groups == g).sum()), "mean": float(values[groups == g].mean())} for c, g in group_of.items() if (groups == g).any()}
+        plain = {
+            c: {"n": int((groups == g).sum()), "mean": float(values[groups == g].mean())}
+            for c, g in group_of.items()
+            if (groups == g).any()
+        }
         return plain, {
             label: {"mean": plain[a]["mean"] - plain[n]["mean"]}
             for label, (a, n) in pairs.items()
@@ -291,7 +299,9 @@ def _measure(
         }
     items, _ = codes([u[2] for u in units])
     raters, _ = codes([u[3] for u in units])
-    means, cov = cluster_group_means(values, items, raters, groups, len(conds), n_boot=DEFAULT_N_BOOT, seed=seed)
+    means, cov = cluster_group_means(
+        values, items, raters, groups, len(conds), n_boot=DEFAULT_N_BOOT, seed=seed
+    )
     ivs: dict[str, Interval] = {}
     out: dict[str, dict[str, Any]] = {}
 
@@ -325,7 +335,9 @@ def _measure(
             d = difference_interval(ivs[ca], ivs[cn], correlation(cov, a, b))
         else:
             both = (groups == a) | (groups == b)
-            d = _t_interval(ivs[ca].estimate - ivs[cn].estimate, float(cov[a, a] + cov[b, b] - 2 * cov[a, b]), df(both))
+            d = _t_interval(
+                ivs[ca].estimate - ivs[cn].estimate, float(cov[a, a] + cov[b, b] - 2 * cov[a, b]), df(both)
+            )
         diffs[label] = {"mean": d.estimate, "ci_low": d.ci_low, "ci_high": d.ci_high}
     return out, diffs
 
@@ -369,7 +381,11 @@ def _tasks(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def critique_stats(
-    rows: Iterable[dict[str, Any]], *, categories: Sequence[str] | None = None, seed: int = 0, intervals: bool = True
+    rows: Iterable[dict[str, Any]],
+    *,
+    categories: Sequence[str] | None = None,
+    seed: int = 0,
+    intervals: bool = True,
 ) -> dict[str, Any]:
     """Seed 002's measures (sections 3.3 and 3.3.1) per condition from a critique study's export
     rows (validity merged in with :func:`merge_validations` for the 3.3.1 measures), each with a
@@ -386,7 +402,11 @@ def critique_stats(
     tasks = _tasks(rows)
     conds = sorted({str(t["condition"]) for t in tasks})
     pairs = _pairs(tasks)
-    cats = list(categories) if categories is not None else sorted({str(c["category"]) for t in tasks for c in t["critiques"]})
+    cats = (
+        list(categories)
+        if categories is not None
+        else sorted({str(c["category"]) for t in tasks for c in t["critiques"]})
+    )
 
     def key(t: dict[str, Any]) -> tuple[str, str, str]:
         return (str(t["condition"]), str(t["item"]), str(t["rater_id"]))
@@ -395,7 +415,10 @@ def critique_stats(
         "critiques_per_answer": ("count", [(float(len(t["critiques"])), *key(t)) for t in tasks]),
         "any_critique": ("proportion", [(float(bool(t["critiques"])), *key(t)) for t in tasks]),
         "likert": ("likert", [(float(t["likert"]), *key(t)) for t in tasks if t.get("likert") is not None]),
-        "seconds": ("seconds", [(float(t["seconds"]), *key(t)) for t in tasks if t.get("seconds") is not None]),
+        "seconds": (
+            "seconds",
+            [(float(t["seconds"]), *key(t)) for t in tasks if t.get("seconds") is not None],
+        ),
         "used_edited": (
             "proportion",
             [(float(bool(c["edited"])), *key(t)) for t in tasks for c in t["critiques"] if c.get("used")],
@@ -412,8 +435,14 @@ def critique_stats(
                 for t in flawed
             ],
         )
-        per_task["valid_share"] = ("proportion", [(float(c["valid"]), *key(t)) for t in done for c in t["critiques"]])
-        per_task["valid_per_answer"] = ("count", [(sum(float(c["valid"]) for c in t["critiques"]), *key(t)) for t in done])
+        per_task["valid_share"] = (
+            "proportion",
+            [(float(c["valid"]), *key(t)) for t in done for c in t["critiques"]],
+        )
+        per_task["valid_per_answer"] = (
+            "count",
+            [(sum(float(c["valid"]) for c in t["critiques"]), *key(t)) for t in done],
+        )
         per_task["valid_novel_per_answer"] = (
             "count",
             [(sum(float(c["valid"]) for c in t["critiques"] if c.get("novel")), *key(t)) for t in done],
@@ -432,7 +461,10 @@ def critique_stats(
         }
         for c in conds
     }
-    diffs: dict[str, dict[str, Any]] = {label: {"assist": a, "no_assist": n, "by_severity": {}, "by_category": {}} for label, (a, n) in pairs.items()}
+    diffs: dict[str, dict[str, Any]] = {
+        label: {"assist": a, "no_assist": n, "by_severity": {}, "by_category": {}}
+        for label, (a, n) in pairs.items()
+    }
 
     def put(name: str, kind: str, units: list[tuple[float, str, str, str]], sub: str | None = None) -> None:
         per, dif = _measure(units, conds, pairs, kind, seed, intervals)
@@ -445,9 +477,19 @@ def critique_stats(
     for name, (kind, units) in per_task.items():
         put(name, kind, units)
     for level in SEVERITIES:
-        put(level, "count", [(float(sum(c["severity"] == level for c in t["critiques"])), *key(t)) for t in tasks], "by_severity")
+        put(
+            level,
+            "count",
+            [(float(sum(c["severity"] == level for c in t["critiques"])), *key(t)) for t in tasks],
+            "by_severity",
+        )
     for cat in cats:
-        put(cat, "count", [(float(sum(c["category"] == cat for c in t["critiques"])), *key(t)) for t in tasks], "by_category")
+        put(
+            cat,
+            "count",
+            [(float(sum(c["category"] == cat for c in t["critiques"])), *key(t)) for t in tasks],
+            "by_category",
+        )
     out["conditions"] = conditions
     out["differences"] = diffs
     out["validated"] = validated

@@ -56,7 +56,10 @@ class CritiquePage(TaskPage):
             n = 0
         rows = []
         for i in range(n):
-            row = {k: str(form.get(f"c{i}_{k}") or "")[:MAX_TEXT] for k in ("text", "severity", "category", "source")}
+            row = {
+                k: str(form.get(f"c{i}_{k}") or "")[:MAX_TEXT]
+                for k in ("text", "severity", "category", "source")
+            }
             if row["text"].strip() or row["severity"] or row["category"]:
                 rows.append(row)
         if form.get("action") == "add" and len(rows) < MAX_CRITIQUES:
@@ -82,14 +85,20 @@ class CritiquePage(TaskPage):
         }
 
     def form_state(self, form: dict[str, Any], it: StudyItem, a: Assignment) -> dict[str, Any]:
-        return {"rows": self.rows(form, it, a), "likert": str(form.get("likert") or ""), "comment": comment_field(form)["comment"] or ""}
+        return {
+            "rows": self.rows(form, it, a),
+            "likert": str(form.get("likert") or ""),
+            "comment": comment_field(form)["comment"] or "",
+        }
 
     def redisplay(self, form: dict[str, Any]) -> bool:
         return form.get("action") == "add" or bool(form.get("use"))
 
     def parse(self, form: dict[str, Any], it: StudyItem, a: Assignment) -> tuple[dict[str, Any], str | None]:
         out: dict[str, Any] = comment_field(form)
-        model = {str(c["id"]): str(c["text"]) for c in self._model_critiques(it, self.m.condition(a.condition))}
+        model = {
+            str(c["id"]): str(c["text"]) for c in self._model_critiques(it, self.m.condition(a.condition))
+        }
         critiques = []
         for n, row in enumerate(self.rows(form, it, a), 1):
             text = row["text"].strip()
@@ -137,7 +146,10 @@ class ValidationPage(TaskPage):
         }
 
     def form_state(self, form: dict[str, Any], it: StudyItem, a: Assignment) -> dict[str, Any]:
-        return {"marks": {k: str(v) for k, v in form.items() if k.startswith("v")}, "comment": comment_field(form)["comment"] or ""}
+        return {
+            "marks": {k: str(v) for k, v in form.items() if k.startswith("v")},
+            "comment": comment_field(form)["comment"] or "",
+        }
 
     def parse(self, form: dict[str, Any], it: StudyItem, a: Assignment) -> tuple[dict[str, Any], str | None]:
         out: dict[str, Any] = comment_field(form)

@@ -96,7 +96,9 @@ def _question(obj: Any, where: str) -> Question:
         raise DataError(f"{where}: not a valid question ({loc}: {first['msg']})") from None
 
 
-def _case_transcript(c: dict[str, Any], q: Question, protocol: str, where: str, short: str) -> Transcript | None:
+def _case_transcript(
+    c: dict[str, Any], q: Question, protocol: str, where: str, short: str
+) -> Transcript | None:
     """The transcript of one answer case: a Transcript object or a list of turns, under the case
     itself (``transcript``) or, as ``seerbench run`` writes it, under ``case_probs.transcript``."""
     raw = c.get("transcript")
@@ -109,7 +111,9 @@ def _case_transcript(c: dict[str, Any], q: Question, protocol: str, where: str, 
             return Transcript.model_validate({"question_id": q.id, "protocol": protocol, "turns": raw})
         return Transcript.model_validate(raw)
     except ValidationError as e:
-        raise DataError(f"{where}: invalid transcript for answer case {short!r}: {e.errors()[0]['msg']}") from None
+        raise DataError(
+            f"{where}: invalid transcript for answer case {short!r}: {e.errors()[0]['msg']}"
+        ) from None
 
 
 def _results_items(path: Path, catch: bool) -> list[StudyItem]:
@@ -173,7 +177,10 @@ def _source_items(src: ItemSource, base: Path, index: int) -> list[StudyItem]:
     if src.ratings is not None:
         from seerbench.factcheck._study import rating_questions
 
-        return [StudyItem(prefix + q.id, q, catch=kind) for q in rating_questions(_resolve(src.ratings, base), src.max_confidence)]
+        return [
+            StudyItem(prefix + q.id, q, catch=kind)
+            for q in rating_questions(_resolve(src.ratings, base), src.max_confidence)
+        ]
     if src.questions is not None:
         path = _existing(_resolve(src.questions, base), f"items.{index}.questions")
         return [StudyItem(prefix + q.id, q, catch=kind) for q in read_questions_jsonl(path)]
@@ -202,12 +209,18 @@ def load_items(manifest: StudyManifest, base_dir: str | Path = ".") -> list[Stud
             if wants_critique != ("critique" in it.question.metadata):
                 raise DataError(
                     f"item {it.key!r}: task {manifest.task} needs items from "
-                    + ("'critiques' (a critiques.jsonl)" if wants_critique else "questions or results, not 'critiques'")
+                    + (
+                        "'critiques' (a critiques.jsonl)"
+                        if wants_critique
+                        else "questions or results, not 'critiques'"
+                    )
                 )
             if manifest.task == "critique" and src.judgments is not None:
                 raise DataError(f"items.{n}: 'judgments' are items of task validation, not critique")
             if manifest.task == "validation" and src.judgments is None:
-                raise DataError(f"items.{n}: task validation takes 'judgments' (a critique study's export) with 'critiques'")
+                raise DataError(
+                    f"items.{n}: task validation takes 'judgments' (a critique study's export) with 'critiques'"
+                )
             items.append(it)
     if not any(it.catch is None for it in items):
         raise ConfigError("the manifest's items hold no (non-catch) items to judge")
@@ -223,9 +236,15 @@ def build_catch_trials(items: list[StudyItem], seed: int) -> list[StudyItem]:
     original), so the study's rule that a rater never sees a question twice covers it; its key is
     ``catch:<id>`` and ``catch`` is ``"mismatch"``.
     """
-    pool = [it.question for it in items if it.catch is None and it.transcript is None and it.question.is_binary]
+    pool = [
+        it.question for it in items if it.catch is None and it.transcript is None and it.question.is_binary
+    ]
     return [
-        StudyItem(f"catch:{ct.metadata['catch_of']}", ct.model_copy(update={"id": ct.metadata["catch_of"]}), catch="mismatch")
+        StudyItem(
+            f"catch:{ct.metadata['catch_of']}",
+            ct.model_copy(update={"id": ct.metadata["catch_of"]}),
+            catch="mismatch",
+        )
         for ct in make_catch_trials(pool, fraction=1.0, seed=seed)
     ]
 

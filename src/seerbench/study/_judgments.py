@@ -74,7 +74,10 @@ class JudgmentsMixin(StoreBase):
         now = self.clock()
         with self._tx() as c:
             # a task whose timer starts was shown, even if the page view was not recorded
-            values: dict[str, Any] = {"timer_started_at": now, "shown_at": func.coalesce(assignment_t.c.shown_at, now)}
+            values: dict[str, Any] = {
+                "timer_started_at": now,
+                "shown_at": func.coalesce(assignment_t.c.shown_at, now),
+            }
             if m.timed and m.time_limit_s is not None:
                 values["read_deadline"] = now + m.time_limit_s
                 values["final_deadline"] = now + m.time_limit_s + m.finalise_s
@@ -91,7 +94,9 @@ class JudgmentsMixin(StoreBase):
             row = c.execute(_A_OWN, {"aid": aid, "rid": rater_id}).first()
         return Assignment.from_row(row) if row else None
 
-    def submit(self, aid: str, rater_id: str, fields: dict[str, Any], *, auto: bool = False) -> SubmitResult | None:
+    def submit(
+        self, aid: str, rater_id: str, fields: dict[str, Any], *, auto: bool = False
+    ) -> SubmitResult | None:
         """Store a rater's answer once. ``fields`` are already validated (answer, probability, ...).
 
         The server clock decides lateness: past the final deadline plus the grace the judgment is
@@ -110,14 +115,18 @@ class JudgmentsMixin(StoreBase):
             if a.slot_id is not None:
                 owner = c.execute(_SLOT_OWNER, {"sid": a.slot_id}).scalar_one()
                 if owner != a.id:
-                    c.execute(update(assignment_t).where(assignment_t.c.id == a.id).values(status="abandoned"))
+                    c.execute(
+                        update(assignment_t).where(assignment_t.c.id == a.id).values(status="abandoned")
+                    )
                     a.status = "abandoned"
                     return SubmitResult("reclaimed", a)
             stored = self._store_answer(c, a, now, fields, auto=auto)
             row = c.execute(_A_BY_ID, {"aid": aid}).one()
             return SubmitResult("stored" if stored else "duplicate", Assignment.from_row(row))
 
-    def _store_answer(self, c: Connection, a: Assignment, now: float, fields: dict[str, Any], *, auto: bool) -> bool:
+    def _store_answer(
+        self, c: Connection, a: Assignment, now: float, fields: dict[str, Any], *, auto: bool
+    ) -> bool:
         m = self.manifest
         late = a.final_deadline is not None and now > a.final_deadline + m.submit_grace_s
         timed_out = late or (auto and a.final_deadline is not None)
@@ -132,7 +141,9 @@ class JudgmentsMixin(StoreBase):
             # the Prolific STUDY_ID / SESSION_ID of the link the rater came in through last, as
             # they are now: a later re-entry through another link leaves this row's alone
             "study_param": select(rater_t.c.study_param).where(rater_t.c.id == a.rater_id).scalar_subquery(),
-            "session_param": select(rater_t.c.session_param).where(rater_t.c.id == a.rater_id).scalar_subquery(),
+            "session_param": select(rater_t.c.session_param)
+            .where(rater_t.c.id == a.rater_id)
+            .scalar_subquery(),
         }
         if not timed_out:
             for k in ("answer", "probability", "confidence", "rating"):
@@ -148,12 +159,17 @@ class JudgmentsMixin(StoreBase):
             return False
         if a.slot_id is not None:
             c.execute(
-                update(slot_t).where(slot_t.c.id == a.slot_id, slot_t.c.assignment_id == a.id).values(status="done")
+                update(slot_t)
+                .where(slot_t.c.id == a.slot_id, slot_t.c.assignment_id == a.id)
+                .values(status="done")
             )
         if not timed_out:
             # critique tasks: the written critiques, and validation tasks: the marks, as rows
             if fields.get("critiques"):
-                c.execute(insert(critique_t), [{"assignment_id": a.id, "n": n, **r} for n, r in enumerate(fields["critiques"])])
+                c.execute(
+                    insert(critique_t),
+                    [{"assignment_id": a.id, "n": n, **r} for n, r in enumerate(fields["critiques"])],
+                )
             if fields.get("validations"):
                 c.execute(insert(validation_t), [{"assignment_id": a.id, **r} for r in fields["validations"]])
         if a.is_catch:
@@ -205,9 +221,7 @@ class JudgmentsMixin(StoreBase):
             # the ids of the link the task was done under (studies made before these columns: the rater's latest)
             func.coalesce(assignment_t.c.study_param, rater_t.c.study_param).label("link_study"),
             func.coalesce(assignment_t.c.session_param, rater_t.c.session_param).label("link_session"),
-        ).join(
-            rater_t, rater_t.c.id == assignment_t.c.rater_id
-        )
+        ).join(rater_t, rater_t.c.id == assignment_t.c.rater_id)
         if submitted_only:
             q = q.where(assignment_t.c.status == "submitted")
         q = q.order_by(assignment_t.c.submitted_at, assignment_t.c.id)
@@ -227,7 +241,9 @@ class JudgmentsMixin(StoreBase):
         ]
 
 
-def _correctness(task: str, item: StudyItem, expert: str | None, answer: str | None, timed_out: bool) -> float | None:
+def _correctness(
+    task: str, item: StudyItem, expert: str | None, answer: str | None, timed_out: bool
+) -> float | None:
     """1.0 / 0.0 for a right / wrong answer, None when the answer says nothing (skip, can't assess)."""
     truth = item.correct
     if task in CRITIQUE_TASKS:
@@ -246,4 +262,3 @@ def _correctness(task: str, item: StudyItem, expert: str | None, answer: str | N
     if answer == "no_claim":
         return 0.0  # seed 000: all items hold claims, so "doesn't require assessment" is wrong
     return float(answer == truth)
-

@@ -127,7 +127,9 @@ async def simulate_raters(
     return await _run_raters(base_url, n_raters, prefix, 4, one)
 
 
-async def _run_raters(base_url: str | list[str], n_raters: int, prefix: str, connections: int, one: Any) -> list[RaterLog]:
+async def _run_raters(
+    base_url: str | list[str], n_raters: int, prefix: str, connections: int, one: Any
+) -> list[RaterLog]:
     """Run ``one(i, client)`` for every rater at once, each with its own HTTP client (its own
     cookies); a transport error ends that rater with the error logged."""
     import httpx
@@ -196,7 +198,9 @@ async def _paced_rater(
         await asyncio.sleep(rng.uniform(*think_s) * share / time_scale)
 
     await asyncio.sleep(arrive_s)
-    r = await follow("entry", await req("entry", "GET", f"/start?PROLIFIC_PID={pid}&STUDY_ID=paced&SESSION_ID={pid}"))
+    r = await follow(
+        "entry", await req("entry", "GET", f"/start?PROLIFIC_PID={pid}&STUDY_ID=paced&SESSION_ID={pid}")
+    )
     m = _CSRF.search(r.text)
     if not m:
         log.errors.append(f"no csrf on {r.url} ({r.status_code})")

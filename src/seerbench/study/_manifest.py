@@ -30,7 +30,9 @@ __all__ = [
 
 TaskType = Literal["two_option", "factuality", "expert_routing", "critique", "validation"]
 ShowPart = Literal["passage", "snippets", "arguments", "transcript"]
-AssistancePart = Literal["search_results", "evidence", "reasoning", "judgments", "confidence", "two_sided", "critiques"]
+AssistancePart = Literal[
+    "search_results", "evidence", "reasoning", "judgments", "confidence", "two_sided", "critiques"
+]
 AnswerKind = Literal["model", "reference", "misleading"]
 
 SHOW_PARTS: tuple[str, ...] = ("passage", "snippets", "arguments", "transcript")
@@ -109,9 +111,15 @@ class ItemSource(_Strict):
     def _exactly_one(self) -> ItemSource:
         if self.max_confidence is not None and self.ratings is None:
             raise ValueError("max_confidence filters the AI rater's 'ratings'; use it with ratings")
-        given = [k for k in ("questions", "results", "question", "ratings", "critiques") if getattr(self, k) is not None]
+        given = [
+            k
+            for k in ("questions", "results", "question", "ratings", "critiques")
+            if getattr(self, k) is not None
+        ]
         if self.judgments is not None and self.critiques is None:
-            raise ValueError("'judgments' (a critique study's export) needs 'critiques' (the critiques.jsonl of its answers)")
+            raise ValueError(
+                "'judgments' (a critique study's export) needs 'critiques' (the critiques.jsonl of its answers)"
+            )
         if len(given) != 1:
             raise ValueError(
                 "each items entry needs exactly one of 'questions' (a JSONL file), 'results' "
@@ -201,7 +209,9 @@ class StudyManifest(_Strict):
     catch_min: int = Field(default=5, ge=1)
     catch_threshold: float = Field(default=0.6, ge=0, le=1)
     catch_per_condition: int = Field(
-        default=0, ge=0, description="Catch trials every rater gets in each condition where they fit (at least)."
+        default=0,
+        ge=0,
+        description="Catch trials every rater gets in each condition where they fit (at least).",
     )
     tutorial: Tutorial = Field(default_factory=Tutorial)
     instructions: str = ""
@@ -210,7 +220,9 @@ class StudyManifest(_Strict):
     completion_url: str | None = "https://app.prolific.com/submissions/complete?cc={code}"
     stopped_code: str | None = None
     min_tasks_for_code: int | None = Field(
-        default=None, ge=1, description="Judged tasks (catch trials not counted) that earn the code when the study is full."
+        default=None,
+        ge=1,
+        description="Judged tasks (catch trials not counted) that earn the code when the study is full.",
     )
     full_code: str | None = Field(default=None, min_length=1, max_length=64)
     max_duration_s: float | None = Field(
@@ -220,7 +232,9 @@ class StudyManifest(_Strict):
     allow_anonymous: bool = False
     admin_token: str | None = Field(default=None, min_length=16)
     categories: list[str] = Field(
-        default_factory=lambda: list(DEFAULT_CATEGORIES), min_length=1, description="Critique categories (task critique)."
+        default_factory=lambda: list(DEFAULT_CATEGORIES),
+        min_length=1,
+        description="Critique categories (task critique).",
     )
     seed: int = 0
 
@@ -237,7 +251,9 @@ class StudyManifest(_Strict):
         self._check_critique_task()
         rated = [n for n, src in enumerate(self.items) if src.ratings is not None]
         if rated and self.task != "factuality":
-            raise ValueError(f"items {rated}: 'ratings' (the AI rater's run folder) are items of task factuality")
+            raise ValueError(
+                f"items {rated}: 'ratings' (the AI rater's run folder) are items of task factuality"
+            )
         if self.task == "factuality":
             bad = [c.name for c in self.conditions if c.show]
             if bad:
@@ -296,7 +312,9 @@ class StudyManifest(_Strict):
             raise ValueError(f"validation conditions take no assistance (conditions {critique_help})")
         for key in ("catch_rate", "catch_per_condition"):
             if key in self.model_fields_set and getattr(self, key) > 0:
-                raise ValueError(f"task {self.task} has no catch trials (no option to get wrong): remove {key}")
+                raise ValueError(
+                    f"task {self.task} has no catch trials (no option to get wrong): remove {key}"
+                )
         self.catch_rate = 0.0
         self.catch_per_condition = 0
         if len(set(self.categories)) != len(self.categories) or not all(c.strip() for c in self.categories):
@@ -344,4 +362,6 @@ def load_manifest(source: str | Path | dict[str, Any]) -> StudyManifest:
     try:
         return StudyManifest.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(explain_validation(e, f"study manifest {where}", model=StudyManifest, docs="docs/study.md")) from None
+        raise ConfigError(
+            explain_validation(e, f"study manifest {where}", model=StudyManifest, docs="docs/study.md")
+        ) from None

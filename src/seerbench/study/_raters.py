@@ -113,4 +113,3 @@ class RatersMixin(StoreBase):
                     .values(finished_at=self.clock())
                 )
         return earned
-

@@ -196,7 +196,18 @@ def _csv_unescape(v: str) -> str:
 
 
 _BOOL = {"true": True, "false": False, "1": True, "0": False}
-_BOOL_FIELDS = ("is_catch", "timed_out", "auto_submitted", "ai_correct", "answer_correct", "has_intended_flaw", "assist", "used", "edited", "novel")
+_BOOL_FIELDS = (
+    "is_catch",
+    "timed_out",
+    "auto_submitted",
+    "ai_correct",
+    "answer_correct",
+    "has_intended_flaw",
+    "assist",
+    "used",
+    "edited",
+    "novel",
+)
 # valid / covers_intended are shares of validators in a merged critique export, 0/1 in a validation export
 _FLOAT_FIELDS = ("probability", "correct", "seconds", "valid", "covers_intended")
 _INT_FIELDS = ("confidence", "helpfulness", "seq", "likert", "model_critiques", "n_critiques", "critique_n")
@@ -364,7 +375,11 @@ def study_stats(
     out: dict[str, Any] = {"timeout_policy": timeout_policy, "seed": seed, "conditions": {}}
     for cond, rs in sorted(by_cond.items()):
         verdicts = [judgment_verdict(r) for r in rs]
-        scored = [(a, r) for r, v in zip(rs, verdicts, strict=True) if (a := _accuracy(r, v, timeout_policy)) is not None]
+        scored = [
+            (a, r)
+            for r, v in zip(rs, verdicts, strict=True)
+            if (a := _accuracy(r, v, timeout_policy)) is not None
+        ]
         secs = [float(r["seconds"]) for r in rs if r.get("seconds") is not None]
         c: dict[str, Any] = {
             "judgments": len(rs),
@@ -414,7 +429,9 @@ def store_stats(
     return study_stats(rows, timeout_policy=timeout_policy, seed=m.seed)
 
 
-def _vote_accuracy(rows: list[dict[str, Any]], verdicts: list[Verdict], policy: TimeoutPolicy) -> dict[str, Any]:
+def _vote_accuracy(
+    rows: list[dict[str, Any]], verdicts: list[Verdict], policy: TimeoutPolicy
+) -> dict[str, Any]:
     """Seed 004's aggregates per item over the options the raters chose: majority vote (more than
     half of the item's judgments right = 1, exactly half = 0.5) and unanimous (all right).
 
@@ -433,7 +450,11 @@ def _vote_accuracy(rows: list[dict[str, Any]], verdicts: list[Verdict], policy: 
         right, n = sum(accs), len(accs)
         maj.append(1.0 if right > n / 2 else 0.5 if right == n / 2 else 0.0)
         una.append(1.0 if right == n else 0.0)
-    return {"items": len(maj), "majority": statistics.fmean(maj) if maj else None, "unanimous": statistics.fmean(una) if una else None}
+    return {
+        "items": len(maj),
+        "majority": statistics.fmean(maj) if maj else None,
+        "unanimous": statistics.fmean(una) if una else None,
+    }
 
 
 def _asd(rows: list[dict[str, Any]], verdicts: list[Verdict], seed: int) -> dict[str, Any] | None:
@@ -461,7 +482,9 @@ def _asd(rows: list[dict[str, Any]], verdicts: list[Verdict], seed: int) -> dict
     return {"questions": len(asd_log), "log": _summary(asd_log, seed), "accuracy": _summary(asd_acc, seed)}
 
 
-def _reliance(rows: list[dict[str, Any]], verdicts: list[Verdict], policy: TimeoutPolicy, seed: int) -> dict[str, Any] | None:
+def _reliance(
+    rows: list[dict[str, Any]], verdicts: list[Verdict], policy: TimeoutPolicy, seed: int
+) -> dict[str, Any] | None:
     """Seed 000's reliance split: accuracy on items where the AI was right vs wrong."""
     split: dict[str, list[tuple[float, dict[str, Any]]]] = {"ai_right": [], "ai_wrong": []}
     for r, v in zip(rows, verdicts, strict=True):

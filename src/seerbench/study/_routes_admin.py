@@ -42,7 +42,9 @@ def admin_router(web: StudyWeb) -> APIRouter:
         s = stats(intervals=m.task != "critique")  # the page shows critique means only
         critique = s if m.task == "critique" else None
         judging = s if s is not None and critique is None else {"conditions": {}}
-        return web.render("admin.html", prog=st.progress(), stats=judging, critique=critique, token=st.admin_token)
+        return web.render(
+            "admin.html", prog=st.progress(), stats=judging, critique=critique, token=st.admin_token
+        )
 
     @router.get("/admin/stats.json")
     def admin_stats(request: Request) -> Response:

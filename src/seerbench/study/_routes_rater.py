@@ -22,7 +22,13 @@ def rater_router(web: StudyWeb) -> APIRouter:
     st, m = web.st, web.m
     router = APIRouter()
 
-    def enter(request: Request, external_id: str, source: str, study_p: str | None = None, session_p: str | None = None) -> Response:
+    def enter(
+        request: Request,
+        external_id: str,
+        source: str,
+        study_p: str | None = None,
+        session_p: str | None = None,
+    ) -> Response:
         """Log in through a link. A browser already in the study as someone else who has not
         finished is asked first, so a second link never switches identity mid-study."""
         if request.cookies.get(COOKIE):
@@ -52,7 +58,9 @@ def rater_router(web: StudyWeb) -> APIRouter:
     def index(request: Request) -> Response:
         if request.cookies.get(COOKIE):
             return RedirectResponse("/next", status_code=303)
-        return web.render("error.html", 200, message="Welcome. Please open the study through your personal link.")
+        return web.render(
+            "error.html", 200, message="Welcome. Please open the study through your personal link."
+        )
 
     @router.get("/start")
     def start(request: Request) -> Response:
@@ -102,7 +110,11 @@ def rater_router(web: StudyWeb) -> APIRouter:
     def tutorial(request: Request) -> Response:
         r = web.current_rater(request)
         return web.render(
-            "tutorial.html", tutorial=m.tutorial, csrf=web.csrf_for(r["id"], r["session"]), wrong=[], answers={}
+            "tutorial.html",
+            tutorial=m.tutorial,
+            csrf=web.csrf_for(r["id"], r["session"]),
+            wrong=[],
+            answers={},
         )
 
     def tutorial_post(request: Request, form: dict[str, Any]) -> Response:
@@ -163,7 +175,11 @@ def rater_router(web: StudyWeb) -> APIRouter:
             return RedirectResponse("/done", status_code=303)
         if r["stopped"]:
             return RedirectResponse("/stopped", status_code=303)
-        url = m.completion_url.replace("{code}", quote(m.full_code)) if (m.completion_url and m.full_code) else None
+        url = (
+            m.completion_url.replace("{code}", quote(m.full_code))
+            if (m.completion_url and m.full_code)
+            else None
+        )
         return web.render(
             "full.html",
             code=m.full_code,

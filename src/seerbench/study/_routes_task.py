@@ -115,7 +115,9 @@ def task_router(web: StudyWeb) -> APIRouter:
             it = st.item(a.item_id)
             csrf = web.csrf_for(*web.session_of(request))
             if page.redisplay(form):
-                return web.render(page.template, **task_context(a, csrf=csrf, state=page.form_state(form, it, a)))
+                return web.render(
+                    page.template, **task_context(a, csrf=csrf, state=page.form_state(form, it, a))
+                )
             fields, err = page.parse(form, it, a)
             if err:
                 state = page.form_state(form, it, a)
@@ -136,7 +138,10 @@ def task_router(web: StudyWeb) -> APIRouter:
             return RedirectResponse("/next", status_code=303)
         it = st.item(a.item_id)
         return web.render(
-            "feedback.html", a=a, item=it, correct_case=it.question.true_cases[0] if it.question.true_cases else None
+            "feedback.html",
+            a=a,
+            item=it,
+            correct_case=it.question.true_cases[0] if it.question.true_cases else None,
         )
 
     return router

@@ -198,7 +198,9 @@ def check_connection(engine: Engine, db: str | Path) -> None:
 
     s = str(db)
     if "://" not in s and not Path(s).resolve().parent.is_dir():
-        raise ConfigError(f"cannot make {s}: the folder {Path(s).resolve().parent} does not exist; create it first")
+        raise ConfigError(
+            f"cannot make {s}: the folder {Path(s).resolve().parent} does not exist; create it first"
+        )
     try:
         engine.connect().close()
     except DBAPIError as e:
@@ -250,7 +252,9 @@ _A_OWN = _A_BY_ID.where(assignment_t.c.rater_id == bindparam("rid"))
 _A_OWN_SESSION = _A_OWN.join(rater_t, rater_t.c.id == assignment_t.c.rater_id).where(
     rater_t.c.session == bindparam("sess")
 )
-_A_ACTIVE = select(assignment_t).where(assignment_t.c.rater_id == bindparam("rid"), assignment_t.c.status == "active")
+_A_ACTIVE = select(assignment_t).where(
+    assignment_t.c.rater_id == bindparam("rid"), assignment_t.c.status == "active"
+)
 _RATER = select(rater_t).where(rater_t.c.id == bindparam("rid"))
 _SLOT_OWNER = select(slot_t.c.assignment_id).where(slot_t.c.id == bindparam("sid"))
 _COUNTS = (
@@ -272,10 +276,17 @@ _SEEN_QUESTIONS = select(assignment_t.c.question_id).where(assignment_t.c.rater_
 # Two scans in index order (open slots; taken slots whose time ran out), merged: one query with an
 # OR of both sorted every slot of the condition on each claim.
 _PICK = select(
-    slot_t.c.id, slot_t.c.item_id, slot_t.c.expert_option, slot_t.c.assignment_id, slot_t.c.replicate, slot_t.c.order_key
+    slot_t.c.id,
+    slot_t.c.item_id,
+    slot_t.c.expert_option,
+    slot_t.c.assignment_id,
+    slot_t.c.replicate,
+    slot_t.c.order_key,
 ).where(
     slot_t.c.condition == bindparam("cond"),
-    ~exists().where(assignment_t.c.rater_id == bindparam("rid"), assignment_t.c.question_id == slot_t.c.question_id),
+    ~exists().where(
+        assignment_t.c.rater_id == bindparam("rid"), assignment_t.c.question_id == slot_t.c.question_id
+    ),
 )
 _PICK_OPEN = _PICK.where(slot_t.c.status == "open").order_by(slot_t.c.replicate, slot_t.c.order_key).limit(8)
 _PICK_EXPIRED = (
@@ -333,4 +344,3 @@ class SubmitResult:
 
 def _new_id() -> str:
     return secrets.token_urlsafe(12)
-

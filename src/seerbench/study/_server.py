@@ -69,7 +69,11 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
         gc.unfreeze()
 
     app = FastAPI(
-        title=f"seerbench study: {web.m.name}", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
+        title=f"seerbench study: {web.m.name}",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=lifespan,
     )
     app.state.store = store
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")

@@ -68,7 +68,9 @@ class SlotsMixin(JudgmentsMixin):
                 return None, "done"
             per_cond, seq = k.per_cond, k.seq
             rng = random.Random(f"{m.seed}:{rater_id}:{seq}")
-            order = sorted((cd for cd in per_cond if cd not in removed), key=lambda cd: (per_cond[cd], rng.random()))
+            order = sorted(
+                (cd for cd in per_cond if cd not in removed), key=lambda cd: (per_cond[cd], rng.random())
+            )
             planned = m.tasks_per_rater // len(m.conditions)  # tasks a rater does in each condition, at least
             for cond_name in order:
                 need = m.catch_per_condition - k.catch_given.get(cond_name, 0)
@@ -83,7 +85,9 @@ class SlotsMixin(JudgmentsMixin):
                     seen_q = set(c.execute(_SEEN_QUESTIONS, {"rid": rater_id}).scalars())
                     ok = [i for i in self._catch_items(cond_name) if self.item(i).question.id not in seen_q]
                     if ok:
-                        return self._open(c, rater_id, seq, None, rng.choice(ok), cond_name, True, None, now), "ok"
+                        return self._open(
+                            c, rater_id, seq, None, rng.choice(ok), cond_name, True, None, now
+                        ), "ok"
                 params = {"cond": cond_name, "rid": rater_id, "now": now}
                 slot_rows = [*c.execute(_PICK_OPEN, params), *c.execute(_PICK_EXPIRED, params)]
                 slot_rows.sort(key=lambda r: (r.replicate, r.order_key))
@@ -117,7 +121,9 @@ class SlotsMixin(JudgmentsMixin):
         if cached is None:
             cond = self.manifest.condition(condition)
             cached = self._catch_fit[condition] = sorted(
-                i for i, it in self._items.items() if it.catch is not None and eligible(it, cond, self.manifest.task)
+                i
+                for i, it in self._items.items()
+                if it.catch is not None and eligible(it, cond, self.manifest.task)
             )
         return cached
 
@@ -135,7 +141,9 @@ class SlotsMixin(JudgmentsMixin):
         aid: str | None = None,
     ) -> Assignment:
         if is_catch and self.manifest.task == "expert_routing":
-            expert = random.Random(f"{self.manifest.seed}:{rater_id}:{seq}:x").choice(self.item(item_id).question.shorts)
+            expert = random.Random(f"{self.manifest.seed}:{rater_id}:{seq}:x").choice(
+                self.item(item_id).question.shorts
+            )
         values = {
             "id": aid or _new_id(),
             "rater_id": rater_id,
@@ -155,6 +163,7 @@ class SlotsMixin(JudgmentsMixin):
         c.execute(insert(assignment_t).values(**values))
         row = c.execute(_A_BY_ID, {"aid": values["id"]}).one()
         return Assignment.from_row(row)
+
 
 def catch_rule_notes(m: StudyManifest, items: list[StudyItem]) -> list[str]:
     """Conditions where the catch rule (a rater is removed from a condition after ``catch_min``
@@ -186,9 +195,9 @@ def catch_rule_notes(m: StudyManifest, items: list[StudyItem]) -> list[str]:
     return notes
 
 
-
-
-def plan_slots(manifest: StudyManifest, items: list[tuple[int, StudyItem]], rng: random.Random) -> list[dict[str, Any]]:
+def plan_slots(
+    manifest: StudyManifest, items: list[tuple[int, StudyItem]], rng: random.Random
+) -> list[dict[str, Any]]:
     """The slots of a new study: ``ratings_per_item`` per (real item, condition it fits), each with
     a random order key (raters claim open slots replicate by replicate, in key order) and, for
     expert routing, the option the expert is asked about. ``items`` are (database id, item)."""

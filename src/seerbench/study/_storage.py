@@ -62,13 +62,17 @@ class StudyStore(SlotsMixin, RatersMixin):
     def __init__(self, db: str | Path, *, clock: Callable[[], float] = time.time) -> None:
         if "://" not in str(db) and not Path(db).is_file():
             # opening a missing SQLite file would create an empty one
-            raise ConfigError(f"{db} does not exist; create a study with `seerbench study create MANIFEST --db {db}`")
+            raise ConfigError(
+                f"{db} does not exist; create a study with `seerbench study create MANIFEST --db {db}`"
+            )
         if "://" not in str(db):
             with open(db, "rb") as f:
                 header = f.read(16)
             if header != b"SQLite format 3\x00":  # checked before opening: SQLite would write to the file
-                raise ConfigError(f"{db} is not a study database ({'an empty file' if not header else 'not an SQLite file'}); "
-                                  f"give the --db that `seerbench study create` wrote")
+                raise ConfigError(
+                    f"{db} is not a study database ({'an empty file' if not header else 'not an SQLite file'}); "
+                    f"give the --db that `seerbench study create` wrote"
+                )
         self.url = database_url(db)
         self.engine = _make_engine(self.url)
         check_connection(self.engine, db)
@@ -116,7 +120,10 @@ class StudyStore(SlotsMixin, RatersMixin):
         """
         # critique items are answers keyed by answer id: two answers may share a question and text
         items, merged = (items, []) if manifest.task in CRITIQUE_TASKS else dedupe_items(items)
-        notes = [f"merged duplicate question {gone} into {kept} (same text, options and passage)" for gone, kept in merged]
+        notes = [
+            f"merged duplicate question {gone} into {kept} (same text, options and passage)"
+            for gone, kept in merged
+        ]
         missing = missing_passages(items, manifest)
         if missing:
             desc = "; ".join(
@@ -133,7 +140,9 @@ class StudyStore(SlotsMixin, RatersMixin):
             notes.append(f"shown without a passage (allow_missing_passage): {desc}")
         # every item should fit a rater's quota: a rater never sees a question twice
         distinct = len({it.question.id for it in items})
-        least = manifest.tasks_per_rater if manifest.min_tasks_for_code is None else manifest.min_tasks_for_code
+        least = (
+            manifest.tasks_per_rater if manifest.min_tasks_for_code is None else manifest.min_tasks_for_code
+        )
         if least > distinct:
             what = "tasks_per_rater" if manifest.min_tasks_for_code is None else "min_tasks_for_code"
             raise ConfigError(
@@ -224,8 +233,9 @@ class StudyStore(SlotsMixin, RatersMixin):
         now = self.clock()
         with self.engine.connect() as c:
             slots = c.execute(
-                select(slot_t.c.condition, slot_t.c.status, slot_t.c.expires_at, func.count())
-                .group_by(slot_t.c.condition, slot_t.c.status, slot_t.c.expires_at)
+                select(slot_t.c.condition, slot_t.c.status, slot_t.c.expires_at, func.count()).group_by(
+                    slot_t.c.condition, slot_t.c.status, slot_t.c.expires_at
+                )
             ).all()
             raters = c.execute(select(rater_t).order_by(rater_t.c.created_at)).all()
             subs = c.execute(
@@ -332,7 +342,9 @@ def _add_missing_columns(engine: Any) -> None:
         assert col.nullable, col.name
         try:
             with engine.begin() as c:
-                c.execute(text(f"ALTER TABLE assignment ADD COLUMN {col.name} {col.type.compile(engine.dialect)}"))
+                c.execute(
+                    text(f"ALTER TABLE assignment ADD COLUMN {col.name} {col.type.compile(engine.dialect)}")
+                )
         except DatabaseError:  # another worker opening the same study added it first
             if col.name not in {x["name"] for x in inspect(engine).get_columns("assignment")}:
                 raise

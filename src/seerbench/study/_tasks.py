@@ -38,7 +38,9 @@ CONFIDENCE_LEVELS = ("Not at all confident", "Slightly confident", "Fairly confi
 HELPFULNESS_LEVELS = ("Not helpful", "Somewhat helpful", "Very helpful")
 
 
-def segment_passage(passage: str, quotes: list[list[str]]) -> tuple[list[dict[str, Any]], dict[tuple[int, int], str]]:
+def segment_passage(
+    passage: str, quotes: list[list[str]]
+) -> tuple[list[dict[str, Any]], dict[tuple[int, int], str]]:
     """Mark the snippets in ``passage``, overlapping ones included.
 
     ``quotes[i]`` are option i's snippets. Each snippet found verbatim (its first occurrence)
@@ -243,7 +245,12 @@ class FactualityPage(TaskPage):
         if rating not in labels:
             return out, "Please choose a rating (or skip)."
         out["rating"] = rating
-        binary = {"accurate": "accurate", "inaccurate": "inaccurate", "unsupported": "inaccurate", "disputed": "inaccurate"}
+        binary = {
+            "accurate": "accurate",
+            "inaccurate": "inaccurate",
+            "unsupported": "inaccurate",
+            "disputed": "inaccurate",
+        }
         out["answer"] = binary.get(str(rating), str(rating))
         for key, n in (("confidence", len(CONFIDENCE_LEVELS)), ("helpfulness", len(HELPFULNESS_LEVELS))):
             v = str(form.get(key) or "")
@@ -255,4 +262,6 @@ class FactualityPage(TaskPage):
 
 
 #: Task pages by the manifest's ``task``.
-TASK_PAGES: dict[str, type[TaskPage]] = {p.task: p for p in (TwoOptionPage, ExpertRoutingPage, FactualityPage)}
+TASK_PAGES: dict[str, type[TaskPage]] = {
+    p.task: p for p in (TwoOptionPage, ExpertRoutingPage, FactualityPage)
+}

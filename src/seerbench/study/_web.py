@@ -56,7 +56,9 @@ def paragraphs(text: str) -> list[str]:
     return [p.strip() for p in re.split(r"\n\s*\n", text or "") if p.strip()]
 
 
-def form_handler(fn: Callable[[Request, dict[str, Any]], Response]) -> Callable[[Request], Awaitable[Response]]:
+def form_handler(
+    fn: Callable[[Request, dict[str, Any]], Response],
+) -> Callable[[Request], Awaitable[Response]]:
     """An async POST endpoint that reads the form and runs ``fn(request, form)`` (blocking: it
     writes to the database) in the thread pool; path parameters are in ``request.path_params``."""
 
@@ -139,7 +141,9 @@ class StudyWeb:
         return HTMLResponse(self.env.get_template(name).render(**ctx), status_code=status)
 
     def csrf_for(self, rater_id: str, session: str) -> str:
-        return hmac.new(self.st.secret.encode(), f"csrf:{rater_id}:{session}".encode(), hashlib.sha256).hexdigest()
+        return hmac.new(
+            self.st.secret.encode(), f"csrf:{rater_id}:{session}".encode(), hashlib.sha256
+        ).hexdigest()
 
     def session_of(self, request: Request) -> tuple[str, str]:
         """(rater id, session id) from the signed session cookie (no DB read; the session id is

@@ -75,17 +75,26 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-
     def do_GET(self) -> None:
         fake = self.server.fake
         if self.path.rstrip("/").endswith("/models"):
-            self._send(200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in fake.models]})
+            self._send(
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in fake.models
+                    ],
+                },
+            )
         else:
             self._send(404, _error(f"no route {self.path}", "invalid_request_error"))
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        status, body, headers, delay = self.server.fake.handle(self.path, dict(self.headers.items()), self.rfile.read(length))
+        status, body, headers, delay = self.server.fake.handle(
+            self.path, dict(self.headers.items()), self.rfile.read(length)
+        )
         if delay:
             time.sleep(delay)
         self._send(status, body, headers)
@@ -126,7 +135,9 @@ class FakeOpenAIServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def fail_next(self, status: int, *, times: int = 1, message: str | None = None, retry_after: float | None = None) -> None:
+    def fail_next(
+        self, status: int, *, times: int = 1, message: str | None = None, retry_after: float | None = None
+    ) -> None:
         """Serve HTTP ``status`` to the next ``times`` well-formed requests."""
         with self._lock:
             for _ in range(times):
@@ -138,7 +149,9 @@ class FakeOpenAIServer:
             return self._count
 
     def start(self) -> FakeOpenAIServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -158,7 +171,9 @@ class FakeOpenAIServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def handle(self, path: str, headers: Mapping[str, str], raw: bytes) -> tuple[int, dict[str, Any], dict[str, str], float]:
+    def handle(
+        self, path: str, headers: Mapping[str, str], raw: bytes
+    ) -> tuple[int, dict[str, Any], dict[str, str], float]:
         """Answer one POST: (status, JSON body, extra headers, seconds to wait before sending)."""
         try:
             body: dict[str, Any] = json.loads(raw or b"{}")
@@ -172,7 +187,12 @@ class FakeOpenAIServer:
         if self.api_key is not None and auth != f"Bearer {self.api_key}":
             return 401, _error("Incorrect API key provided.", "invalid_request_error"), {}, 0.0
         if body.get("model") not in self.models:
-            return 404, _error(f"The model `{body.get('model')}` does not exist.", "invalid_request_error"), {}, 0.0
+            return (
+                404,
+                _error(f"The model `{body.get('model')}` does not exist.", "invalid_request_error"),
+                {},
+                0.0,
+            )
         failure = self._next_failure()
         if failure is not None:
             extra = {"Retry-After": str(failure.retry_after)} if failure.retry_after is not None else {}
@@ -200,12 +220,21 @@ class FakeOpenAIServer:
                 if method == "POST":
                     status, body, extra, delay = self.handle(path, headers, raw)
                 else:
-                    status, body, extra, delay = 404, _error(f"no route {method} {path}", "invalid_request_error"), {}, 0.0
+                    status, body, extra, delay = (
+                        404,
+                        _error(f"no route {method} {path}", "invalid_request_error"),
+                        {},
+                        0.0,
+                    )
                 if delay:
                     await asyncio.sleep(delay)
                 data = json.dumps(body).encode()
                 reason = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else ""
-                out = [f"HTTP/1.1 {status} {reason}", "Content-Type: application/json", f"Content-Length: {len(data)}"]
+                out = [
+                    f"HTTP/1.1 {status} {reason}",
+                    "Content-Type: application/json",
+                    f"Content-Length: {len(data)}",
+                ]
                 out += [f"{k}: {v}" for k, v in extra.items()]
                 writer.write(("\r\n".join(out) + "\r\n\r\n").encode() + data)
                 await writer.drain()
@@ -250,7 +279,9 @@ class FakeOpenAIServer:
                         "token": t,
                         "logprob": lp,
                         "bytes": list(t.encode()),
-                        "top_logprobs": [{"token": a, "logprob": b, "bytes": list(a.encode())} for a, b in top],
+                        "top_logprobs": [
+                            {"token": a, "logprob": b, "bytes": list(a.encode())} for a, b in top
+                        ],
                     }
                 )
             choice["logprobs"] = {"content": content, "refusal": None}
@@ -275,9 +306,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--reply", default="A")
     ap.add_argument("--api-key", default=None, help="require this key (default: accept any)")
     ap.add_argument("--asyncio", action="store_true", help="serve from an asyncio loop instead of threads")
-    ap.add_argument("--model", action="append", default=None, help="served model name(s) (default: fake-model)")
+    ap.add_argument(
+        "--model", action="append", default=None, help="served model name(s) (default: fake-model)"
+    )
     a = ap.parse_args(argv)
-    srv = FakeOpenAIServer(reply=a.reply, api_key=a.api_key, delay=a.delay, port=a.port, models=tuple(a.model or ["fake-model"]))
+    srv = FakeOpenAIServer(
+        reply=a.reply, api_key=a.api_key, delay=a.delay, port=a.port, models=tuple(a.model or ["fake-model"])
+    )
     print(f"serving on {srv.base_url}", flush=True)
     with contextlib.suppress(KeyboardInterrupt):
         if a.asyncio:
