@@ -241,9 +241,13 @@ def test_analysis_of_a_real_study_database_and_its_export(study: tuple[Path, Pat
     assert bare_csv is None  # an export does not say which condition is bare; the name does
     rep2 = analyze(ai, rows_csv, **kw)
     assert rep2.model_dump() == rep.model_dump()
-    # the export's `correct` counts "doesn't require assessment" as wrong; seed 000 binarises it
-    row = next(r for r in read_export(csv_path) if r["rating"] == "no_claim")
-    assert row["correct"] == 0.0
+    # one definition (issue 28.3): the export's `correct` is seed 000's score, which binarises
+    # "doesn't require assessment" to inaccurate and counts "can't confidently assess" wrong
+    exported = read_export(csv_path)
+    row = next(r for r in exported if r["rating"] == "no_claim")
+    assert row["correct"] == (1.0 if row["true_answer"] == "inaccurate" else 0.0)
+    assert [r["correct"] for r in exported if r["rating"] == "cant_assess"] == [0.0]
+    assert all(r["correct"] is None for r in exported if r["rating"] in (None, "", "skip"))
 
 
 def _run(

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-import pytest
-
 from seerbench.study import StudyStore, export_rows
 
 from .conftest import FakeClock, question
@@ -166,22 +164,11 @@ def _answer(store: StudyStore, rid: str, right: bool) -> tuple[str, bool]:
     return a.condition, a.is_catch
 
 
-@pytest.fixture
-def fixed_rater_ids(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rater ids (which seed a rater's draws) as a counter, so draws at catch_rate 0.99 are the same
-    on every run (with random ids about one run in eight drew a non-catch task)."""
-    import itertools
-
-    ids = itertools.count()
-    monkeypatch.setattr("seerbench.study._raters._new_id", lambda: f"rater{next(ids)}")
-
-
-@pytest.mark.usefixtures("fixed_rater_ids")
-def test_catch_trials_count_per_condition(make_study) -> None:
-    # issue 14.3 (seed 004): a rater is removed from a condition after >= catch_min catch trials
-    # *in it* below the threshold, not from the study. catch_min 2, threshold 0.5; both conditions
-    # take seed-004 catch trials and nearly every task is one (catch_rate 0.99).
-    store = make_study(
+def _two_condition_catch_study(make_study, **over):
+    # both conditions take seed-004 catch trials and nearly every task is one (catch_rate 0.99);
+    # catch_min 2, threshold 0.5. A rater's draws are keyed on the study seed and their external
+    # id, so the same draws come on every run.
+    return make_study(
         questions=[question(f"q{i}", "AB"[i % 2]) for i in range(12)],
         conditions=["PS", "PSA"],
         catch_rate=0.99,
@@ -189,7 +176,28 @@ def test_catch_trials_count_per_condition(make_study) -> None:
         catch_threshold=0.5,
         tasks_per_rater=8,
         seed=11,
+        **over,
     )
+
+
+def test_catch_rule_stops_the_rater_by_default(make_study) -> None:
+    # seed 004, appendix E: once a worker has >= catch_min catch trials in a condition with
+    # accuracy below the threshold there, they complete no more tasks (in any condition)
+    store = _two_condition_catch_study(make_study)
+    rid = _rater(store, "a")
+    first = [_answer(store, rid, right=False) for _ in range(2)]
+    assert sorted(first) == [("PS", True), ("PSA", True)]  # 1 wrong in each: below catch_min
+    assert not store.rater(rid)["stopped"]
+    _answer(store, rid, right=False)  # 0 of 2 in one condition: the rule fires
+    assert store.rater(rid)["stopped"]
+    assert store.next_assignment(rid) == (None, "stopped")
+    assert not store.finish(rid)  # no completion code
+
+
+def test_catch_rule_per_condition_is_explicit(make_study) -> None:
+    # catch_rule: per_condition (not the seed's rule): removed from that condition, goes on in the
+    # other; catch_min 2, threshold 0.5
+    store = _two_condition_catch_study(make_study, catch_rule="per_condition")
     rid = _rater(store, "a")
     # one wrong catch trial in each condition: 1 per condition, below catch_min in both (the old
     # code counted 2 wrong across conditions and stopped the rater here)
@@ -286,3 +294,30 @@ def test_catch_trials_alone_earn_no_code(make_study) -> None:
     # catch trials only (at most one per question; catch_rate 0.99 may skip one: the rater id is random)
     assert kinds and set(kinds) == {True} and len(kinds) <= 3
     assert store.finish(rid) is False
+
+
+def test_study_seed_makes_assignment_reproducible(make_study) -> None:
+    # issue 28.7: the per-rater draws were keyed on a random database id, so one simulated study
+    # gave 91, 93, 97 and 99 judgments on four runs. Same seed, same raters -> same tasks.
+    def run() -> list[tuple[str, str, str, bool]]:
+        store = make_study(
+            questions=[question(f"q{i}", "AB"[i % 2]) for i in range(10)],
+            conditions=["P", "PSA"],
+            catch_rate=0.3,
+            tasks_per_rater=4,
+            seed=5,
+        )
+        seen = []
+        for name in ["a", "b", "c", "d", "e", "f"]:
+            rid = _rater(store, name)
+            while True:
+                a, _ = store.next_assignment(rid)
+                if a is None:
+                    break
+                seen.append((name, a.condition, store.item(a.item_id).question.id, a.is_catch))
+                store.start_timer(a.id, rid)
+                store.submit(a.id, rid, {"answer": store.item(a.item_id).correct})
+        return seen
+
+    first, second = run(), run()
+    assert first == second and len(first) > 0

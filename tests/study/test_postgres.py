@@ -165,3 +165,43 @@ def test_postgres_failed_create_leaves_no_tables(tmp_path: Path) -> None:
     assert "session_param" in {col["name"] for col in inspect(eng).get_columns("assignment")}
     metadata.drop_all(eng)
     eng.dispose()
+
+
+def test_postgres_simultaneous_first_claims_never_report_full(tmp_path: Path) -> None:
+    # A launch: many raters claim their first task in the same instant while hundreds of slots are
+    # open. Under READ COMMITTED every claimer read the same few candidate rows, the losers' guarded
+    # UPDATE matched nothing, and after a handful of lost races the claim said "exhausted" (the
+    # rater was shown "This study is full"; 3 of 96 here before the fix). Every one gets a task.
+    n_raters = 96
+    pytest.importorskip("psycopg")
+    import threading
+
+    from sqlalchemy import create_engine
+
+    from seerbench.study._storage import database_url, metadata
+
+    assert URL
+    eng = create_engine(database_url(URL))
+    metadata.drop_all(eng)
+    eng.dispose()
+    qs = [question(f"q{i}", "AB"[i % 2]) for i in range(200)]
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
+    m = load_manifest(base_manifest(ratings_per_item=3, tasks_per_rater=4, catch_rate=0.0))
+    stores = [create_study(m, URL, base_dir=tmp_path)] + [StudyStore(URL) for _ in range(7)]
+    try:
+        rids = [
+            str(stores[i % 8].rater_for(f"prolific:launch{i}", "prolific")["id"]) for i in range(n_raters)
+        ]
+        barrier = threading.Barrier(n_raters)
+
+        def claim(i: int) -> str:
+            barrier.wait()
+            a, reason = stores[i % 8].next_assignment(rids[i])
+            return reason if a is None else "ok"
+
+        with ThreadPoolExecutor(n_raters) as ex:
+            reasons = list(ex.map(claim, range(n_raters)))
+        assert Counter(reasons) == {"ok": n_raters}  # 1,200 slots were open
+    finally:
+        for s in stores:
+            s.close()

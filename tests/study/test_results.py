@@ -197,6 +197,7 @@ def test_factuality_task_and_reliance(make_study) -> None:
         fq("f1", "inaccurate", False),
         fq("f2", "inaccurate", True),
         fq("f3", "accurate", False),
+        fq("f4", "inaccurate", True),
     ]
     store = make_study(
         questions=qs,
@@ -204,7 +205,7 @@ def test_factuality_task_and_reliance(make_study) -> None:
         time_limit_s=None,
         conditions=[{"name": "evidence", "assistance": ["evidence"]}],
         ratings_per_item=1,
-        tasks_per_rater=4,
+        tasks_per_rater=5,
     )
     c = TestClient(create_app(store))
     r = c.get("/start?PROLIFIC_PID=f")
@@ -215,8 +216,9 @@ def test_factuality_task_and_reliance(make_study) -> None:
         "f1": {"rating": "unsupported"},
         "f2": {"rating": "no_claim"},
         "f3": {"action": "skip"},
+        "f4": {"rating": "cant_assess"},
     }
-    for _ in range(4):
+    for _ in range(5):
         html = r.text
         assert "this could be misleading" in html and "USDA: 58.8 mg per 100 g" in html
         assert "Model confidence" not in html  # only the condition's parts are shown
@@ -232,12 +234,16 @@ def test_factuality_task_and_reliance(make_study) -> None:
         and rows["f1"]["correct"] == 1.0
     )
     assert rows["f0"]["confidence"] == 4 and rows["f0"]["helpfulness"] == 3
-    assert rows["f2"]["correct"] == 0.0 and rows["f3"]["correct"] is None
+    # seed 000, section 2.2: "doesn't require assessment" is binarised to inaccurate (f2's truth:
+    # right); "Can't confidently assess" is incorrect (issue 28.3: it was left empty here while
+    # `seerbench complementarity` scored it 0); a skip is not counted
+    assert rows["f2"]["correct"] == 1.0 and rows["f3"]["correct"] is None
+    assert rows["f4"]["correct"] == 0.0
     s = study_stats(list(rows.values()))["conditions"]["evidence"]
-    # f0 right, f1 right, f2 "doesn't require assessment" = wrong, f3 skipped (not counted): 2/3
-    assert s["accuracy"]["mean"] == pytest.approx(2 / 3) and s["accuracy"]["n"] == 3
-    # reliance: AI right on f0 (1), f2 (0) -> 0.5; AI wrong on f1 (1); f3 skipped
-    assert s["reliance"]["ai_right"]["mean"] == pytest.approx(0.5)
+    # f0 right, f1 right, f2 right, f3 skipped (not counted), f4 "can't assess" = wrong: 3/4
+    assert s["accuracy"]["mean"] == pytest.approx(3 / 4) and s["accuracy"]["n"] == 4
+    # reliance: AI right on f0 (1), f2 (1), f4 (0) -> 2/3; AI wrong on f1 (1); f3 skipped
+    assert s["reliance"]["ai_right"]["mean"] == pytest.approx(2 / 3)
     assert s["reliance"]["ai_wrong"]["mean"] == pytest.approx(1.0) and s["reliance"]["ai_wrong"]["n"] == 1
 
 

@@ -36,6 +36,7 @@ from seerbench.complementarity._data import (
     binarize,
     human_data,
     load_human_rows,
+    rating_correct,
     read_ai_ratings,
     write_ai_ratings,
 )
@@ -93,6 +94,7 @@ __all__ = [
     "load_human_rows",
     "mixed_effects",
     "proportion_interval",
+    "rating_correct",
     "read_ai_ratings",
     "reliance",
     "simulate_ai_ratings",

@@ -44,6 +44,19 @@ def binarize(label: str | None) -> str | None:
     return ACCURATE if s == ACCURATE else INACCURATE
 
 
+def rating_correct(rating: str | None, truth: str | None) -> float | None:
+    """Seed 000's score of one factuality rating against the golden label (section 2.2): 1.0 when
+    the binarised rating matches the binarised truth, else 0.0; "Can't confidently assess" is
+    incorrect; "Doesn't require assessment" (``no_claim``) is binarised to Inaccurate like
+    "Doesn't require attribution" (the appendix's T1 study coded it as always incorrect; section
+    2.2 is the rule of the paper's analyses and of this one); None for a skip or no rating (not
+    counted). The one definition that the study app's ``correct``, ``study stats``, the admin
+    page, the report and this analysis all use."""
+    if rating is None or str(rating).strip().lower() in ("", "skip"):
+        return None
+    return 1.0 if binarize(rating) == binarize(truth) else 0.0
+
+
 @dataclass(frozen=True)
 class AIRating:
     """One sentence rated by the AI rater (a line of ``ratings.jsonl``)."""
@@ -205,9 +218,9 @@ def human_data(rows: Sequence[dict[str, Any]], ai: AIItems, *, unassisted: str |
     """Judgments from study export rows (:func:`seerbench.study.export_rows` or
     :func:`seerbench.study.read_export`) matched to the AI's items by ``question_id``.
 
-    Catch trials and skips are left out; every other judgment is scored by seed 000's rule (see
-    the module docstring), from its ``rating`` and ``true_answer`` (not from the export's
-    ``correct`` column, which counts "doesn't require assessment" as wrong whatever the truth).
+    Catch trials and skips are left out; every other judgment is scored by seed 000's rule
+    (:func:`rating_correct`, the same function that fills the export's ``correct`` column) from its
+    ``rating`` and ``true_answer``.
     The true label and ``ai_correct`` of a row must agree with the AI ratings: a study built
     from another rater run would otherwise be analysed silently wrong.
     """
@@ -248,12 +261,13 @@ def human_data(rows: Sequence[dict[str, Any]], ai: AIItems, *, unassisted: str |
             skipped += 1
             continue
         b = binarize(str(rating))
+        ok = rating_correct(str(rating), truth)
         items.append(i)
         rid = str(r.get("rater_id"))
         raters.append(rater_ix.setdefault(rid, len(rater_ix)))
         cname = str(r.get("condition"))
         conds.append(cond_ix.setdefault(cname, len(cond_ix)))
-        correct.append(1.0 if b == truth else 0.0)
+        correct.append(0.0 if ok is None else ok)
         votes.append(VOTE_NONE if b is None else VOTE_ACCURATE if b == ACCURATE else VOTE_INACCURATE)
         c = r.get("confidence")
         confs.append(math.nan if c is None else float(c))

@@ -79,6 +79,15 @@ class StoreBase:
         k.seq = int(c.execute(_NEXT_SEQ, {"rid": rater_id}).scalar_one())
         return k
 
+    def _is_stopped_by_catch_rule(self, k: _Counts) -> bool:
+        """Seed 004 (appendix E) stops a worker from completing any more tasks once the catch rule
+        fires in one condition (``catch_rule: stop``, the default); ``catch_rule: per_condition``
+        removes them from that condition only and stops them when every condition removed them."""
+        removed = self._removed(k)
+        if self.manifest.catch_rule == "stop":
+            return bool(removed)
+        return len(removed) == len(self.manifest.conditions)
+
     def _removed(self, k: _Counts) -> set[str]:
         """Conditions the rater is removed from (seed 004, counted per condition): at least
         ``catch_min`` catch trials submitted there with accuracy below ``catch_threshold``."""

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Table, func, insert, select, update
 
+from seerbench.complementarity import rating_correct
 from seerbench.study._base import StoreBase
 from seerbench.study._items import StudyItem
 from seerbench.study._manifest import CRITIQUE_TASKS
@@ -192,8 +193,8 @@ class JudgmentsMixin(StoreBase):
         return out
 
     def _stopped(self, c: Connection, rater_id: str) -> bool:
-        """Stop a rater who is removed from every condition by the catch rule (see :meth:`_removed`)."""
-        if len(self._removed(self._counts(c, rater_id))) < len(self.manifest.conditions):
+        """Stop a rater whom the catch rule stops (see :meth:`_is_stopped_by_catch_rule`)."""
+        if not self._is_stopped_by_catch_rule(self._counts(c, rater_id)):
             return False
         c.execute(update(rater_t).where(rater_t.c.id == rater_id).values(stopped=True))
         return True
@@ -244,7 +245,8 @@ class JudgmentsMixin(StoreBase):
 def _correctness(
     task: str, item: StudyItem, expert: str | None, answer: str | None, timed_out: bool
 ) -> float | None:
-    """1.0 / 0.0 for a right / wrong answer, None when the answer says nothing (skip, can't assess)."""
+    """1.0 / 0.0 for a right / wrong answer, None when the answer says nothing (a skip; on
+    factuality "can't confidently assess" is wrong, seed 000)."""
     truth = item.correct
     if task in CRITIQUE_TASKS:
         return None  # a critique or a validation has no right answer of its own
@@ -256,9 +258,5 @@ def _correctness(
         if answer not in ("yes", "no") or expert is None:
             return None
         return float((answer == "yes") == (expert == truth))
-    # factuality: answer is the binarised label or a marker
-    if answer in (None, "skip", "cant_assess"):
-        return None
-    if answer == "no_claim":
-        return 0.0  # seed 000: all items hold claims, so "doesn't require assessment" is wrong
-    return float(answer == truth)
+    # factuality: answer is the binarised label or a marker; seed 000's rule, in its one home
+    return rating_correct(answer, truth)

@@ -208,6 +208,13 @@ class StudyManifest(_Strict):
     catch_rate: float = Field(default=0.1, ge=0, lt=1)
     catch_min: int = Field(default=5, ge=1)
     catch_threshold: float = Field(default=0.6, ge=0, le=1)
+    catch_rule: Literal["stop", "per_condition"] = Field(
+        default="stop",
+        description=(
+            "stop: seed 004's rule, the rater completes no more tasks once it fires in one condition; "
+            "per_condition: removed from that condition only (not the seed's rule)."
+        ),
+    )
     catch_per_condition: int = Field(
         default=0,
         ge=0,

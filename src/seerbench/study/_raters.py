@@ -103,8 +103,10 @@ class RatersMixin(StoreBase):
         m = self.manifest
         with self._tx() as c:
             k = self._counts(c, rater_id)
-            earned = k.done >= m.tasks_per_rater or (
-                m.min_tasks_for_code is not None and k.scored >= m.min_tasks_for_code
+            # a rater the catch rule stopped earns no code, whatever they submitted before
+            earned = not self._is_stopped_by_catch_rule(k) and (
+                k.done >= m.tasks_per_rater
+                or (m.min_tasks_for_code is not None and k.scored >= m.min_tasks_for_code)
             )
             if earned:
                 c.execute(

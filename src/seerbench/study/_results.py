@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from seerbench.analysis import summarize
+from seerbench.complementarity import rating_correct
 from seerbench.errors import ConfigError, DataError
 from seerbench.metrics import question_scores, score
 from seerbench.study._schema import Assignment
@@ -296,18 +297,18 @@ def judgment_verdict(row: dict[str, Any], *, vote: bool = False) -> Verdict:
 def _accuracy(row: dict[str, Any], verdict: Verdict, policy: TimeoutPolicy) -> float | None:
     """Accuracy of one judgment: 1 if the rater chose the true option, else 0 (the probability
     plays no part: seed 004 scores the chosen option, as the export's ``correct`` does). Failed
-    verdicts follow ``policy`` except skips and "can't assess", which never count (the rater
-    declined to answer)."""
+    verdicts follow ``policy`` except a skip, which never counts (the rater declined to answer),
+    and the factuality markers, scored by seed 000's rule (:func:`rating_correct`)."""
     if verdict.ok and row.get("task") == "expert_routing":
         # an expert answers "is it k?": their accuracy is whether yes/no was right (the verdict of
         # a "no" is a complementary label, which scores 1/(K-1) against the truth)
         return None if row.get("correct") is None else float(row["correct"])
     if verdict.ok:
         return score(judgment_verdict(row, vote=True).probabilities or {}, row["true_answer"], "accuracy")
-    if verdict.error in ("skip", "cant_assess"):
-        return None
-    if verdict.error == "no_claim":
-        return 0.0  # seed 000 codes "doesn't require assessment" as wrong
+    if verdict.error in ("skip", "cant_assess", "no_claim"):
+        # seed 000's factuality rule in its one home: a skip is no rating, "can't confidently
+        # assess" is wrong, "doesn't require assessment" is the label "inaccurate"
+        return rating_correct(verdict.error, row.get("true_answer"))
     if policy == "wrong":
         return 0.0
     if policy == "half":
@@ -436,11 +437,12 @@ def _vote_accuracy(
     half of the item's judgments right = 1, exactly half = 0.5) and unanimous (all right).
 
     A timed-out judgment is a wrong vote under the default policy, as in accuracy (``half``: half
-    a right vote; ``exclude``: no vote); skips and "can't assess" are no vote.
+    a right vote; ``exclude``: no vote); skips and "can't assess" are no vote (seed 000's
+    majority rule: "can't assess" votes for neither label), though each counts in accuracy.
     """
     by_item: dict[str, list[float]] = defaultdict(list)
     for r, v in zip(rows, verdicts, strict=True):
-        if r.get("task") == "expert_routing":
+        if r.get("task") == "expert_routing" or v.error in ("skip", "cant_assess"):
             continue
         a = _accuracy(r, v, policy)
         if a is not None:

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from itsdangerous import BadSignature
 
+from seerbench.study._slots import StudyBusyError
 from seerbench.study._web import COOKIE, ID_RE, HTTPError, StudyWeb, form_handler
 
 __all__ = ["rater_router"]
@@ -150,7 +151,16 @@ def rater_router(web: StudyWeb) -> APIRouter:
         r = web.current_rater(request)
         if not r["tutorial_passed"] and tutorial_needed():
             return RedirectResponse("/tutorial", status_code=303)
-        a, reason = st.next_assignment(r["id"])
+        try:
+            a, reason = st.next_assignment(r["id"])
+        except StudyBusyError:
+            # slots are open but every claim lost its race: the page reloads itself shortly
+            return HTMLResponse(
+                '<!doctype html><meta http-equiv="refresh" content="2;url=/next">'
+                "<p>Many people are starting at once; your next task loads in a moment.</p>",
+                status_code=503,
+                headers={"Retry-After": "2"},
+            )
         if a is not None:
             return RedirectResponse(f"/task/{a.id}", status_code=303)
         if reason == "stopped":

@@ -288,11 +288,20 @@ _PICK = select(
         assignment_t.c.rater_id == bindparam("rid"), assignment_t.c.question_id == slot_t.c.question_id
     ),
 )
-_PICK_OPEN = _PICK.where(slot_t.c.status == "open").order_by(slot_t.c.replicate, slot_t.c.order_key).limit(8)
+# On PostgreSQL the candidates are locked as they are read and rows another claimer holds are
+# skipped (FOR UPDATE SKIP LOCKED): under READ COMMITTED, concurrent claimers otherwise all read the
+# same first rows and all but one lose every race. SQLite ignores the clause (its writers queue).
+_PICK_OPEN = (
+    _PICK.where(slot_t.c.status == "open")
+    .order_by(slot_t.c.replicate, slot_t.c.order_key)
+    .limit(8)
+    .with_for_update(skip_locked=True, of=slot_t)
+)
 _PICK_EXPIRED = (
     _PICK.where(slot_t.c.status == "taken", slot_t.c.expires_at < bindparam("now"))
     .order_by(slot_t.c.replicate, slot_t.c.order_key)
     .limit(8)
+    .with_for_update(skip_locked=True, of=slot_t)
 )
 
 

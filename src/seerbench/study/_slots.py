@@ -27,7 +27,15 @@ from seerbench.study._schema import (
     slot_t,
 )
 
-__all__ = ["SlotsMixin", "catch_rule_notes", "plan_slots"]
+__all__ = ["SlotsMixin", "StudyBusyError", "catch_rule_notes", "plan_slots"]
+
+
+class _LostRace(Exception):
+    """Every candidate slot of a condition was claimed by others between read and update."""
+
+
+class StudyBusyError(RuntimeError):
+    """A claim lost every race it tried: the study is not full, only busy."""
 
 
 class SlotsMixin(JudgmentsMixin):
@@ -40,12 +48,13 @@ class SlotsMixin(JudgmentsMixin):
         ``"stopped"`` (failed catch trials) or ``"exhausted"`` (nothing left this rater may judge).
         Retries on a lost race (another rater took the slot first).
         """
-        for _ in range(20):
+        for _ in range(50):
             try:
                 return self._next_once(rater_id)
-            except IntegrityError:
-                continue  # a concurrent request of the same rater or a lost slot race: look again
-        return None, "exhausted"
+            except (IntegrityError, _LostRace):
+                continue  # a concurrent request of the same rater or lost slot races: look again
+        # never "exhausted" while slots may be open: the caller shows an error and the rater retries
+        raise StudyBusyError("too many concurrent claims; try again in a moment")
 
     def _next_once(self, rater_id: str) -> tuple[Assignment | None, str]:
         m = self.manifest
@@ -61,13 +70,15 @@ class SlotsMixin(JudgmentsMixin):
                     return a, "ok"
             k = self._counts(c, rater_id)
             removed = self._removed(k)
-            if len(removed) == len(m.conditions):
+            if self._is_stopped_by_catch_rule(k):
                 c.execute(update(rater_t).where(rater_t.c.id == rater_id).values(stopped=True))
                 return None, "stopped"
             if k.done >= m.tasks_per_rater:
                 return None, "done"
             per_cond, seq = k.per_cond, k.seq
-            rng = random.Random(f"{m.seed}:{rater_id}:{seq}")
+            # keyed on the rater's external id (not the random database id), so one study seed and
+            # the same raters give the same draws on every run
+            rng = random.Random(f"{m.seed}:{r.external_id}:{seq}")
             order = sorted(
                 (cd for cd in per_cond if cd not in removed), key=lambda cd: (per_cond[cd], rng.random())
             )
@@ -85,9 +96,13 @@ class SlotsMixin(JudgmentsMixin):
                     seen_q = set(c.execute(_SEEN_QUESTIONS, {"rid": rater_id}).scalars())
                     ok = [i for i in self._catch_items(cond_name) if self.item(i).question.id not in seen_q]
                     if ok:
-                        return self._open(
-                            c, rater_id, seq, None, rng.choice(ok), cond_name, True, None, now
-                        ), "ok"
+                        item_id = rng.choice(ok)
+                        expert = None
+                        if m.task == "expert_routing":
+                            expert = random.Random(f"{m.seed}:{r.external_id}:{seq}:x").choice(
+                                self.item(item_id).question.shorts
+                            )
+                        return self._open(c, rater_id, seq, None, item_id, cond_name, True, expert, now), "ok"
                 params = {"cond": cond_name, "rid": rater_id, "now": now}
                 slot_rows = [*c.execute(_PICK_OPEN, params), *c.execute(_PICK_EXPIRED, params)]
                 slot_rows.sort(key=lambda r: (r.replicate, r.order_key))
@@ -113,6 +128,10 @@ class SlotsMixin(JudgmentsMixin):
                             .values(status="abandoned")
                         )
                     return self._open(c, rater_id, seq, sid, iid, cond_name, False, expert, now, aid), "ok"
+                if slot_rows:
+                    # every candidate went to another rater between our read and our update: the
+                    # condition is not full, so look again rather than report "exhausted"
+                    raise _LostRace
             return None, "exhausted"
 
     def _catch_items(self, condition: str) -> list[int]:
@@ -140,10 +159,6 @@ class SlotsMixin(JudgmentsMixin):
         now: float,
         aid: str | None = None,
     ) -> Assignment:
-        if is_catch and self.manifest.task == "expert_routing":
-            expert = random.Random(f"{self.manifest.seed}:{rater_id}:{seq}:x").choice(
-                self.item(item_id).question.shorts
-            )
         values = {
             "id": aid or _new_id(),
             "rater_id": rater_id,
@@ -166,7 +181,7 @@ class SlotsMixin(JudgmentsMixin):
 
 
 def catch_rule_notes(m: StudyManifest, items: list[StudyItem]) -> list[str]:
-    """Conditions where the catch rule (a rater is removed from a condition after ``catch_min``
+    """Conditions where the catch rule (it fires for a rater after ``catch_min``
     catch trials there with accuracy below ``catch_threshold``) can never fire, or only by chance."""
     n = len(m.conditions)
     most, least = math.ceil(m.tasks_per_rater / n), m.tasks_per_rater // n
@@ -176,7 +191,7 @@ def catch_rule_notes(m: StudyManifest, items: list[StudyItem]) -> list[str]:
         if not any(eligible(it, cond, m.task) for it in catch_items):
             notes.append(
                 f"catch rule off in condition {cond.name}: no catch trial fits it (seed-004 catch trials need "
-                "snippets or arguments on screen; add explicit ones with catch: true), so no rater is removed from it"
+                "snippets or arguments on screen; add explicit ones with catch: true), so the rule never fires there"
             )
         elif most < m.catch_min:
             notes.append(

@@ -293,7 +293,7 @@ class StudyStore(SlotsMixin, RatersMixin):
                 catch_n += 1
                 catch_ok += correct or 0.0
             else:
-                if correct is not None:  # skips and "can't assess" are not scored
+                if correct is not None:  # skips are not scored (seed 000: "can't assess" is wrong)
                     pr["scored"] += 1
                     pr["scored_correct"] += correct
                 if cond in conds:
