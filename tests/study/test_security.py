@@ -96,6 +96,7 @@ def test_admin_routes_need_the_token(make_study) -> None:
     store = make_study()
     c = TestClient(create_app(store))
     for path in ("/admin", "/admin/export.csv", "/admin/export.jsonl", "/admin/stats.json"):
+        c.cookies.clear()  # the login of the previous path
         assert c.get(path).status_code == 403
         assert c.get(path + "?token=wrong-token-wrong-token").status_code == 403
         assert c.get(path, headers={"Authorization": "Bearer nope"}).status_code == 403
@@ -339,6 +340,7 @@ def test_a_rater_removed_from_a_condition_is_not_told_others_took_the_tasks(make
         catch_min=2,
         catch_threshold=0.5,
         tasks_per_rater=6,
+        catch_rule="per_condition",  # the seed's rule (stop) would stop them instead
     )
     with store.engine.begin() as c:
         c.execute(update(slot_t).where(slot_t.c.condition == "P").values(status="done"))
@@ -363,3 +365,79 @@ def test_a_rater_removed_from_a_condition_is_not_told_others_took_the_tasks(make
         r.text.split()
     )
     assert "no completion code" in r.text and "DONE123" not in r.text
+
+
+def _raw(port: int, head: bytes, chunks: list[bytes] = []) -> tuple[int, int]:
+    """Send a raw HTTP request (``chunks`` as a chunked body, sent until the server answers or
+    closes); returns (status, body bytes the client managed to send)."""
+    import socket
+
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sent = 0
+    try:
+        s.sendall(head)
+        for ch in chunks:
+            try:
+                s.sendall(b"%x\r\n%s\r\n" % (len(ch), ch))
+            except OSError:
+                break  # the server answered and closed
+            sent += len(ch)
+        data = s.recv(4096)
+    finally:
+        s.close()
+    return int(data.split(b" ", 2)[1]), sent
+
+
+def test_oversized_bodies_are_refused_before_parsing(make_study, live_server) -> None:
+    # issue 28.4: an unauthenticated 300 MB form POST was read and parsed before its 401 (RSS
+    # 154 -> 448 MB); a 200 MB multipart body was spooled to disk
+    from seerbench.study._web import MAX_BODY_BYTES
+
+    srv = live_server(make_study())
+    port = srv.port
+    # a declared length over the limit: refused without reading a byte of the body
+    head = b"POST /admin HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+    status, _ = _raw(port, head + b"Content-Length: 300000000\r\n\r\n")
+    assert status == 413
+    # multipart is refused whatever its size (no page sends one)
+    mp = b"POST /tutorial HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=zz\r\n"
+    status, _ = _raw(port, mp + b"Content-Length: 10\r\n\r\n--zz--\r\n\r\n")
+    assert status == 415
+    # a streamed (chunked) body is cut off once it passes the limit, long before its end
+    chunked = head.replace(b"/admin", b"/tutorial") + b"Transfer-Encoding: chunked\r\n\r\n"
+    status, sent = _raw(port, chunked, [b"a=" + b"x" * 65534] * 3200)  # 200 MB offered
+    assert status == 413 and sent < 100 * MAX_BODY_BYTES
+    # an ordinary form still works
+    c = TestClient(create_app(srv.store))
+    r = c.get("/start?PROLIFIC_PID=small")
+    assert c.post("/tutorial", data={"csrf": _csrf(r.text), "q0": "0"}).status_code == 200
+
+
+def test_admin_token_stays_out_of_urls(make_study) -> None:
+    # issue 28.6: the admin token travelled in every link of the admin page (and so into access
+    # logs, history and referrers)
+    store = make_study()
+    c = TestClient(create_app(store))
+    r = c.get("/admin")
+    assert r.status_code == 403 and 'action="/admin/login"' in r.text
+    assert c.post("/admin/login", data={"token": "wrong" * 4}).status_code == 403
+    r = c.post("/admin/login", data={"token": store.admin_token})
+    assert r.status_code == 200 and str(r.url).endswith("/admin")
+    assert store.admin_token not in r.text and "?token=" not in r.text
+    assert c.get("/admin/export.jsonl").status_code == 200  # the login cookie is enough
+    # an old link with ?token= logs in and moves to the bare address
+    c2 = TestClient(create_app(store))
+    r = c2.get(f"/admin?token={store.admin_token}", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/admin"
+    # scripts keep the Bearer header; no cookie, no token: refused
+    bare = TestClient(create_app(store))
+    assert bare.get("/admin/export.csv").status_code == 403
+    auth = {"Authorization": f"Bearer {store.admin_token}"}
+    assert bare.get("/admin/export.csv", headers=auth).status_code == 200
+
+
+def test_ids_never_look_like_spreadsheet_formulas() -> None:
+    from seerbench.study._schema import _new_id
+
+    ids = [_new_id() for _ in range(5000)]
+    assert not [i for i in ids if i[0] in "-=+@"] and len(set(ids)) == 5000

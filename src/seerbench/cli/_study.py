@@ -78,7 +78,8 @@ def serve(
         console.print(
             f"invitation {i + 1}: {invite_link(store, f'rater-{i + 1}', base)}", markup=False, soft_wrap=True
         )
-    console.print(f"admin: {base}/admin?token={store.admin_token}", markup=False, soft_wrap=True)
+    # the token is not put in a URL: URLs land in access logs, browser history and referrers
+    console.print(f"admin: {base}/admin  (token: {store.admin_token})", markup=False, soft_wrap=True)
     uvicorn.run(application, host=host, port=port, log_level="warning")
 
 

@@ -9,7 +9,8 @@ import json
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from itsdangerous import BadSignature
 
 from seerbench.study._results import export_rows, store_stats, write_csv
 from seerbench.study._web import HTTPError, StudyWeb, json_safe
@@ -17,14 +18,47 @@ from seerbench.study._web import HTTPError, StudyWeb, json_safe
 __all__ = ["admin_router", "export_router"]
 
 
+ADMIN_COOKIE = "seerbench_admin"
+
+
+def _token_ok(web: StudyWeb, token: str) -> bool:
+    return bool(token) and hmac.compare_digest(token.encode(), web.st.admin_token.encode())
+
+
 def _admin_ok(web: StudyWeb, request: Request) -> None:
-    """The admin token as ``?token=`` or ``Authorization: Bearer``; else 403."""
-    token = request.query_params.get("token") or ""
+    """The admin cookie (set by the login form), ``Authorization: Bearer TOKEN`` (scripts) or
+    ``?token=`` (kept for old links; it lands in access logs); else 403."""
     auth = request.headers.get("authorization", "")
-    if auth.lower().startswith("bearer "):
-        token = auth[7:].strip()
-    if not token or not hmac.compare_digest(token.encode(), web.st.admin_token.encode()):
-        raise HTTPError(403, "The admin pages need the admin token.")
+    if auth.lower().startswith("bearer ") and _token_ok(web, auth[7:].strip()):
+        return
+    if _token_ok(web, request.query_params.get("token") or ""):
+        return
+    cookie = request.cookies.get(ADMIN_COOKIE)
+    if cookie:
+        try:
+            web.admin_signer.loads(cookie, max_age=ADMIN_SESSION_S)
+            return
+        except BadSignature:
+            pass
+    raise HTTPError(403, "The admin pages need the admin token.")
+
+
+#: How long the admin login lasts.
+ADMIN_SESSION_S = 12 * 3600
+
+
+def _admin_session(web: StudyWeb, to: str = "/admin") -> RedirectResponse:
+    resp = RedirectResponse(to, status_code=303)
+    resp.set_cookie(
+        ADMIN_COOKIE,
+        web.admin_signer.dumps("admin"),
+        httponly=True,
+        samesite="strict",
+        secure=web.secure,
+        max_age=ADMIN_SESSION_S,
+        path="/admin",
+    )
+    return resp
 
 
 def admin_router(web: StudyWeb) -> APIRouter:
@@ -38,13 +72,23 @@ def admin_router(web: StudyWeb) -> APIRouter:
 
     @router.get("/admin", response_class=HTMLResponse)
     def admin(request: Request) -> Response:
-        _admin_ok(web, request)
+        if "token" in request.query_params and _token_ok(web, request.query_params["token"]):
+            return _admin_session(web)  # the token leaves the address bar, history and links
+        try:
+            _admin_ok(web, request)
+        except HTTPError:
+            return web.render("admin_login.html", 403)
         s = stats(intervals=m.task != "critique")  # the page shows critique means only
         critique = s if m.task == "critique" else None
         judging = s if s is not None and critique is None else {"conditions": {}}
-        return web.render(
-            "admin.html", prog=st.progress(), stats=judging, critique=critique, token=st.admin_token
-        )
+        return web.render("admin.html", prog=st.progress(), stats=judging, critique=critique)
+
+    @router.post("/admin/login")
+    async def admin_login(request: Request) -> Response:
+        form = await request.form()
+        if not _token_ok(web, str(form.get("token") or "")):
+            return web.render("admin_login.html", 403, wrong=True)
+        return _admin_session(web)
 
     @router.get("/admin/stats.json")
     def admin_stats(request: Request) -> Response:

@@ -352,4 +352,7 @@ class SubmitResult:
 
 
 def _new_id() -> str:
-    return secrets.token_urlsafe(12)
+    """A random id of 24 hex digits: never starts with a character that a spreadsheet takes for a
+    formula (``-``, ``=``, ``+``, ``@``; 1 in 64 URL-safe ids began with ``-`` and the CSV
+    formula guard rewrote them, so CSV ids did not join with the JSONL or the database)."""
+    return secrets.token_hex(12)

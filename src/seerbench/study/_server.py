@@ -30,7 +30,7 @@ from seerbench.study._routes_rater import rater_router
 from seerbench.study._routes_task import task_router
 from seerbench.study._storage import StudyStore
 from seerbench.study._tasks import CONFIDENCE_LEVELS, FACTUALITY_RATINGS, HELPFULNESS_LEVELS, segment_passage
-from seerbench.study._web import HERE, OOPS, HTTPError, SecurityHeaders, StudyWeb
+from seerbench.study._web import HERE, OOPS, BodyLimit, HTTPError, SecurityHeaders, StudyWeb
 
 __all__ = [
     "CONFIDENCE_LEVELS",
@@ -78,6 +78,7 @@ def create_app(store: StudyStore | str | Path, *, base_url: str = "") -> FastAPI
     app.state.store = store
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     app.add_middleware(SecurityHeaders, error_page=lambda: web.render("error.html", 500, message=OOPS))
+    app.add_middleware(BodyLimit)  # outermost: a body is refused before any other layer reads it
 
     @app.exception_handler(HTTPError)
     async def _http_error(request: Request, exc: HTTPError) -> Response:

@@ -108,11 +108,77 @@ class SecurityHeaders:
 
         try:
             await self.app(scope, receive, send_with_headers)
+        except _TooLarge:
+            raise  # BodyLimit answers it
         except Exception:  # never show a stack trace; the server log keeps it
             log.exception("unhandled error on %s", scope.get("path"))
             if started:
                 raise
             await self.error_page()(scope, receive, send_with_headers)
+
+
+#: The largest request body the app reads (a task's form, critiques included, is a few KiB).
+MAX_BODY_BYTES = 256 * 1024
+
+
+class BodyLimit:
+    """Pure ASGI middleware that refuses a request body before anything parses it: a declared
+    ``Content-Length`` over :data:`MAX_BODY_BYTES` gets 413 without a byte read, a streamed body is
+    cut off (413) as soon as it passes the limit, and a ``multipart/form-data`` body (no page of
+    the app sends one; the form parser would spool it to disk) gets 415."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers", []))
+        ctype = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower()
+        if ctype == b"multipart/form-data":
+            await _plain(send, 415, "Unsupported request body.")
+            return
+        length = headers.get(b"content-length")
+        try:
+            declared = int(length) if length is not None else None
+        except ValueError:
+            declared = None
+        if declared is not None and declared > self.max_bytes:
+            await _plain(send, 413, "Request body too large.")
+            return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _TooLarge:
+            await _plain(send, 413, "Request body too large.")
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _plain(send: Send, status: int, text: str) -> None:
+    body = text.encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 class StudyWeb:
@@ -126,6 +192,7 @@ class StudyWeb:
         self.secure = base_url.lower().startswith("https://")
         self.signer = URLSafeTimedSerializer(store.secret, salt="rater-session")
         self.invites = URLSafeSerializer(store.secret, salt="invite")
+        self.admin_signer = URLSafeTimedSerializer(store.secret + store.admin_token, salt="admin-session")
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(HERE / "templates")),
             autoescape=True,
