@@ -367,7 +367,7 @@ def test_a_rater_removed_from_a_condition_is_not_told_others_took_the_tasks(make
     assert "no completion code" in r.text and "DONE123" not in r.text
 
 
-def _raw(port: int, head: bytes, chunks: list[bytes] = []) -> tuple[int, int]:
+def _raw(port: int, head: bytes, chunks: tuple[bytes, ...] | list[bytes] = ()) -> tuple[int, int]:
     """Send a raw HTTP request (``chunks`` as a chunked body, sent until the server answers or
     closes); returns (status, body bytes the client managed to send)."""
     import socket
