@@ -441,3 +441,21 @@ def test_ids_never_look_like_spreadsheet_formulas() -> None:
 
     ids = [_new_id() for _ in range(5000)]
     assert not [i for i in ids if i[0] in "-=+@"] and len(set(ids)) == 5000
+
+
+def test_task_page_counts_down_to_the_servers_deadline(make_study) -> None:
+    # issue 28.5: the page counted down from when it arrived, so with 2 s of latency each way an
+    # answer clicked at "1 s left" reached the server after deadline + grace. The page now gets
+    # the deadlines on the server's clock and the server's time, to correct its clock and delay.
+    clock = FakeClock()
+    store = make_study(clock=clock, conditions=["P"], tasks_per_rater=1)  # 90 s + 30 s to finalise
+    c, csrf, aid = _enter(store, "p1")
+    started = clock()
+    c.post(f"/task/{aid}/start", data={"csrf": csrf})
+    clock.advance(10)
+    html = c.get(f"/task/{aid}").text
+    attrs = dict(re.findall(r'data-(server-now|read-deadline|final-deadline|remaining)="([^"]*)"', html))
+    assert int(attrs["server-now"]) == int((started + 10) * 1000)
+    assert int(attrs["read-deadline"]) == int((started + 90) * 1000)
+    assert int(attrs["final-deadline"]) == int((started + 120) * 1000)
+    assert attrs["remaining"] == "80"  # what the page shows without its script

@@ -54,6 +54,12 @@ def task_router(web: StudyWeb) -> APIRouter:
             "cond": cond,
             "phase": phase,
             "remaining": None if remaining is None else math.ceil(remaining),
+            # the deadlines on the server's clock (ms) and the server's time now: the page
+            # estimates its clock offset and the network delay, so it counts down to the
+            # server's deadline, not from the moment the page arrived
+            "server_now_ms": int(now * 1000),
+            "read_deadline_ms": None if a.read_deadline is None else int(a.read_deadline * 1000),
+            "final_deadline_ms": None if a.final_deadline is None else int(a.final_deadline * 1000),
             "finalise_s": m.finalise_s,
             "csrf": csrf,
             "error": error,

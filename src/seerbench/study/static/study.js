@@ -12,6 +12,28 @@
     var remaining = parseInt(timer.getAttribute("data-remaining"), 10) || 0;
     var finalise = parseInt(timer.getAttribute("data-finalise"), 10) || 0;
     var end = Date.now() + remaining * 1000;
+    var finalEnd = null;
+    // The server's deadlines on its own clock: estimate the offset between its clock and this
+    // one from when the page was requested and received (the server rendered it about half-way),
+    // and count down to the server's deadline less the one-way delay, so that an answer sent at
+    // "1 s left" reaches the server in time even on a slow link.
+    var serverNow = parseInt(timer.getAttribute("data-server-now"), 10);
+    var readDeadline = parseInt(timer.getAttribute("data-read-deadline"), 10);
+    var finalDeadline = parseInt(timer.getAttribute("data-final-deadline"), 10);
+    if (!isNaN(serverNow)) {
+      var sent = Date.now(), received = sent;
+      var nav = window.performance && performance.getEntriesByType ? performance.getEntriesByType("navigation")[0] : null;
+      if (nav && performance.timeOrigin && nav.responseStart > 0) {
+        sent = performance.timeOrigin + nav.requestStart;
+        received = performance.timeOrigin + nav.responseStart;
+      }
+      var oneWay = Math.max(0, (received - sent) / 2);
+      var offset = serverNow - (sent + oneWay);  // server clock minus this clock
+      var toLocal = function (serverMs) { return serverMs - offset - oneWay; };
+      if (phase === "reading" && !isNaN(readDeadline)) end = toLocal(readDeadline);
+      if (phase === "finalise" && !isNaN(finalDeadline)) end = toLocal(finalDeadline);
+      if (!isNaN(finalDeadline)) finalEnd = toLocal(finalDeadline);
+    }
     var submitted = false;
     form.addEventListener("submit", function () { submitted = true; });
 
@@ -27,7 +49,7 @@
       if (material) material.classList.add("hidden");
       var note = document.getElementById("finalise-note-js");
       if (note) note.classList.remove("hidden");
-      end = Date.now() + finalise * 1000;
+      end = finalEnd !== null ? finalEnd : Date.now() + finalise * 1000;
     }
     function tick() {
       var left = Math.max(0, Math.ceil((end - Date.now()) / 1000));
