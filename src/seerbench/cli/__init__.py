@@ -80,6 +80,7 @@ def _root(
         list[str] | None,
         typer.Option(
             "--plugin",
+            metavar="MODULE|FILE.py",
             help="Import a plugin (a module name, or a .py path from the working folder) before the "
             "command, so its protocols, judges, agents, backends, datasets and tools are known to "
             "every command. Repeatable; a config's `plugins:` are imported too.",
