@@ -174,7 +174,10 @@ def test_a_name_close_to_nothing_gets_the_list_only() -> None:
     reg: Registry[int] = Registry("widget", {"alpha": 1, "beta": 2})
     with pytest.raises(UnknownNameError) as e:
         reg.lookup("zzzzzz")
-    assert str(e.value) == "unknown widget 'zzzzzz'; known widgets: alpha, beta"
+    assert str(e.value) == (
+        "unknown widget 'zzzzzz'; known widgets: alpha, beta "
+        "(a plugin's? import it with the config's plugins: or seerbench --plugin)"
+    )
     with pytest.raises(UnknownNameError) as e:
         reg.lookup("alpah")
     assert str(e.value) == "unknown widget 'alpah' (did you mean alpha?); known widgets: alpha, beta"

@@ -31,6 +31,9 @@ from seerbench.errors import ConfigError, UnknownNameError, did_you_mean
 
 ENTRY_POINT_GROUP = "seerbench.plugins"
 
+#: What an unknown-name error adds when no registered name is close: the name may be a plugin's.
+PLUGIN_HINT = "a plugin's? import it with the config's plugins: or seerbench --plugin"
+
 T = TypeVar("T")
 
 _entry_points_loaded = False
@@ -228,8 +231,10 @@ class Registry(dict[str, T], Generic[T]):
         """The error for a name not registered here: the closest registered name, then ``known``
         (default: the registered names)."""
         listed = known if known is not None else ", ".join(self)
+        close = did_you_mean(name, self)
         return self._error(
-            f"unknown {self.kind} {name!r}{did_you_mean(name, self)}; known {self.kind}s: {listed}"
+            f"unknown {self.kind} {name!r}{close}; known {self.kind}s: {listed}"
+            + ("" if close else f" ({PLUGIN_HINT})")
         )
 
     def names(self) -> list[str]:
@@ -258,6 +263,7 @@ def _describe(obj: Any) -> str:
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "PLUGIN_HINT",
     "Registry",
     "UnknownNameError",
     "code_hash",

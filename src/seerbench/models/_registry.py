@@ -14,7 +14,7 @@ from seerbench.models._backend import Backend
 from seerbench.models._cache import Cache
 from seerbench.models._model import Model
 from seerbench.models._retry import RetryPolicy
-from seerbench.plugins import Registry, origin
+from seerbench.plugins import PLUGIN_HINT, Registry, origin
 
 DEFAULT_MODEL = "local"
 
@@ -90,8 +90,10 @@ def make_backend(spec: str, *, base_url: str | None = None, api_key: str | None 
         load_entry_points()
     factory = BACKENDS.get(prefix)
     if factory is None:
+        close = did_you_mean(prefix, BACKENDS)
         raise UnknownModelError(
-            f"unknown model spec {spec!r}{did_you_mean(prefix, BACKENDS)}. Valid forms: {_valid_forms()}"
+            f"unknown model spec {spec!r}{close}. Valid forms: {_valid_forms()}"
+            + ("" if close else f" ({PLUGIN_HINT})")
         )
     return factory(rest, base_url=base_url, api_key=api_key)
 
