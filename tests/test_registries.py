@@ -229,6 +229,13 @@ TAKEN: list[tuple[str, Callable[[], Any]]] = [
 ]
 
 
+def test_a_refused_protocol_keeps_its_name() -> None:
+    cls = type("Mine", (OversightProtocol,), {"name": "Mine"})
+    with pytest.raises(ConfigError, match="a protocol named 'Consultancy' is already registered"):
+        register_protocol("Consultancy")(cls)
+    assert cls.name == "Mine" and get_protocol("Consultancy").__name__ == "Consultancy"
+
+
 @pytest.mark.parametrize(("kind", "register"), TAKEN, ids=[t[0] for t in TAKEN])
 def test_a_taken_name_is_refused(kind: str, register: Callable[[], Any]) -> None:
     with pytest.raises(ConfigError, match=rf"^a {kind} named '\w+' is already registered"):
