@@ -230,7 +230,7 @@ TAKEN: list[tuple[str, Callable[[], Any]]] = [
 
 
 def test_a_refused_protocol_keeps_its_name() -> None:
-    cls = type("Mine", (OversightProtocol,), {"name": "Mine"})
+    cls: type[OversightProtocol] = type("Mine", (OversightProtocol,), {"name": "Mine"})
     with pytest.raises(ConfigError, match="a protocol named 'Consultancy' is already registered"):
         register_protocol("Consultancy")(cls)
     assert cls.name == "Mine" and get_protocol("Consultancy").__name__ == "Consultancy"
