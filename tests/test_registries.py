@@ -387,6 +387,23 @@ def test_unknown_names_through_the_cli(
     assert line.endswith("; regconst[/<rest>]")  # the valid forms, the plugin's included
 
 
+def test_ray_workers_do_not_get_cli_plugins(
+    plugin_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ray worker imports the config's plugins only: --plugin with --executor ray is refused
+    before anything runs (not a run whose every shard fails on an unknown name)."""
+    cfg = {"dataset": {"name": "reg_parity"}, "judge_models": ["regconst/A"], "agent_models": ["regconst/A"]}
+    (tmp_path / "run.yaml").write_text(yaml.safe_dump({**cfg, "protocols": ["NaiveJudge"], "out": "out"}))
+    code, _, err = run_main(
+        ["--plugin", str(plugin_dir / "outsider.py"), "run", "run.yaml", "--executor", "ray"],
+        capsys,
+        monkeypatch,
+        tmp_path,
+    )
+    assert "list the plugin in the config's plugins: instead" in one_line_error(code, err)
+    assert not (tmp_path / "out").exists()
+
+
 def test_broken_plugins_through_the_cli(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -87,7 +87,7 @@ def _root(
         ),
     ] = None,
 ) -> None:
-    from seerbench.cli._common import NORMAL, QUIET, VERBOSE, configure_logging
+    from seerbench.cli._common import NORMAL, QUIET, VERBOSE, configure_logging, set_cli_plugins
 
     if verbose and quiet:
         raise ConfigError("-v/--verbose and -q/--quiet exclude each other; give one")
@@ -101,10 +101,7 @@ def _root(
         from seerbench.models._usage import use_prices
 
         use_prices(prices)
-    if plugin:
-        from seerbench.plugins import load_plugins
-
-        load_plugins(list(plugin), Path.cwd())
+    set_cli_plugins(list(plugin or []))  # also when none: a second command in one process
 
 
 # Command modules register themselves on `app` when imported.
