@@ -131,7 +131,8 @@ def test_unknown_model_is_refused_before_the_out_folder_is_written(tmp_path: Pat
         out=str(out),
     )
     with pytest.raises(
-        UnknownModelError, match=r"no scripted responder named 'no-such-responder'; registered: .*coin"
+        UnknownModelError,
+        match=r"unknown scripted responder 'no-such-responder'; known scripted responders: .*coin",
     ):
         Experiment(cfg, questions=[_binary("q0")]).run()
     assert not (out / "experiment.json").exists()

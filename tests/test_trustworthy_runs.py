@@ -495,7 +495,7 @@ def test_an_unknown_tool_is_refused_before_any_cell_runs(tmp_path: Path) -> None
     )
     calls = _calls(JUDGE, AGENT)
     msg = _one_line_error(runner.invoke(app, ["run", str(cfg)]))
-    assert "unknown tool(s) ['abacus']" in msg and "calculator" in msg
+    assert "unknown tool 'abacus'" in msg and "calculator" in msg
     assert _calls(JUDGE, AGENT) == calls and not (tmp_path / "out").exists()
 
 

@@ -74,6 +74,11 @@ _LAZY: dict[str, str] = {
     "question_scores": "seerbench.metrics",
     # plugins
     "load_plugin": "seerbench.plugins",
+    "Registry": "seerbench.plugins",
+    "UnknownNameError": "seerbench.errors",
+    # tools
+    "Tool": "seerbench.tools",
+    "register_tool": "seerbench.tools",
 }
 
 
@@ -102,6 +107,7 @@ if TYPE_CHECKING:  # what static checkers see for the lazy names (listed in __al
         register_agent,
     )
     from seerbench.datasets import binary_view, load_dataset, register_dataset
+    from seerbench.errors import UnknownNameError
     from seerbench.experiment import Experiment, ExperimentConfig
     from seerbench.judges import Judge, ModelJudge, QuestioningJudge, TrustJudge, register_judge
     from seerbench.metrics import question_scores, scores
@@ -118,7 +124,7 @@ if TYPE_CHECKING:  # what static checkers see for the lazy names (listed in __al
         register_backend,
         register_scripted,
     )
-    from seerbench.plugins import load_plugin
+    from seerbench.plugins import Registry, load_plugin
     from seerbench.protocols import (
         PROTOCOLS,
         CaseRun,
@@ -132,5 +138,6 @@ if TYPE_CHECKING:  # what static checkers see for the lazy names (listed in __al
     from seerbench.results import rescore, run_stats
     from seerbench.runs import RunFolder, read_results, summarize_run
     from seerbench.schema import ResultLine, iter_result_lines
+    from seerbench.tools import Tool, register_tool
 
 __all__ = ["AnswerCase", "Question", "Quote", "Transcript", "Turn", "Verdict", "__version__", *sorted(_LAZY)]

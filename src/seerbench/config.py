@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import platformdirs
+
+from seerbench.errors import did_you_mean
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
@@ -93,10 +94,9 @@ def explain_validation(
         if err["type"] == "extra_forbidden":
             parent = _section(model, err["loc"][:-1]) if model is not None else None
             allowed = sorted(parent.model_fields) if parent is not None else []
-            close = difflib.get_close_matches(str(err["loc"][-1]), allowed, n=1)
             msg = (
                 "unknown key"
-                + (f" (did you mean {close[0]}?)" if close else "")
+                + did_you_mean(str(err["loc"][-1]), allowed)
                 + (f"; allowed keys: {', '.join(allowed)}" if allowed else "")
                 + (f"; see {docs}" if docs else "")
             )

@@ -27,9 +27,12 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from seerbench.errors import ConfigError
+from seerbench.errors import ConfigError, UnknownNameError, did_you_mean
 
 ENTRY_POINT_GROUP = "seerbench.plugins"
+
+#: What an unknown-name error adds when no registered name is close: the name may be a plugin's.
+PLUGIN_HINT = "a plugin's? import it with the config's plugins: or seerbench --plugin"
 
 T = TypeVar("T")
 
@@ -61,7 +64,8 @@ def load_plugin(ref: str, base_dir: str | Path | None = None) -> str:
         path = path if path.is_absolute() else base / path
         if not path.is_file():
             raise ConfigError(
-                f"plugin file {path} does not exist (relative paths are read from the config file's folder)"
+                f"plugin file {path} does not exist (a relative path is read from {base}: the config "
+                "file's folder, or the working folder for --plugin)"
             )
         key = str(path.resolve())
         if key in _loaded_paths:
@@ -110,6 +114,16 @@ def load_plugin(ref: str, base_dir: str | Path | None = None) -> str:
     return ref
 
 
+def load_plugins(refs: Any, base_dir: str | Path | None = None) -> None:
+    """Import a config's ``plugins:`` list (module names or ``.py`` paths, relative to
+    ``base_dir``) before the rest of the config is read; anything but a list of strings is left
+    for the config's validation to refuse."""
+    if isinstance(refs, list):
+        for ref in refs:
+            if isinstance(ref, str):
+                load_plugin(ref, base_dir)
+
+
 def import_object(ref: str, base_dir: str | Path | None = None) -> Any:
     """The object ``module:attribute`` names (the module is loaded as a plugin first)."""
     module, sep, attr = ref.partition(":")
@@ -139,51 +153,125 @@ def code_hash(obj: Any) -> str | None:
     return hashlib.sha256(Path(src).read_bytes()).hexdigest()[:16]
 
 
-class Registry(dict[str, T], Generic[T]):
-    """Name -> registered object, with a decorator to register and errors that list the names.
-    A miss imports the installed entry-point plugins once before giving up."""
+def definition_key(obj: Any) -> Any:
+    """What makes two registrations one definition: a function's or class's module and qualified
+    name, and a function's first line (two lambdas differ), as a plugin imported twice defines it
+    twice; else the object itself."""
+    qualname = getattr(obj, "__qualname__", None)
+    if isinstance(qualname, str):
+        code = getattr(obj, "__code__", None)
+        return (getattr(obj, "__module__", None), qualname, getattr(code, "co_firstlineno", None))
+    return ("object", id(obj))
 
-    def __init__(self, kind: str, items: dict[str, T] | None = None) -> None:
+
+class Registry(dict[str, T], Generic[T]):
+    """Name -> registered object, with a decorator to register and errors that name the closest
+    registered name and list them all. A miss imports the installed entry-point plugins once
+    before giving up. Every pluggable kind lives in one: protocols, judges, agents, model
+    backends, scripted responders, datasets, factcheck datasets, tools, study task types.
+
+    ``definition(obj)`` says which registrations are the same definition (registering it again,
+    e.g. from a re-imported module, is not a clash); ``error`` is the type of the unknown-name
+    error (a subclass of :class:`UnknownNameError`)."""
+
+    def __init__(
+        self,
+        kind: str,
+        items: dict[str, T] | None = None,
+        *,
+        definition: Callable[[T], Any] = definition_key,
+        error: type[UnknownNameError] = UnknownNameError,
+    ) -> None:
         super().__init__(items or {})
         self.kind = kind
+        self._definition = definition
+        self._error = error
 
     def register(self, name: str | None = None, *, replace: bool = False) -> Callable[[T], T]:
         """Decorator: ``@registry.register("Name")`` (default: the object's ``name`` attribute,
-        else its ``__name__``)."""
+        else its ``__name__``). A second definition under a taken name is refused
+        (:class:`ConfigError`) unless ``replace=True``."""
 
         def deco(obj: T) -> T:
-            key = name or getattr(obj, "name", None) or getattr(obj, "__name__", None)
-            if not isinstance(key, str) or not key:
-                raise ValueError(f"give the {self.kind} a name: register({self.kind}_name)")
-            old = self.get(key)
-            same = old is not None and (
-                getattr(old, "__module__", None),
-                getattr(old, "__qualname__", None),
-            ) == (
-                getattr(obj, "__module__", None),
-                getattr(obj, "__qualname__", None),
-            )  # a re-import of one definition
-            if old is not None and old is not obj and not same and not replace:
-                raise ConfigError(
-                    f"a {self.kind} named {key!r} is already registered ({self[key]!r}); pass replace=True to override"
-                )
-            self[key] = obj
+            self.add(
+                name or getattr(obj, "name", None) or getattr(obj, "__name__", None), obj, replace=replace
+            )
             return obj
 
         return deco
 
+    def add(self, name: Any, obj: T, *, replace: bool = False) -> None:
+        """Register ``obj`` under ``name`` (what :meth:`register` does, not as a decorator)."""
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"give the {self.kind} a name: register({self.kind.replace(' ', '_')}_name)")
+        old = self.get(name)
+        if (
+            old is not None
+            and old is not obj
+            and not replace
+            and self._definition(old) != self._definition(obj)
+        ):
+            raise ConfigError(
+                f"a {self.kind} named {name!r} is already registered ({_describe(old)}); "
+                "pass replace=True to override it"
+            )
+        self[name] = obj
+
     def lookup(self, name: str) -> T:
+        """The object registered as ``name``; an :class:`UnknownNameError` with the closest name
+        and the list otherwise."""
         if name not in self:
             load_entry_points()
         try:
             return self[name]
         except KeyError:
-            raise ConfigError(
-                f"unknown {self.kind} {name!r}; known {self.kind}s: {', '.join(self)}"
-            ) from None
+            raise self.unknown(name) from None
+
+    def unknown(self, name: str, known: str | None = None) -> UnknownNameError:
+        """The error for a name not registered here: the closest registered name, then ``known``
+        (default: the registered names)."""
+        listed = known if known is not None else ", ".join(self)
+        close = did_you_mean(name, self)
+        return self._error(
+            f"unknown {self.kind} {name!r}{close}; known {self.kind}s: {listed}"
+            + ("" if close else f" ({PLUGIN_HINT})")
+        )
+
+    def names(self) -> list[str]:
+        """Every registered name, installed entry-point plugins' included (they are imported)."""
+        load_entry_points()
+        return list(self)
 
     def __iter__(self) -> Iterator[str]:
         return super().__iter__()
 
 
-__all__ = ["ENTRY_POINT_GROUP", "Registry", "code_hash", "import_object", "load_entry_points", "load_plugin"]
+def origin(obj: Any) -> str:
+    """Where a registered object comes from, for listings: its source file's name for a plugin
+    file (``my_protocols.py``), else its module."""
+    module = sys.modules.get(getattr(obj, "__module__", "") or "")
+    file = getattr(module, "__file__", None)
+    if module is None or module.__name__.split(".")[0] == "seerbench" or not file:
+        return getattr(obj, "__module__", None) or "?"
+    return Path(file).name
+
+
+def _describe(obj: Any) -> str:
+    d = definition_key(getattr(obj, "loader", None) or getattr(obj, "fn", None) or obj)
+    return f"{d[0]}.{d[1]}" if d[0] != "object" else repr(obj)
+
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PLUGIN_HINT",
+    "Registry",
+    "UnknownNameError",
+    "code_hash",
+    "definition_key",
+    "did_you_mean",
+    "import_object",
+    "load_entry_points",
+    "load_plugin",
+    "load_plugins",
+    "origin",
+]

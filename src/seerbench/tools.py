@@ -7,11 +7,14 @@ loop evaluates the call and gives the result back to the model.
 from __future__ import annotations
 
 import ast
+import inspect
 import operator
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from seerbench.errors import ConfigError
+from seerbench.plugins import Registry, definition_key
 
 
 @dataclass(frozen=True)
@@ -65,11 +68,40 @@ def calculate(expression: str) -> str:
 
 CALCULATOR = Tool("CALC", "CALC(<arithmetic expression>) computes the expression exactly", calculate)
 
-TOOLS: dict[str, Tool] = {"calculator": CALCULATOR}
+#: Tools by the name a config gives them in ``agent_tools`` (``calculator``).
+TOOLS: Registry[Tool] = Registry(
+    "tool", {"calculator": CALCULATOR}, definition=lambda t: definition_key(t.fn)
+)
+
+_CALL = re.compile(r"[A-Z]+")
+
+
+def register_tool(
+    name: str, *, call: str | None = None, description: str | None = None, replace: bool = False
+) -> Callable[[Callable[[str], str]], Callable[[str], str]]:
+    """Decorator: make a function from an argument string to a result string the tool ``name``
+    of ``agent_tools`` in configs. Agents call it as ``CALL(argument)`` (``call``: capital
+    letters, default ``name`` in capitals); ``description`` (default: the docstring's first line)
+    is what the agent's prompt says of it. Example::
+
+        @register_tool("lookup", description="LOOKUP(<word>) gives the word's definition")
+        def lookup(word: str) -> str:
+            return DEFINITIONS.get(word.strip().lower(), "no such word")
+    """
+    call = call or name.upper()
+    if not _CALL.fullmatch(call):
+        raise ConfigError(
+            f"tool {name!r}: call={call!r} must be capital letters A-Z (agents write CALL(...))"
+        )
+
+    def deco(fn: Callable[[str], str]) -> Callable[[str], str]:
+        doc = description or (inspect.getdoc(fn) or f"{call}(<argument>)").splitlines()[0]
+        TOOLS.add(name, Tool(call, doc, fn), replace=replace)
+        return fn
+
+    return deco
 
 
 def get_tools(names: list[str] | tuple[str, ...]) -> tuple[Tool, ...]:
-    unknown = [n for n in names if n not in TOOLS]
-    if unknown:
-        raise ConfigError(f"unknown tool(s) {unknown}; known tools: {sorted(TOOLS)}")
-    return tuple(TOOLS[n] for n in names)
+    """The registered tools of these names (:class:`UnknownNameError` for one that is not)."""
+    return tuple(TOOLS.lookup(n) for n in names)

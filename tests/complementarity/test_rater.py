@@ -306,7 +306,7 @@ def test_unknown_model_writes_nothing(
         f"model: scripted:nope\nout: run\nsamples: 2\ndataset: {{name: factcheck_files, path: {s}, corpus: {c}}}\n"
     )
     code, _out, err = run_main(["rate", str(cfg)], capsys, monkeypatch)
-    assert code == 2 and "no scripted responder named 'nope'" in one_line_error(err)
+    assert code == 2 and "unknown scripted responder 'nope'" in one_line_error(err)
     assert not (tmp_path / "run").exists()
     # the corrected config then runs in that folder
     code, _out, err = run_main(["rate", str(cfg), "--model", "scripted:fc-hand"], capsys, monkeypatch)

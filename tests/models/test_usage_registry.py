@@ -26,6 +26,7 @@ from seerbench.models import (
     list_backends,
     make_backend,
     register_scripted,
+    spec_forms,
 )
 from seerbench.models._usage import Price
 
@@ -170,7 +171,7 @@ def test_scripted_specs_and_registration() -> None:
     assert isinstance(b, ScriptedBackend) and b.model_id == "echo"
     register_scripted("always-b", lambda msgs, cfg, seed: "B", replace=True)
     assert make_backend("scripted:always-b").model_id == "always-b"
-    with pytest.raises(ValueError, match="already registered"):
+    with pytest.raises(ConfigError, match="already registered"):
         register_scripted("always-b", lambda msgs, cfg, seed: "B")
 
 
@@ -181,7 +182,8 @@ def test_get_model_shares_models_per_spec() -> None:
 
 def test_list_backends_covers_every_form() -> None:
     infos = list_backends()
-    assert [i.form for i in infos] == [f for f, _ in SPEC_FORMS]
+    assert [i.form for i in infos] == [f for f, _ in spec_forms()]  # plugins' after SPEC_FORMS
+    assert [i.form for i in infos][: len(SPEC_FORMS)] == [f for f, _ in SPEC_FORMS]
     by_form = {i.form: i for i in infos}
     assert by_form["local"].usable  # the embedded model is a core dependency
     assert by_form["scripted[:<name>]"].usable and "echo" in by_form["scripted[:<name>]"].note

@@ -2,7 +2,7 @@
 
 Each command group lives in its own ``_<group>.py`` module and registers itself on :data:`app`.
 Options that apply to every command (``--version``, ``-v``/``-q``, ``--log-file``, ``--cache-dir``,
-``--prices``) are handled here, before the command runs; a command module asks
+``--prices``, ``--plugin``) are handled here, before the command runs; a command module asks
 :func:`seerbench.cli._common.quiet` whether to print progress and tables.
 """
 
@@ -76,8 +76,18 @@ def _root(
             "(default: $SEERBENCH_PRICES).",
         ),
     ] = None,
+    plugin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--plugin",
+            metavar="MODULE|FILE.py",
+            help="Import a plugin (a module name, or a .py path from the working folder) before the "
+            "command, so its protocols, judges, agents, backends, datasets and tools are known to "
+            "every command. Repeatable; a config's `plugins:` are imported too.",
+        ),
+    ] = None,
 ) -> None:
-    from seerbench.cli._common import NORMAL, QUIET, VERBOSE, configure_logging
+    from seerbench.cli._common import NORMAL, QUIET, VERBOSE, configure_logging, set_cli_plugins
 
     if verbose and quiet:
         raise ConfigError("-v/--verbose and -q/--quiet exclude each other; give one")
@@ -91,6 +101,7 @@ def _root(
         from seerbench.models._usage import use_prices
 
         use_prices(prices)
+    set_cli_plugins(list(plugin or []))  # also when none: a second command in one process
 
 
 # Command modules register themselves on `app` when imported.

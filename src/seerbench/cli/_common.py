@@ -38,6 +38,24 @@ def _default(o: Any) -> Any:
     raise TypeError(f"cannot serialise {type(o).__name__}")
 
 
+# ---- plugins given on the command line (set once per process by the global --plugin option) -------
+
+_cli_plugins: list[str] = []
+
+
+def set_cli_plugins(refs: list[str]) -> None:
+    """Import the ``--plugin`` modules or files (from the working folder) and remember them."""
+    from seerbench.plugins import load_plugins
+
+    load_plugins(refs, Path.cwd())
+    _cli_plugins[:] = refs
+
+
+def cli_plugins() -> list[str]:
+    """The plugins ``--plugin`` imported in this process (not the configs' ``plugins:``)."""
+    return list(_cli_plugins)
+
+
 # ---- verbosity and logging (set once per process by the global -v/-q/--log-file options) ---------
 
 #: Verbosity levels: ``QUIET`` (-q: errors only), ``NORMAL`` (the default), ``VERBOSE`` (-v).

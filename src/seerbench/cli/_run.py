@@ -17,7 +17,7 @@ from rich.table import Table
 
 from seerbench.analysis import pressure_section
 from seerbench.cli import app
-from seerbench.cli._common import console, err_console, print_json, quiet
+from seerbench.cli._common import cli_plugins, console, err_console, print_json, quiet
 from seerbench.cli._pressure import print_pressure
 from seerbench.errors import ConfigError
 from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RayExecutor, RunSpec
@@ -183,6 +183,11 @@ def run(
         raise ConfigError(f"--executor must be local or ray; got {executor!r}")
     if address is not None and executor != "ray":
         raise ConfigError("--address names a Ray cluster: use it with --executor ray")
+    if executor == "ray" and cli_plugins():
+        raise ConfigError(
+            f"--plugin {' '.join(cli_plugins())} is imported in this process only, and Ray workers "
+            "rebuild the experiment from the config: list the plugin in the config's plugins: instead"
+        )
     cfg = ExperimentConfig.from_yaml(config)
     updates: dict[str, Any] = {}
     if out is not None:

@@ -35,6 +35,7 @@ from seerbench.critique._format import Critique, CritiquedAnswer, dump_answer, r
 from seerbench.errors import ConfigError, DataError
 from seerbench.experiment._config import ElicitationSpec
 from seerbench.models import Model, elicit, get_model
+from seerbench.plugins import load_plugins
 from seerbench.quotes import verify_quote
 from seerbench.types import Question
 
@@ -65,6 +66,10 @@ class CritiqueConfig(BaseModel):
     name: str = Field(default="critique", min_length=1)
     out: str = Field(
         default="runs/critique", min_length=1, description="Run folder (relative to the config)."
+    )
+    plugins: list[str] = Field(
+        default_factory=list,
+        description="Modules or .py files (relative to the config) that register backends or datasets.",
     )
     model: str = Field(default="local", min_length=1, description="The critic (and answerer) model spec.")
     answer_model: str | None = Field(
@@ -128,6 +133,7 @@ class CritiqueConfig(BaseModel):
     def from_yaml(cls, path: str | Path) -> CritiqueConfig:
         p = Path(path)
         data = read_yaml_mapping(p, "critique config")
+        load_plugins(data.get("plugins"), p.parent)  # first: they register what the config names
         cfg = cls.parse(data, str(p))
         # paths in the config are read from its folder: out, answers, a dataset file
         updates: dict[str, Any] = {"out": config_path(p.parent, cfg.out)}
@@ -149,7 +155,7 @@ class CritiqueConfig(BaseModel):
     def fingerprint(self) -> str:
         """What decides the critiques (not where they go, how many, or how many at once; input
         files by their content, not their path)."""
-        keep = self.model_dump(exclude={"out", "concurrency", "limit", "name"})
+        keep = self.model_dump(exclude={"out", "concurrency", "limit", "name", "plugins"})
         if keep.get("answers") is not None:
             keep["answers"] = content_id(keep["answers"])
         if isinstance((keep.get("dataset") or {}).get("path"), str):

@@ -30,6 +30,7 @@ from seerbench.datasets._native import read_questions_jsonl, write_questions_jso
 from seerbench.datasets._quality import load_quality, quality_articles, strip_html
 from seerbench.datasets._reading import generate_reading
 from seerbench.datasets._registry import (
+    DATASETS,
     DatasetInfo,
     get_dataset,
     list_datasets,
@@ -43,6 +44,7 @@ from seerbench.quotes import verify_quote
 
 __all__ = [
     "CONDITIONS",
+    "DATASETS",
     "DatasetInfo",
     "JudgeMaterial",
     "OptionMaterial",

@@ -23,6 +23,7 @@ from seerbench.datasets._reading import generate_reading
 from seerbench.datasets._single_turn_debate import load_single_turn_debate
 from seerbench.datasets._truthfulqa import load_truthfulqa
 from seerbench.errors import ConfigError
+from seerbench.plugins import Registry, definition_key
 from seerbench.types import Question
 
 
@@ -44,63 +45,73 @@ class DatasetInfo:
         return list(inspect.signature(self.loader).parameters)
 
 
-_REGISTRY: dict[str, DatasetInfo] = {
-    d.name: d
-    for d in [
-        DatasetInfo(
-            "arithmetic",
-            "generated",
-            "multi-step word problems; the distractor is a classic slip (reasoning gap)",
-            generate_arithmetic,
-            iter_arithmetic,
-        ),
-        DatasetInfo(
-            "reading",
-            "generated",
-            "questions on a generated passage only agents see, needing 1 or 2 facts (information gap)",
-            generate_reading,
-        ),
-        DatasetInfo(
-            "quality",
-            "format",
-            "QuALITY long-article reading comprehension; article is the hidden source text",
-            load_quality,
-        ),
-        DatasetInfo(
-            "single_turn_debate",
-            "format",
-            "single_turn_debate human arguments + snippets for both options (seed 004)",
-            load_single_turn_debate,
-        ),
-        DatasetInfo("gpqa", "format", "GPQA graduate-level science, 4 options (CSV or hub)", load_gpqa),
-        DatasetInfo(
-            "mmlu", "format", "MMLU, 4 options in 57 subjects (original CSV, JSONL or hub)", load_mmlu
-        ),
-        DatasetInfo("mmlu_pro", "format", "MMLU-Pro, up to 10 options (JSON/JSONL or hub)", load_mmlu_pro),
-        DatasetInfo(
-            "gsm8k",
-            "format",
-            "GSM8K maths with numeric answers; wrong answers supplied or generated (JSONL or hub)",
-            load_gsm8k,
-        ),
-        DatasetInfo(
-            "truthfulqa",
-            "format",
-            "TruthfulQA multiple choice, MC1 targets (mc_task.json, JSONL or hub)",
-            load_truthfulqa,
-        ),
-        DatasetInfo("medqa", "format", "MedQA USMLE questions (JSONL or hub)", load_medqa),
-        DatasetInfo(
-            "generic",
-            "format",
-            "your own multiple-choice data in the documented JSONL or CSV schema",
-            load_generic,
-        ),
-        DatasetInfo(
-            "seerbench", "native", "seerbench's own format: one JSON Question per line", read_questions_jsonl
-        ),
-    ]
-}
+#: Every dataset by name: the bundled ones, then those plugins register.
+DATASETS: Registry[DatasetInfo] = Registry(
+    "dataset",
+    {
+        d.name: d
+        for d in [
+            DatasetInfo(
+                "arithmetic",
+                "generated",
+                "multi-step word problems; the distractor is a classic slip (reasoning gap)",
+                generate_arithmetic,
+                iter_arithmetic,
+            ),
+            DatasetInfo(
+                "reading",
+                "generated",
+                "questions on a generated passage only agents see, needing 1 or 2 facts (information gap)",
+                generate_reading,
+            ),
+            DatasetInfo(
+                "quality",
+                "format",
+                "QuALITY long-article reading comprehension; article is the hidden source text",
+                load_quality,
+            ),
+            DatasetInfo(
+                "single_turn_debate",
+                "format",
+                "single_turn_debate human arguments + snippets for both options (seed 004)",
+                load_single_turn_debate,
+            ),
+            DatasetInfo("gpqa", "format", "GPQA graduate-level science, 4 options (CSV or hub)", load_gpqa),
+            DatasetInfo(
+                "mmlu", "format", "MMLU, 4 options in 57 subjects (original CSV, JSONL or hub)", load_mmlu
+            ),
+            DatasetInfo(
+                "mmlu_pro", "format", "MMLU-Pro, up to 10 options (JSON/JSONL or hub)", load_mmlu_pro
+            ),
+            DatasetInfo(
+                "gsm8k",
+                "format",
+                "GSM8K maths with numeric answers; wrong answers supplied or generated (JSONL or hub)",
+                load_gsm8k,
+            ),
+            DatasetInfo(
+                "truthfulqa",
+                "format",
+                "TruthfulQA multiple choice, MC1 targets (mc_task.json, JSONL or hub)",
+                load_truthfulqa,
+            ),
+            DatasetInfo("medqa", "format", "MedQA USMLE questions (JSONL or hub)", load_medqa),
+            DatasetInfo(
+                "generic",
+                "format",
+                "your own multiple-choice data in the documented JSONL or CSV schema",
+                load_generic,
+            ),
+            DatasetInfo(
+                "seerbench",
+                "native",
+                "seerbench's own format: one JSON Question per line",
+                read_questions_jsonl,
+            ),
+        ]
+    },
+    definition=lambda d: definition_key(getattr(d.loader, "__wrapped__", d.loader)),
+)
 
 
 #: A dataset loader, returned by :func:`register_dataset` as it was given (its own type kept).
@@ -120,11 +131,6 @@ def register_dataset(
     """
 
     def deco(loader: _Loader) -> _Loader:
-        old = _REGISTRY.get(name)
-        if old is not None and getattr(old.loader, "__wrapped__", None) is not loader and not replace:
-            raise ConfigError(
-                f"a dataset named {name!r} is already registered; pass replace=True to override"
-            )
         doc = description or (inspect.getdoc(loader) or name).splitlines()[0]
 
         @functools.wraps(loader)
@@ -132,33 +138,21 @@ def register_dataset(
             out = loader(*args, **kwargs)
             return out if isinstance(out, Questions) else Questions(out)
 
-        _REGISTRY[name] = DatasetInfo(name, kind, doc, load)
+        DATASETS.add(name, DatasetInfo(name, kind, doc, load), replace=replace)
         return loader
 
     return deco
 
 
 def list_datasets() -> list[DatasetInfo]:
-    """Every registered dataset, generated ones first."""
-    return list(_REGISTRY.values())
+    """Every registered dataset, generated ones first (installed plugins' included)."""
+    return [DATASETS[n] for n in DATASETS.names()]
 
 
 def get_dataset(name: str) -> DatasetInfo:
-    """The registered dataset called ``name``; :class:`ConfigError` listing the names otherwise."""
-    if name not in _REGISTRY:
-        from seerbench.plugins import load_entry_points
-
-        load_entry_points()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        import difflib
-
-        close = difflib.get_close_matches(name, list(_REGISTRY), n=1)
-        raise ConfigError(
-            f"unknown dataset {name!r}{f' (did you mean {close[0]}?)' if close else ''}; "
-            f"known datasets: {', '.join(_REGISTRY)}"
-        ) from None
+    """The registered dataset called ``name``; :class:`UnknownNameError` with the closest name
+    and the list otherwise."""
+    return DATASETS.lookup(name)
 
 
 def load_dataset(name_or_path: str | Path, **options: Any) -> Questions:
@@ -169,7 +163,7 @@ def load_dataset(name_or_path: str | Path, **options: Any) -> Questions:
     :class:`DataError` (unless ``lenient=True`` for file formats, which counts skips in
     ``.skipped``)."""
     name = str(name_or_path)
-    if name not in _REGISTRY:
+    if name not in DATASETS:
         p = Path(name)
         if p.suffix.lower() == ".jsonl" or p.is_file():
             return read_questions_jsonl(p, **options)
@@ -183,7 +177,7 @@ def iter_dataset(name_or_path: str | Path, **options: Any) -> Iterable[Question]
     time where the dataset can (the generated ``arithmetic`` set), else loaded as a list: the
     experiment runner reads datasets through this, so a 10^5-question run does not hold them
     all in memory."""
-    info = _REGISTRY.get(str(name_or_path))
+    info = DATASETS.get(str(name_or_path))
     if info is None or info.stream is None:
         return load_dataset(name_or_path, **options)
     _check_options(info, options)

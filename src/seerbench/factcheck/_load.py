@@ -9,21 +9,20 @@ from typing import Any
 from seerbench.errors import ConfigError
 from seerbench.factcheck._files import load_factcheck_files
 from seerbench.factcheck._generate import FactcheckSet, FactItem, Page, generate_factcheck
+from seerbench.plugins import Registry
 from seerbench.types import AnswerCase, Question
 
-#: Dataset names a factcheck set can be loaded by, and their loaders.
-FACTCHECK_DATASETS: dict[str, Callable[..., FactcheckSet]] = {
-    "factcheck": generate_factcheck,
-    "factcheck_files": load_factcheck_files,
-}
+#: Dataset names a factcheck set can be loaded by, and their loaders (register another with
+#: ``FACTCHECK_DATASETS.register("name")``).
+FACTCHECK_DATASETS: Registry[Callable[..., FactcheckSet]] = Registry(
+    "factcheck dataset", {"factcheck": generate_factcheck, "factcheck_files": load_factcheck_files}
+)
 
 
 def load_factcheck(name: str = "factcheck", **options: Any) -> FactcheckSet:
     """The set called ``name`` with its options: ``factcheck`` (generated: entities, per_entity,
     seed, n) or ``factcheck_files`` (your files: path, corpus, n)."""
-    loader = FACTCHECK_DATASETS.get(name)
-    if loader is None:
-        raise ConfigError(f"unknown factcheck dataset {name!r}; use one of {', '.join(FACTCHECK_DATASETS)}")
+    loader = FACTCHECK_DATASETS.lookup(name)
     params = inspect.signature(loader).parameters
     unknown = sorted(set(options) - set(params))
     if unknown:

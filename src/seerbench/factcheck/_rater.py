@@ -46,6 +46,7 @@ from seerbench.factcheck._generate import LABELS, FactItem, Page
 from seerbench.factcheck._load import load_factcheck
 from seerbench.factcheck._search import CorpusIndex, SearchResult, format_results
 from seerbench.models import ChatMessage, GenerateConfig, Model, get_model
+from seerbench.plugins import load_plugins
 from seerbench.quotes import verify_quote
 
 #: Order in which a tie between overall ratings is broken (the seed's humans: a tie is Inaccurate).
@@ -106,6 +107,10 @@ class RaterConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(default="factcheck", min_length=1)
+    plugins: list[str] = Field(
+        default_factory=list,
+        description="Modules or .py files (relative to the config) that register backends or datasets.",
+    )
     model: str = Field(default="local", min_length=1, description="Model spec (see `seerbench models`).")
     out: str = Field(
         default="runs/factcheck", min_length=1, description="Run folder (relative to the config)."
@@ -127,6 +132,7 @@ class RaterConfig(BaseModel):
     def from_yaml(cls, path: str | Path) -> RaterConfig:
         p = Path(path)
         data = read_yaml_mapping(p, "rater config")
+        load_plugins(data.get("plugins"), p.parent)  # first: they register what the config names
         cfg = cls.parse(data, str(p))
         out = Path(cfg.out)
         # paths in the config are read from its folder: out, and the files of factcheck_files
@@ -151,7 +157,7 @@ class RaterConfig(BaseModel):
     def fingerprint(self) -> str:
         """What decides the ratings (not where they go, how many run at once, or how many; input
         files by their content, not their path)."""
-        keep = self.model_dump(exclude={"out", "concurrency", "limit", "name"})
+        keep = self.model_dump(exclude={"out", "concurrency", "limit", "name", "plugins"})
         keep["dataset"] = {
             k: content_id(v) if k in ("path", "corpus") and isinstance(v, str) else v
             for k, v in keep["dataset"].items()

@@ -17,9 +17,10 @@ from seerbench.models._registry import (
     list_backends,
     make_backend,
     register_backend,
+    spec_forms,
 )
 from seerbench.models._retry import RetryPolicy
-from seerbench.models._scripted import ScriptedBackend, register_scripted
+from seerbench.models._scripted import RESPONDERS, ScriptedBackend, register_scripted
 from seerbench.models._types import (
     ChatMessage,
     GenerateConfig,
@@ -34,6 +35,7 @@ from seerbench.models._usage import ModelUsage, PriceTable, UsageTracker, defaul
 __all__ = [
     "BACKENDS",
     "DEFAULT_MODEL",
+    "RESPONDERS",
     "SPEC_FORMS",
     "Backend",
     "BackendInfo",
@@ -61,6 +63,7 @@ __all__ = [
     "make_backend",
     "register_backend",
     "register_scripted",
+    "spec_forms",
     "to_messages",
 ]
 

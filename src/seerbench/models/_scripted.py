@@ -13,21 +13,22 @@ from collections.abc import Callable, Sequence
 from seerbench.errors import UnknownModelError
 from seerbench.models._backend import Backend
 from seerbench.models._types import ChatMessage, GenerateConfig, Sample, Usage
+from seerbench.plugins import Registry
 
 Responder = Callable[[Sequence[ChatMessage], GenerateConfig, "int | None"], "str | Sample"]
 
-_responders: dict[str, Responder] = {}
+#: Responder name -> responder: the model specs ``scripted:<name>``.
+RESPONDERS: Registry[Responder] = Registry("scripted responder", error=UnknownModelError)
 
 
 def register_scripted(name: str, responder: Responder, *, replace: bool = False) -> None:
-    """Make ``responder`` available as the model spec ``scripted:<name>``."""
-    if name in _responders and not replace:
-        raise ValueError(f"a scripted responder named {name!r} is already registered")
-    _responders[name] = responder
+    """Make ``responder`` available as the model spec ``scripted:<name>``; another responder
+    under a taken name is refused (:class:`ConfigError`) unless ``replace=True``."""
+    RESPONDERS.add(name, responder, replace=replace)
 
 
 def scripted_names() -> list[str]:
-    return sorted(_responders)
+    return sorted(RESPONDERS.names())
 
 
 def _echo(messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> str:
@@ -63,12 +64,8 @@ class ScriptedBackend(Backend):
 
     def __init__(self, responder: str | Responder = "echo") -> None:
         if isinstance(responder, str):
-            if responder not in _responders:
-                raise UnknownModelError(
-                    f"no scripted responder named {responder!r}; registered: {', '.join(scripted_names())}"
-                )
             self._name = responder
-            self._fn = _responders[responder]
+            self._fn = RESPONDERS.lookup(responder)
         else:
             self._name = getattr(responder, "__name__", "custom")
             self._fn = responder

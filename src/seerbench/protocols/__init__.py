@@ -48,8 +48,8 @@ def register_protocol(name: str | None = None, *, replace: bool = False) -> Call
         if not (isinstance(cls, type) and issubclass(cls, OversightProtocol)):
             raise TypeError(f"register_protocol: {cls!r} is not a subclass of OversightProtocol")
         key = name or cls.__dict__.get("name") or cls.__name__
+        PROTOCOLS.add(key, cls, replace=replace)  # first: a refused class keeps its name
         cls.name = key
-        PROTOCOLS.register(key, replace=replace)(cls)
         return cls
 
     return deco

@@ -174,4 +174,5 @@ class ValidationPage(TaskPage):
         return out, None
 
 
-TASK_PAGES.update({p.task: p for p in (CritiquePage, ValidationPage)})
+for _page in (CritiquePage, ValidationPage):
+    TASK_PAGES.add(_page.task, _page)

@@ -25,7 +25,7 @@ AUTO_SUBMIT_SLACK_S = 1.0
 def task_router(web: StudyWeb) -> APIRouter:
     """``/task/{aid}`` and its ``/start``, ``/submit`` and ``/feedback``."""
     st, m = web.st, web.m
-    page = TASK_PAGES[m.task](m)
+    page = TASK_PAGES.lookup(m.task)(m)
     router = APIRouter()
 
     def task_context(

@@ -13,6 +13,7 @@ import math
 from typing import Any, ClassVar
 
 from seerbench.conditions import has_passage
+from seerbench.plugins import Registry
 from seerbench.study._items import StudyItem
 from seerbench.study._manifest import Condition, StudyManifest
 from seerbench.study._schema import Assignment
@@ -262,6 +263,6 @@ class FactualityPage(TaskPage):
 
 
 #: Task pages by the manifest's ``task``.
-TASK_PAGES: dict[str, type[TaskPage]] = {
-    p.task: p for p in (TwoOptionPage, ExpertRoutingPage, FactualityPage)
-}
+TASK_PAGES: Registry[type[TaskPage]] = Registry(
+    "study task type", {p.task: p for p in (TwoOptionPage, ExpertRoutingPage, FactualityPage)}
+)
