@@ -459,3 +459,27 @@ def test_task_page_counts_down_to_the_servers_deadline(make_study) -> None:
     assert int(attrs["read-deadline"]) == int((started + 90) * 1000)
     assert int(attrs["final-deadline"]) == int((started + 120) * 1000)
     assert attrs["remaining"] == "80"  # what the page shows without its script
+
+
+def test_a_second_tab_is_told_what_happened(make_study) -> None:
+    # issue 28.5: opening the link again ended the first tab's session ("This form has expired",
+    # answer lost, no word why); a tab whose answer was discarded was told "Correct." for the
+    # other tab's answer
+    store = make_study(time_limit_s=None, conditions=["P"], tasks_per_rater=2)
+    c, csrf1, aid = _enter(store, "p1")
+    r = c.get("/start?PROLIFIC_PID=p1&STUDY_ID=S&SESSION_ID=X2")  # the link again, a second tab
+    assert str(r.url).endswith(f"/task/{aid}")  # the same task is kept
+    csrf2 = _csrf(r.text)
+    old_tab = c.post(f"/task/{aid}/submit", data={"csrf": csrf1, "answer": "A"})
+    assert old_tab.status_code == 403 and "opened again" in old_tab.text and "still open" in old_tab.text
+    a = store.get_assignment(aid, str(store.rater_for("prolific:p1", "prolific")["id"]))
+    assert a is not None
+    truth = store.item(a.item_id).correct
+    wrong = "B" if truth == "A" else "A"
+    assert c.post(f"/task/{aid}/submit", data={"csrf": csrf2, "answer": truth}).status_code == 200
+    # the same answer again (a double click) shows its feedback; another answer is refused, not
+    # told "Correct." about the stored one
+    assert "Correct." in c.post(f"/task/{aid}/submit", data={"csrf": csrf2, "answer": truth}).text
+    other = c.post(f"/task/{aid}/submit", data={"csrf": csrf2, "answer": wrong})
+    assert other.status_code == 409 and "already answered in another tab" in other.text
+    assert [row["answer"] for row in export_rows(store)] == [truth]

@@ -99,6 +99,15 @@ def task_router(web: StudyWeb) -> APIRouter:
         rid, a = web.own(request, aid)
         web.check_csrf(form, *web.session_of(request))
         if a.status == "submitted":
+            sent = form.get("answer")
+            if sent is not None and a.answer is not None and str(sent) != a.answer:
+                # another tab answered first: this page's (different) answer is not stored, and
+                # the feedback of the other answer would be about an answer this page never gave
+                raise HTTPError(
+                    409,
+                    "This task was already answered in another tab or window; the answer on this "
+                    "page was not saved.",
+                )
             return RedirectResponse(f"/task/{aid}/feedback", status_code=303)
         if st.reclaimed(a):
             return reclaimed_page()

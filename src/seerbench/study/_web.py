@@ -238,7 +238,14 @@ class StudyWeb:
     def check_csrf(self, form: dict[str, Any], rater_id: str, session: str) -> None:
         token = str(form.get("csrf", ""))
         if not hmac.compare_digest(token, self.csrf_for(rater_id, session)):
-            raise HTTPError(403, "This form has expired or did not come from this site. Go back and reload.")
+            # most often a page from before the study link was opened again (a second tab or
+            # window starts a new session): say so, and that the task itself is kept
+            raise HTTPError(
+                403,
+                "This page is out of date: the study was opened again (in another tab or window), "
+                "which ends the pages opened before it. What you entered on this page was not saved; "
+                "your task is still open. Continue in the newest tab, or reload this page.",
+            )
 
     def login(self, rater: dict[str, Any]) -> RedirectResponse:
         resp = RedirectResponse("/next", status_code=303)
