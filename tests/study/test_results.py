@@ -222,6 +222,8 @@ def test_factuality_task_and_reliance(make_study) -> None:
         html = r.text
         assert "this could be misleading" in html and "USDA: 58.8 mg per 100 g" in html
         assert "Model confidence" not in html  # only the condition's parts are shown
+        # issue 28.7: every one of the six labels is defined on the page
+        assert "reliable sources disagree about a claim" in html and "makes no factual claim" in html
         qid = re.search(r"\((f\d)\)", html).group(1)  # type: ignore[union-attr]
         aid = str(r.url).rsplit("/", 1)[-1]
         r = c.post(f"/task/{aid}/submit", data={"csrf": csrf, **plan[qid]})

@@ -35,6 +35,16 @@ FACTUALITY_RATINGS: tuple[tuple[str, str], ...] = (
     ("no_claim", "Doesn't require assessment"),
     ("cant_assess", "Can't confidently assess"),
 )
+#: What each factuality rating means, shown beside it on the task page (the tutorial defines
+#: only some; a rater meets all six on every task).
+FACTUALITY_DEFINITIONS: dict[str, str] = {
+    "accurate": "every factual claim in the sentence is backed by reliable sources",
+    "inaccurate": "reliable sources contradict at least one claim in the sentence",
+    "unsupported": "you found no reliable source that confirms or contradicts a claim",
+    "disputed": "reliable sources disagree about a claim",
+    "no_claim": "the sentence makes no factual claim (an opinion, a question, a greeting)",
+    "cant_assess": "you could not reach a rating you are confident in",
+}
 CONFIDENCE_LEVELS = ("Not at all confident", "Slightly confident", "Fairly confident", "Very confident")
 HELPFULNESS_LEVELS = ("Not helpful", "Somewhat helpful", "Very helpful")
 
@@ -151,6 +161,7 @@ class TaskPage:
             "assistance": {},
             "expert_case": None,
             "ratings": FACTUALITY_RATINGS,
+            "rating_definitions": FACTUALITY_DEFINITIONS,
             "confidence_levels": CONFIDENCE_LEVELS,
             "helpfulness_levels": HELPFULNESS_LEVELS,
         }
