@@ -237,7 +237,8 @@ def test_browser_vote_at_50_is_the_chosen_option(browser, make_study, live_serve
 
 def test_browser_catch_rule_removes_from_one_condition(browser, make_study, live_server) -> None:
     # issue 14.3: wrong on the first three catch trials (two of them in one condition): removed
-    # from that condition only; the rater finishes the quota in the other and gets the code
+    # from that condition only (catch_rule: per_condition, not the seed's default); the rater
+    # finishes the quota in the other and gets the code
     from playwright.sync_api import expect
 
     store = make_study(
@@ -246,6 +247,7 @@ def test_browser_catch_rule_removes_from_one_condition(browser, make_study, live
         catch_rate=0.99,
         catch_min=2,
         catch_threshold=0.5,
+        catch_rule="per_condition",
         tasks_per_rater=8,
         seed=11,
         completion_url=None,
