@@ -83,7 +83,8 @@ def test_killed_run_resumes_to_identical_results(tmp_path: Path) -> None:
     n_partial = partial[consultancy].count("\n")
     assert 5 <= n_partial < 40  # really interrupted mid-cell
     # stats on the killed folder: the cut cell is marked unfinished, the finished one is not
-    from seerbench.runs import UNFINISHED, summarize_run
+    from seerbench.analysis.run import summarize_run
+    from seerbench.runs import UNFINISHED
 
     by = {c["cell"]: c for c in summarize_run(out)["cells"]}
     assert (

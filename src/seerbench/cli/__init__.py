@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from seerbench import __version__
+from seerbench._version import __version__
 from seerbench.config import CACHE_DIR_ENV
 from seerbench.errors import ConfigError, SeerbenchError
 

@@ -28,17 +28,7 @@ from seerbench.complementarity._calibration import (
     judge_calibration,
     judge_forecasts,
 )
-from seerbench.complementarity._data import (
-    AIItems,
-    AIRating,
-    HumanData,
-    ai_items,
-    binarize,
-    human_data,
-    load_human_rows,
-    read_ai_ratings,
-    write_ai_ratings,
-)
+from seerbench.complementarity._data import AIItems, HumanData, ai_items, human_data, load_human_rows
 from seerbench.complementarity._hybrid import (
     DEFAULT_THRESHOLDS,
     CrossValidated,
@@ -56,6 +46,7 @@ from seerbench.complementarity._simulate import (
     simulate_ai_ratings,
     simulate_judgments,
 )
+from seerbench.records import AIRating, binarize, read_ai_ratings, write_ai_ratings
 
 __all__ = [
     "DEFAULT_THRESHOLDS",

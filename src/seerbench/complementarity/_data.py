@@ -11,112 +11,25 @@ the humans.
 
 from __future__ import annotations
 
-import importlib
-import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from seerbench.errors import ConfigError, DataError
+from seerbench.records import (
+    ACCURATE,
+    CANT_ASSESS,
+    binarize,
+)
 
-ACCURATE = "accurate"
-INACCURATE = "inaccurate"
-CANT_ASSESS = "cant_assess"
 #: Vote codes of a human judgment for majority votes.
 VOTE_ACCURATE, VOTE_INACCURATE, VOTE_NONE = 0, 1, 2
 #: Names taken as the unassisted condition of an export when no study database says which it is.
 UNASSISTED_NAMES = ("none", "baseline", "unassisted", "Q")
-
-
-def binarize(label: str | None) -> str | None:
-    """Seed 000's binarisation: ``accurate`` stays, every other label (inaccurate, unsupported,
-    disputed, no_claim / doesn't require attribution, ...) is ``inaccurate``; "can't assess",
-    a skip and no label give None (no label)."""
-    if label is None:
-        return None
-    s = str(label).strip().lower()
-    if s in ("", "skip", CANT_ASSESS, "can't confidently assess", "cant confidently assess"):
-        return None
-    return ACCURATE if s == ACCURATE else INACCURATE
-
-
-@dataclass(frozen=True)
-class AIRating:
-    """One sentence rated by the AI rater (a line of ``ratings.jsonl``)."""
-
-    item_id: str
-    label: str
-    rating: str | None
-    confidence: float | None
-    sentence: str = ""
-    n_samples: int = 0
-    n_verified: int = 0
-    votes: dict[str, int] | list[Any] | None = None
-    trace: dict[str, Any] = field(default_factory=dict)
-
-
-def read_ai_ratings(path: str | Path) -> list[AIRating]:
-    """The AI rater's ratings from ``ratings.jsonl`` or the run folder holding it.
-
-    Uses :func:`seerbench.factcheck.read_ratings` when the factcheck module provides it; this
-    reader of the same JSON lines is the fallback."""
-    try:
-        mod = importlib.import_module("seerbench.factcheck")
-    except ImportError:
-        mod = None
-    reader = getattr(mod, "read_ratings", None)
-    if reader is None:
-        return _read_ratings_jsonl(path)
-    return list(reader(path))
-
-
-def write_ai_ratings(ratings: Iterable[AIRating], path: str | Path) -> Path:
-    """Write ratings as the AI rater's ``ratings.jsonl`` (``path`` is the file, or a folder that
-    gets one), e.g. simulated ones (:func:`seerbench.complementarity.simulate_ai_ratings`)."""
-    p = Path(path)
-    if p.suffix != ".jsonl":
-        p.mkdir(parents=True, exist_ok=True)
-        p = p / "ratings.jsonl"
-    with p.open("w", encoding="utf-8") as f:
-        for r in ratings:
-            f.write(json.dumps(asdict(r)) + "\n")
-    return p
-
-
-def _read_ratings_jsonl(path: str | Path) -> list[AIRating]:
-    p = Path(path)
-    if p.is_dir():
-        p = p / "ratings.jsonl"
-    if not p.is_file():
-        raise DataError(
-            f"{p} does not exist; give the AI rater's run folder (with ratings.jsonl) or the file"
-        )
-    out = []
-    for n, raw in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            d = json.loads(raw)
-            conf = d.get("confidence")
-            r = AIRating(
-                item_id=str(d["item_id"]),
-                label=str(d["label"]),
-                rating=None if d.get("rating") is None else str(d["rating"]),
-                confidence=None if conf is None else float(conf),
-                sentence=str(d.get("sentence", "")),
-                n_samples=int(d.get("n_samples") or 0),
-                n_verified=int(d.get("n_verified") or 0),
-                votes=d.get("votes"),
-                trace=d.get("trace") or {},
-            )
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-            raise DataError(f"{p}:{n}: not an AI rating line ({type(e).__name__}: {e})") from None
-        out.append(r)
-    return out
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from seerbench import __version__
+from seerbench._version import __version__
 from seerbench.agents import Agent, BestOfNAgent, ModelAgent
 from seerbench.errors import (
     ConfigError,

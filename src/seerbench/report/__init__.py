@@ -2,7 +2,7 @@
 human study) with figures drawn by matplotlib as inline SVG and a transcript browser. Needs the
 ``report`` extra (``pip install 'seerbench[report]'``).
 
-The numbers are those of ``seerbench stats --json`` (:func:`seerbench.runs.summarize_run`) and
+The numbers are those of ``seerbench stats --json`` (:func:`seerbench.analysis.run.summarize_run`) and
 ``seerbench study stats --json`` (:func:`seerbench.study.study_stats`); the report only draws them.
 """
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from seerbench import __version__
+from seerbench._version import __version__
 from seerbench.errors import ConfigError
 from seerbench.report import _figures as F
 from seerbench.report._assets import CSS, JS
