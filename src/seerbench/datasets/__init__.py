@@ -8,7 +8,7 @@ human-written arguments.
 [2, 2, 2]
 """
 
-from seerbench.datasets import _factcheck  # noqa: F401  (registers factcheck, factcheck_files)
+from seerbench.datasets import _critiques, _factcheck  # noqa: F401  (register critiques, factcheck, factcheck_files)
 from seerbench.datasets._arithmetic import generate_arithmetic
 from seerbench.datasets._binary import binary_view
 from seerbench.datasets._common import Questions

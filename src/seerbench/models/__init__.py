@@ -66,7 +66,9 @@ __all__ = [
 
 from seerbench.models._elicit import (
     METHODS,
+    ElicitationSpec,
     ElicitConfig,
+    Method,
     elicit,
     letter_instruction,
     parse_letter,
@@ -77,6 +79,8 @@ from seerbench.models._elicit import (
 __all__ += [
     "METHODS",
     "ElicitConfig",
+    "ElicitationSpec",
+    "Method",
     "elicit",
     "letter_instruction",
     "parse_letter",

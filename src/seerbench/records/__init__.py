@@ -1,10 +1,11 @@
 """The records every layer passes around, below everything that makes or reads them: one run of
 a protocol on an answer case (:class:`CaseRun`), every run on one question (:class:`QuestionRun`),
-and one AI rating of a fact-check sentence (:class:`AIRating`, a line of ``ratings.jsonl``) with
-seed 000's binarisation of labels.
+one AI rating of a fact-check sentence (:class:`AIRating`, a line of ``ratings.jsonl``) with
+seed 000's binarisation of labels, and the ``critiques.jsonl`` format of seed 002
+(:class:`CritiquedAnswer`, :func:`read_critiques`).
 
 They are re-exported where they were first defined (``seerbench.protocols``,
-``seerbench.complementarity``), so either import works; this module imports nothing above the core,
+``seerbench.complementarity``, ``seerbench.critique``), so either import works; this module imports nothing above the core,
 so scoring and reading results never load the model stack.
 """
 
@@ -17,6 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from seerbench.errors import DataError
+from seerbench.records._critiques import (
+    AnswerKind,
+    Critique,
+    CritiquedAnswer,
+    Refinement,
+    dump_answer,
+    read_critiques,
+    write_critiques,
+)
 from seerbench.types import Question, Transcript, Verdict
 
 __all__ = [
@@ -24,11 +34,18 @@ __all__ = [
     "CANT_ASSESS",
     "INACCURATE",
     "AIRating",
+    "AnswerKind",
     "CaseRun",
+    "Critique",
+    "CritiquedAnswer",
     "QuestionRun",
+    "Refinement",
     "binarize",
+    "dump_answer",
     "read_ai_ratings",
+    "read_critiques",
     "write_ai_ratings",
+    "write_critiques",
 ]
 
 
