@@ -15,10 +15,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from seerbench.conditions import has_passage, make_catch_trials
-from seerbench.datasets._common import iter_jsonl
 from seerbench.datasets._native import read_questions_jsonl
 from seerbench.errors import ConfigError, DataError
 from seerbench.study._manifest import Condition, ItemSource, StudyManifest
+from seerbench.tables import iter_jsonl
 from seerbench.types import Question, Transcript
 
 __all__ = ["StudyItem", "build_catch_trials", "eligible", "load_items"]
