@@ -89,8 +89,9 @@ def complementarity(
 ) -> None:
     """Hybridization of the AI rater with human raters (seed 000), reliance on AI assistance,
     calibration and the mixed-effects model, with cluster-bootstrap 95% intervals."""
-    from seerbench.complementarity import analyze, load_human_rows, read_ai_ratings
+    from seerbench.complementarity import analyze, read_ai_ratings
     from seerbench.complementarity._mixed import EXTRA_HINT, gpboost_available
+    from seerbench.study import load_human_rows
 
     if n_boot < 2:
         raise ConfigError(f"--n-boot must be at least 2, got {n_boot}")

@@ -4,7 +4,8 @@ bootstrap intervals over human judgments, and simulated raters for planning.
 
 Typical use::
 
-    from seerbench.complementarity import analyze, read_ai_ratings, load_human_rows
+    from seerbench.complementarity import analyze, read_ai_ratings
+    from seerbench.study import load_human_rows              # the study app's rows
     rows, unassisted = load_human_rows("fc.sqlite")          # or an export .csv / .jsonl
     report = analyze(read_ai_ratings("runs/factcheck"), rows, unassisted=unassisted)
 
@@ -28,7 +29,7 @@ from seerbench.complementarity._calibration import (
     judge_calibration,
     judge_forecasts,
 )
-from seerbench.complementarity._data import AIItems, HumanData, ai_items, human_data, load_human_rows
+from seerbench.complementarity._data import AIItems, HumanData, ai_items, human_data
 from seerbench.complementarity._hybrid import (
     DEFAULT_THRESHOLDS,
     CrossValidated,
@@ -81,7 +82,6 @@ __all__ = [
     "hybrid_sweep",
     "judge_calibration",
     "judge_forecasts",
-    "load_human_rows",
     "mixed_effects",
     "proportion_interval",
     "read_ai_ratings",

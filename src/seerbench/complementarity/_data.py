@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -204,26 +203,3 @@ def human_data(rows: Sequence[dict[str, Any]], ai: AIItems, *, unassisted: str |
         unassisted,
         notes,
     )
-
-
-def load_human_rows(source: str | Path) -> tuple[list[dict[str, Any]], str | None]:
-    """Export rows from a study database (SQLite path or URL) or an export file (``.csv`` /
-    ``.jsonl``), and the unassisted condition when the study's manifest says which it is (the
-    condition with no assistance parts)."""
-    from seerbench.study import StudyStore, export_rows, read_export
-
-    s = str(source)
-    if s.endswith((".csv", ".jsonl")):
-        return read_export(s), None
-    store = StudyStore(s)
-    try:
-        rows = export_rows(store)
-        m = store.manifest
-        if m.task != "factuality":
-            raise DataError(
-                f"{s} is a {m.task!r} study; the complementarity analysis takes a factuality study"
-            )
-        bare = [c.name for c in m.conditions if not c.assistance]
-        return rows, bare[0] if len(bare) == 1 else None
-    finally:
-        store.close()
