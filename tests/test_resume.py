@@ -112,7 +112,7 @@ def test_killed_run_resumes_to_identical_results(tmp_path: Path) -> None:
 
 def test_torn_last_line_is_dropped_and_redone(tmp_path: Path) -> None:
     """Simulate a kill in the middle of a write: the partial line is cut and the question rerun."""
-    from seerbench.experiment import _load_done
+    from seerbench.experiment._files import _load_done
 
     p = tmp_path / "results.jsonl"
     p.write_text(json.dumps({"question_id": "q1"}) + "\n" + '{"question_id": "q2", "answ')

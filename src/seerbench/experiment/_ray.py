@@ -33,7 +33,8 @@ from seerbench.models._usage import default_tracker
 from seerbench.types import Question
 
 if TYPE_CHECKING:
-    from seerbench.experiment._runner import Experiment, ModelFactory, RunResult, RunSpec
+    from seerbench.experiment._cells import RunResult, RunSpec
+    from seerbench.experiment._runner import Experiment, ModelFactory
 
 RAY_MISSING = "the Ray executor needs Ray: pip install 'seerbench[ray]'"
 

@@ -8,7 +8,7 @@ import json
 import re
 import shutil
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from seerbench.agents import Agent, BestOfNAgent, ModelAgent
 from seerbench.errors import (
     ConfigError,
 )
+from seerbench.experiment._cells import RunResult, RunSpec
 from seerbench.experiment._components import Entry, build, entry_code, entry_label
 from seerbench.experiment._config import _PATH_KEYS, REPLAY, ExperimentConfig, _hash
 from seerbench.experiment._executor import Executor, LocalExecutor
@@ -60,35 +61,6 @@ def _name_hidden_keywords(specs: Sequence[RunSpec]) -> None:
             hidden.update(k for k, v in s.kwargs.items() if k != "num_turns" and v != other.kwargs.get(k))
     for s in specs:
         s.protocol_dir += "".join(f"_{k}-{_slug(str(s.kwargs[k]))}" for k in sorted(hidden))
-
-
-@dataclass
-class RunSpec:
-    """One cell of the grid."""
-
-    protocol: str
-    kwargs: dict[str, Any]
-    agent_model: str  # the agent's label: its model spec, or Class(arg=value,...) for a class entry
-    judge_model: str  # the judge's label; the protocol's fixed judge (e.g. "trust") when it has one
-    tools: tuple[str, ...]
-    best_of_n: int
-    protocol_dir: str = ""
-    pair_dir: str = ""
-    agent_entry: Entry | None = None  # the config entry the agent is built from
-    judge_entry: Entry | None = None  # None: the protocol's fixed judge
-
-    @property
-    def key(self) -> str:
-        return f"{self.protocol_dir}/{self.pair_dir}"
-
-
-@dataclass
-class RunResult:
-    spec: RunSpec
-    stats: dict[str, Any]
-    n_done: int
-    n_errors: int
-    errors: list[str] = field(default_factory=list)
 
 
 @dataclass
