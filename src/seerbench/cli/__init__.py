@@ -88,7 +88,7 @@ def _root(
     if cache_dir is not None:
         os.environ[CACHE_DIR_ENV] = str(cache_dir)
     if prices is not None:
-        from seerbench.models._usage import use_prices
+        from seerbench.models import use_prices
 
         use_prices(prices)
 
@@ -156,7 +156,7 @@ def _file_in_the_way(path: Path) -> Path | None:
 
 
 def _warn_unused_prices() -> None:
-    from seerbench.models._usage import unused_prices
+    from seerbench.models import unused_prices
 
     unused = unused_prices()
     if unused:

@@ -89,8 +89,7 @@ def complementarity(
 ) -> None:
     """Hybridization of the AI rater with human raters (seed 000), reliance on AI assistance,
     calibration and the mixed-effects model, with cluster-bootstrap 95% intervals."""
-    from seerbench.complementarity import analyze, read_ai_ratings
-    from seerbench.complementarity._mixed import EXTRA_HINT, gpboost_available
+    from seerbench.complementarity import EXTRA_HINT, analyze, gpboost_available, read_ai_ratings
     from seerbench.study import load_human_rows
 
     if n_boot < 2:

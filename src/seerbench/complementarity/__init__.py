@@ -39,7 +39,13 @@ from seerbench.complementarity._hybrid import (
     cross_validate_threshold,
     hybrid_sweep,
 )
-from seerbench.complementarity._mixed import Coefficient, MixedEffects, gpboost_available, mixed_effects
+from seerbench.complementarity._mixed import (
+    EXTRA_HINT,
+    Coefficient,
+    MixedEffects,
+    gpboost_available,
+    mixed_effects,
+)
 from seerbench.complementarity._reliance import ConditionReliance, Reliance, reliance
 from seerbench.complementarity._report import ComplementarityReport, analyze
 from seerbench.complementarity._simulate import (
@@ -51,6 +57,7 @@ from seerbench.records import AIRating, binarize, read_ai_ratings, write_ai_rati
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
+    "EXTRA_HINT",
     "HUMAN_CONFIDENCE_PROBABILITY",
     "AIItems",
     "AIRating",

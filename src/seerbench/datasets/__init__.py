@@ -32,6 +32,7 @@ from seerbench.datasets._reading import generate_reading
 from seerbench.datasets._registry import (
     DatasetInfo,
     get_dataset,
+    iter_dataset,
     list_datasets,
     load_dataset,
     register_dataset,
@@ -53,6 +54,7 @@ __all__ = [
     "generate_arithmetic",
     "generate_reading",
     "get_dataset",
+    "iter_dataset",
     "judge_material",
     "list_datasets",
     "load_dataset",

@@ -29,7 +29,7 @@ from seerbench.errors import ConfigError, SeerbenchError
 from seerbench.experiment._config import ExperimentConfig
 from seerbench.experiment._executor import CellWriter, LineFormat, OnStart, Progress, run_questions
 from seerbench.experiment._questions import QuestionStore
-from seerbench.models._usage import default_tracker
+from seerbench.models import default_tracker
 from seerbench.types import Question
 
 if TYPE_CHECKING:

@@ -35,8 +35,7 @@ from seerbench.experiment._files import (
 from seerbench.experiment._inspect import CountingBackend, RecordingModel
 from seerbench.experiment._questions import QuestionStore
 from seerbench.judges import Judge, ModelJudge
-from seerbench.models import GenerateConfig, Model, get_model
-from seerbench.models._usage import default_tracker, record_usage
+from seerbench.models import GenerateConfig, Model, default_tracker, get_model, record_usage
 from seerbench.plugins import code_hash
 from seerbench.prompts import check_prompts_dir, template_hashes
 from seerbench.protocols import PROTOCOLS, OversightProtocol, get_protocol
@@ -141,10 +140,10 @@ class Experiment:
         return self._loaded
 
     def _load_dataset(self) -> Iterable[Question]:
-        from seerbench.datasets import list_datasets
-        from seerbench.datasets._registry import (
+        from seerbench.datasets import (
             iter_dataset as load_dataset,  # one question at a time where it can
         )
+        from seerbench.datasets import list_datasets
 
         dataset_names = {d.name for d in list_datasets()}
 
@@ -524,7 +523,7 @@ class Experiment:
         hits), found by running the cell's protocol on up to ``sample`` questions against a model
         that answers instantly and counts. Prompt tokens are estimated as characters / 4;
         completion tokens are the ``max_tokens`` bound of each call. Nothing is written."""
-        from seerbench.models._usage import UsageTracker
+        from seerbench.models import UsageTracker
 
         specs = self.check()
         questions = self.questions()

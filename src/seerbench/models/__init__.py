@@ -29,7 +29,15 @@ from seerbench.models._types import (
     TopLogprob,
     Usage,
 )
-from seerbench.models._usage import ModelUsage, PriceTable, UsageTracker, default_tracker
+from seerbench.models._usage import (
+    ModelUsage,
+    PriceTable,
+    UsageTracker,
+    default_tracker,
+    record_usage,
+    unused_prices,
+    use_prices,
+)
 
 __all__ = [
     "BACKENDS",
@@ -59,9 +67,12 @@ __all__ = [
     "get_model",
     "list_backends",
     "make_backend",
+    "record_usage",
     "register_backend",
     "register_scripted",
     "to_messages",
+    "unused_prices",
+    "use_prices",
 ]
 
 from seerbench.models._elicit import (

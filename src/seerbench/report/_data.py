@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from seerbench.analysis.run import summarize_run
-from seerbench.complementarity._calibration import Calibration, calibration, judge_forecasts
+from seerbench.complementarity import Calibration, calibration, judge_forecasts
 from seerbench.errors import ConfigError
 from seerbench.runs import CELL_AXES, ResultsFile, RunFolder
 
