@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from seerbench.cli import app
+from seerbench.cli._app import app
 from seerbench.cli._common import console, print_json, quiet
 from seerbench.errors import ConfigError
 

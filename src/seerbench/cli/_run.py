@@ -17,7 +17,7 @@ from rich.table import Table
 
 from seerbench.analysis import pressure_section
 from seerbench.analysis.run import summarize_run
-from seerbench.cli import app
+from seerbench.cli._app import app
 from seerbench.cli._common import console, err_console, print_json, quiet
 from seerbench.cli._pressure import print_pressure
 from seerbench.errors import ConfigError
