@@ -8,7 +8,8 @@ human-written arguments.
 [2, 2, 2]
 """
 
-from seerbench.datasets import _critiques, _factcheck  # noqa: F401  (register critiques, factcheck, factcheck_files)
+# register the critiques, factcheck and factcheck_files datasets
+from seerbench.datasets import _critiques, _factcheck  # noqa: F401
 from seerbench.datasets._arithmetic import generate_arithmetic
 from seerbench.datasets._binary import binary_view
 from seerbench.datasets._common import Questions

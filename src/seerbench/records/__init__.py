@@ -5,8 +5,8 @@ seed 000's binarisation of labels, and the ``critiques.jsonl`` format of seed 00
 (:class:`CritiquedAnswer`, :func:`read_critiques`).
 
 They are re-exported where they were first defined (``seerbench.protocols``,
-``seerbench.complementarity``, ``seerbench.critique``), so either import works; this module imports nothing above the core,
-so scoring and reading results never load the model stack.
+``seerbench.complementarity``, ``seerbench.critique``), so either import works. This package
+imports nothing above the core, so scoring and reading results never load the model stack.
 """
 
 from __future__ import annotations
