@@ -27,9 +27,9 @@ def main() -> None:
     args = ap.parse_args()
 
     from seerbench.analysis import optimization_pressure
+    from seerbench.analysis.run import summarize_run
     from seerbench.experiment import Experiment, ExperimentConfig
     from seerbench.export import export_inspect, inspect_available
-    from seerbench.runs import summarize_run
 
     out: dict[str, Any] = {"questions": args.questions}
     with tempfile.TemporaryDirectory() as tmp:

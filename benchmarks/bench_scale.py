@@ -76,7 +76,7 @@ def _child_run(folder: Path, n: int, executor: str) -> dict[str, object]:
 
 
 def _child_stats(folder: Path, n: int) -> dict[str, object]:
-    from seerbench.runs import summarize_run
+    from seerbench.analysis.run import summarize_run
 
     t0 = time.perf_counter()
     s = summarize_run(folder / f"run{n}")

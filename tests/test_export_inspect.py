@@ -21,8 +21,9 @@ pytest.importorskip("inspect_ai", reason="inspect-ai is in the dev extra: pip in
 
 from inspect_ai.log import list_eval_logs, read_eval_log
 
+from seerbench.analysis.run import summarize_run
 from seerbench.export import export_inspect
-from seerbench.runs import RunFolder, read_results, summarize_run
+from seerbench.runs import RunFolder, read_results
 from tests.test_cli_global import one_line_error, run_main
 from tests.test_export import make_run
 

@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 
 from seerbench.analysis import _summary, summarize, summarize_many
+from seerbench.analysis.run import summarize_run
 from seerbench.experiment import Experiment, ExperimentConfig
 from seerbench.experiment._files import _finalise, _load_done
 from seerbench.models import register_scripted
 from seerbench.results import CellStats, paired, rescore, run_stats
-from seerbench.runs import ResultsFile, read_results, summarize_run
+from seerbench.runs import ResultsFile, read_results
 
 
 def _reference_ci(x: np.ndarray, n_boot: int, seed: int) -> tuple[float, float]:

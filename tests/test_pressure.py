@@ -24,11 +24,11 @@ from seerbench.analysis import (
     pressure_from_values,
     summarize,
 )
+from seerbench.analysis.run import summarize_run
 from seerbench.cli._pressure import pressure_tables
 from seerbench.errors import ConfigError
 from seerbench.experiment import Experiment, ExperimentConfig
 from seerbench.export import export_rows
-from seerbench.runs import summarize_run
 from tests.test_cli_global import run_main
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,10 +11,11 @@ import pytest
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
+from seerbench.analysis.run import summarize_run
 from seerbench.cli import app
 from seerbench.errors import DataError
 from seerbench.experiment import Experiment, ExperimentConfig
-from seerbench.runs import read_results, summarize_run
+from seerbench.runs import read_results
 from seerbench.schema import (
     SCHEMA_VERSION,
     CaseProbs,

@@ -83,7 +83,8 @@ def test_killed_run_resumes_to_identical_results(tmp_path: Path) -> None:
     n_partial = partial[consultancy].count("\n")
     assert 5 <= n_partial < 40  # really interrupted mid-cell
     # stats on the killed folder: the cut cell is marked unfinished, the finished one is not
-    from seerbench.runs import UNFINISHED, summarize_run
+    from seerbench.analysis.run import summarize_run
+    from seerbench.runs import UNFINISHED
 
     by = {c["cell"]: c for c in summarize_run(out)["cells"]}
     assert (
@@ -111,7 +112,7 @@ def test_killed_run_resumes_to_identical_results(tmp_path: Path) -> None:
 
 def test_torn_last_line_is_dropped_and_redone(tmp_path: Path) -> None:
     """Simulate a kill in the middle of a write: the partial line is cut and the question rerun."""
-    from seerbench.experiment import _load_done
+    from seerbench.experiment._files import _load_done
 
     p = tmp_path / "results.jsonl"
     p.write_text(json.dumps({"question_id": "q1"}) + "\n" + '{"question_id": "q2", "answ')

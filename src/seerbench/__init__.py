@@ -15,9 +15,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from seerbench._version import __version__
 from seerbench.types import AnswerCase, Question, Quote, Transcript, Turn, Verdict
-
-__version__ = "0.1.0"
 
 #: Public name -> the module that defines it.
 _LAZY: dict[str, str] = {
@@ -26,8 +25,8 @@ _LAZY: dict[str, str] = {
     "register_protocol": "seerbench.protocols",
     "get_protocol": "seerbench.protocols",
     "PROTOCOLS": "seerbench.protocols",
-    "CaseRun": "seerbench.protocols",
-    "QuestionRun": "seerbench.protocols",
+    "CaseRun": "seerbench.records",
+    "QuestionRun": "seerbench.records",
     "stable_coin": "seerbench.protocols",
     "swap_options": "seerbench.protocols",
     # agents and judges
@@ -65,7 +64,7 @@ _LAZY: dict[str, str] = {
     "ExperimentConfig": "seerbench.experiment",
     "RunFolder": "seerbench.runs",
     "read_results": "seerbench.runs",
-    "summarize_run": "seerbench.runs",
+    "summarize_run": "seerbench.analysis.run",
     "rescore": "seerbench.results",
     "run_stats": "seerbench.results",
     "ResultLine": "seerbench.schema",
@@ -106,6 +105,7 @@ if TYPE_CHECKING:  # what static checkers see for the lazy names (listed in __al
         check_quotes,
         register_agent,
     )
+    from seerbench.analysis.run import summarize_run
     from seerbench.datasets import binary_view, load_dataset, register_dataset
     from seerbench.errors import UnknownNameError
     from seerbench.experiment import Experiment, ExperimentConfig
@@ -127,16 +127,15 @@ if TYPE_CHECKING:  # what static checkers see for the lazy names (listed in __al
     from seerbench.plugins import Registry, load_plugin
     from seerbench.protocols import (
         PROTOCOLS,
-        CaseRun,
         OversightProtocol,
-        QuestionRun,
         get_protocol,
         register_protocol,
         stable_coin,
         swap_options,
     )
+    from seerbench.records import CaseRun, QuestionRun
     from seerbench.results import rescore, run_stats
-    from seerbench.runs import RunFolder, read_results, summarize_run
+    from seerbench.runs import RunFolder, read_results
     from seerbench.schema import ResultLine, iter_result_lines
     from seerbench.tools import Tool, register_tool
 

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from seerbench.judges import Judge, QuestioningJudge
-from seerbench.models import GenerateConfig, Model, elicit, get_model
-from seerbench.models._types import ChatMessage
+from seerbench.models import ChatMessage, GenerateConfig, Model, elicit, get_model
 from seerbench.plugins import Registry
 from seerbench.prompts import render
 from seerbench.quotes import check_quotes  # the one quote check; re-exported here

@@ -10,8 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar, runtime_checkable
 
-from seerbench.models import ElicitConfig, GenerateConfig, Model, elicit, get_model
-from seerbench.models._types import ChatMessage
+from seerbench.models import ChatMessage, ElicitConfig, GenerateConfig, Model, elicit, get_model
 from seerbench.plugins import Registry
 from seerbench.prompts import render
 from seerbench.render import options_block, source_block, transcript_block

@@ -24,7 +24,7 @@ from seerbench.metrics import (
     resolve_probabilities,
     scores,
 )
-from seerbench.protocols import QuestionRun
+from seerbench.records import QuestionRun
 from seerbench.types import Verdict
 
 # Per-run facts that must not enter results lines (they differ between a fresh and a resumed run).

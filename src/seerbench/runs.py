@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seerbench.analysis import pressure_section
 from seerbench.errors import ConfigError
-from seerbench.metrics import DEFAULT_EPS, SCORE_TYPES, FailurePolicy
-from seerbench.results import CELL_AXES, CellStats, paired, rescore
+from seerbench.metrics import SCORE_TYPES, FailurePolicy
+from seerbench.results import CELL_AXES, CellStats, paired
 from seerbench.schema import LineError, numbered_lines, parse_line
 
 
@@ -194,82 +193,10 @@ def cell_meta(lines: list[dict[str, Any]] | CellStats, cell: Cell) -> dict[str, 
     return {"cell": cell.key, **meta}
 
 
-#: At most this many skip reasons are reported (the count is always complete).
-_MAX_REASONS = 20
 UNFINISHED = (
     "unfinished: the run stopped before this cell ended (interrupted, killed, or its model failed), so n "
     "counts the questions it finished; run the config again to finish it"
 )
-
-
-def summarize_run(
-    run_dir: str | Path,
-    *,
-    beta: float = 1.0,
-    score: str = "log",
-    eps: float | None = None,
-    parse_failures: str | None = None,
-    baseline: str | None = None,
-) -> dict[str, Any]:
-    """Statistics of every cell of a run folder, rescored with ``eps`` and ``parse_failures``
-    (default: the run's own), plus paired differences against the protocol folder ``baseline``
-    on the same questions. Pure: the folder is not changed.
-
-    Returns ``{"run_dir", "cells": [stats...], "paired": [...], "skipped_lines": n}``; when grid
-    cells have no finished question yet, ``not_started`` (their keys); when lines were skipped,
-    ``skipped_reasons`` (the first 20, ``FILE:LINE: reason``); when cells differ only in
-    best-of-N, ``pressure`` (:func:`seerbench.analysis.optimization_pressure`)."""
-    folder = RunFolder(run_dir)
-    cfg = folder.config
-    check_beta(beta)
-    check_score(score)
-    eps_v = check_eps(cfg.get("eps", DEFAULT_EPS) if eps is None else eps)
-    policy = check_policy(parse_failures or cfg.get("parse_failures", "exclude"))
-    betas = sorted({0.0, 1.0, math.inf, beta})
-    cells: list[tuple[list[dict[str, Any]] | CellStats, dict[str, Any]]] = []
-    skipped = 0
-    reasons: list[str] = []
-    for cell in folder.cells():
-        # one line at a time: a cell keeps a few floats per question, never its lines
-        acc = CellStats(betas=betas, paired_score=score if baseline else None)
-        f = ResultsFile(cell.results_path, reasons=reasons)
-        for ln in f:
-            acc.add(rescore(ln, eps=eps_v, policy=policy, betas=betas))
-        skipped += f.skipped
-        s = acc.stats(
-            cell_meta(acc, cell),
-            eps=eps_v,
-            policy=policy,
-            n_boot=cfg.get("n_boot", 2000),
-            seed=cfg.get("seed", 0),
-        )
-        if f.skipped:
-            s["skipped_lines"] = f.skipped
-        if not (cell.folder / "stats.json").is_file():
-            s["unfinished"] = True
-            s["diagnostics"]["warnings"].insert(0, UNFINISHED)
-        cells.append((acc if baseline else [], s))  # the per-question values only for paired differences
-    if not cells:
-        raise ConfigError(f"no results.jsonl under {folder.path}: the run has not finished a question yet")
-    comparisons = paired_comparisons(cells, baseline, score) if baseline else []
-    out = {
-        "run_dir": str(folder.path),
-        "cells": [s for _, s in cells],
-        "paired": comparisons,
-        "skipped_lines": skipped,
-    }
-    have = {c.key for c in folder.cells()}
-    missing = [k for k in folder.meta.get("cells") or {} if k not in have]
-    if missing:  # in the grid, no question finished yet (the run stopped before them)
-        out["not_started"] = missing
-    out.update(
-        pressure_section(
-            folder.path, [s for _, s in cells], beta=beta, score=score, eps=eps_v, parse_failures=policy
-        )
-    )
-    if reasons:
-        out["skipped_reasons"] = reasons[:_MAX_REASONS]
-    return out
 
 
 def paired_comparisons(
@@ -338,5 +265,4 @@ __all__ = [
     "paired_comparisons",
     "read_experiment_json",
     "read_results",
-    "summarize_run",
 ]

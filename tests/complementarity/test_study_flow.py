@@ -28,13 +28,20 @@ from seerbench.cli._common import NORMAL, configure_logging
 from seerbench.complementarity import (
     analyze,
     gpboost_available,
-    load_human_rows,
     read_ai_ratings,
     simulate_ai_ratings,
     simulate_judgments,
     write_ai_ratings,
 )
-from seerbench.study import EXPORT_FIELDS, create_app, create_study, export_rows, read_export, write_export
+from seerbench.study import (
+    EXPORT_FIELDS,
+    create_app,
+    create_study,
+    export_rows,
+    load_human_rows,
+    read_export,
+    write_export,
+)
 from tests.test_cli_global import run_main
 
 AI_LINES: list[dict[str, Any]] = [

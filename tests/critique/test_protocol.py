@@ -121,7 +121,7 @@ def test_refusals(
     code, _, err = run_main(["run", str(g)], capsys, monkeypatch)
     assert code == 2 and "has correct: null" in one_line_error(err) and "unknown: skip" in err
     # with unknown: skip the null answers are left out and counted (skipped was 0)
-    from seerbench.critique._dataset import critique_questions
+    from seerbench.datasets._critiques import critique_questions
 
     both = tmp_path / "both.jsonl"
     known, unknown = (

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from seerbench.datasets import load_dataset, load_generic, read_questions_jsonl, write_questions_jsonl
-from seerbench.datasets._common import iter_csv
 from seerbench.errors import DataError
+from seerbench.tables import iter_csv
 
 GOOD = {"question": "Q?", "options": ["a", "b"], "answer": 0}
 

@@ -1,6 +1,8 @@
 """Statistics over per-question values: means, standard errors, seeded bootstrap CIs, paired
 differences, and the optimization-pressure analysis across best-of-N cells. The statistics are
-pure functions; :func:`optimization_pressure` reads a run folder."""
+pure functions; :func:`optimization_pressure` reads a run folder, and so does
+:func:`seerbench.analysis.run.summarize_run` (its own module: ``seerbench.results`` still takes
+its intervals from this package until they move to ``seerbench.stats``)."""
 
 from seerbench.analysis._pressure import (
     PressureGroup,

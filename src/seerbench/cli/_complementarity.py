@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from seerbench.cli import app
+from seerbench.cli._app import app
 from seerbench.cli._common import console, print_json, quiet
 from seerbench.errors import ConfigError
 
@@ -89,8 +89,8 @@ def complementarity(
 ) -> None:
     """Hybridization of the AI rater with human raters (seed 000), reliance on AI assistance,
     calibration and the mixed-effects model, with cluster-bootstrap 95% intervals."""
-    from seerbench.complementarity import analyze, load_human_rows, read_ai_ratings
-    from seerbench.complementarity._mixed import EXTRA_HINT, gpboost_available
+    from seerbench.complementarity import EXTRA_HINT, analyze, gpboost_available, read_ai_ratings
+    from seerbench.study import load_human_rows
 
     if n_boot < 2:
         raise ConfigError(f"--n-boot must be at least 2, got {n_boot}")

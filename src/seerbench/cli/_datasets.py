@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from seerbench.cli import app
+from seerbench.cli._app import app
 from seerbench.cli._common import console, err_console, print_json
 from seerbench.datasets import (
     get_dataset,

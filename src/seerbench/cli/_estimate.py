@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from seerbench.cli import app
+from seerbench.cli._app import app
 from seerbench.cli._common import console, print_json
 from seerbench.datasets import read_questions_jsonl
 from seerbench.errors import ConfigError, DataError

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from seerbench.cli import app
+from seerbench.cli._app import app
 from seerbench.cli._common import console, err_console, print_json, quiet
 from seerbench.errors import ConfigError
 from seerbench.export import (

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from seerbench.cli import app
+from seerbench.cli._app import app
 from seerbench.cli._common import console, print_json
 from seerbench.errors import ConfigError
 from seerbench.models import (

@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-from seerbench.cli import app
+from seerbench.cli._app import app
 from seerbench.cli._common import console, err_console, plural, print_json, quiet
 from seerbench.cli._run import _usage_line
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from seerbench.cli import app
+from seerbench.cli._app import app
 from seerbench.cli._common import console, quiet
 from seerbench.errors import ConfigError
 

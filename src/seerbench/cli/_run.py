@@ -16,14 +16,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from seerbench.analysis import pressure_section
-from seerbench.cli import app
+from seerbench.analysis.run import summarize_run
+from seerbench.cli._app import app
 from seerbench.cli._common import cli_plugins, console, err_console, print_json, quiet
 from seerbench.cli._pressure import print_pressure
 from seerbench.errors import ConfigError
 from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RayExecutor, RunSpec
 from seerbench.metrics import beta_key
 from seerbench.models import default_tracker
-from seerbench.runs import CELL_AXES, ResultsFile, RunFolder, check_beta, check_eps, summarize_run
+from seerbench.runs import CELL_AXES, ResultsFile, RunFolder, check_beta, check_eps
 
 
 def _usage_line() -> str:

@@ -11,7 +11,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from seerbench.cli import app
+from seerbench.cli._app import app
 from seerbench.cli._common import console, plural, print_json
 from seerbench.errors import ConfigError
 

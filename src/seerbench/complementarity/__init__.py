@@ -4,7 +4,8 @@ bootstrap intervals over human judgments, and simulated raters for planning.
 
 Typical use::
 
-    from seerbench.complementarity import analyze, read_ai_ratings, load_human_rows
+    from seerbench.complementarity import analyze, read_ai_ratings
+    from seerbench.study import load_human_rows              # the study app's rows
     rows, unassisted = load_human_rows("fc.sqlite")          # or an export .csv / .jsonl
     report = analyze(read_ai_ratings("runs/factcheck"), rows, unassisted=unassisted)
 
@@ -28,18 +29,7 @@ from seerbench.complementarity._calibration import (
     judge_calibration,
     judge_forecasts,
 )
-from seerbench.complementarity._data import (
-    AIItems,
-    AIRating,
-    HumanData,
-    ai_items,
-    binarize,
-    human_data,
-    load_human_rows,
-    rating_correct,
-    read_ai_ratings,
-    write_ai_ratings,
-)
+from seerbench.complementarity._data import AIItems, HumanData, ai_items, human_data
 from seerbench.complementarity._hybrid import (
     DEFAULT_THRESHOLDS,
     CrossValidated,
@@ -49,7 +39,13 @@ from seerbench.complementarity._hybrid import (
     cross_validate_threshold,
     hybrid_sweep,
 )
-from seerbench.complementarity._mixed import Coefficient, MixedEffects, gpboost_available, mixed_effects
+from seerbench.complementarity._mixed import (
+    EXTRA_HINT,
+    Coefficient,
+    MixedEffects,
+    gpboost_available,
+    mixed_effects,
+)
 from seerbench.complementarity._reliance import ConditionReliance, Reliance, reliance
 from seerbench.complementarity._report import ComplementarityReport, analyze
 from seerbench.complementarity._simulate import (
@@ -57,9 +53,11 @@ from seerbench.complementarity._simulate import (
     simulate_ai_ratings,
     simulate_judgments,
 )
+from seerbench.records import AIRating, binarize, rating_correct, read_ai_ratings, write_ai_ratings
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
+    "EXTRA_HINT",
     "HUMAN_CONFIDENCE_PROBABILITY",
     "AIItems",
     "AIRating",
@@ -91,7 +89,6 @@ __all__ = [
     "hybrid_sweep",
     "judge_calibration",
     "judge_forecasts",
-    "load_human_rows",
     "mixed_effects",
     "proportion_interval",
     "rating_correct",

@@ -11,125 +11,25 @@ the humans.
 
 from __future__ import annotations
 
-import importlib
-import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from seerbench.errors import ConfigError, DataError
+from seerbench.records import (
+    ACCURATE,
+    CANT_ASSESS,
+    binarize,
+    rating_correct,
+)
 
-ACCURATE = "accurate"
-INACCURATE = "inaccurate"
-CANT_ASSESS = "cant_assess"
 #: Vote codes of a human judgment for majority votes.
 VOTE_ACCURATE, VOTE_INACCURATE, VOTE_NONE = 0, 1, 2
 #: Names taken as the unassisted condition of an export when no study database says which it is.
 UNASSISTED_NAMES = ("none", "baseline", "unassisted", "Q")
-
-
-def binarize(label: str | None) -> str | None:
-    """Seed 000's binarisation: ``accurate`` stays, every other label (inaccurate, unsupported,
-    disputed, no_claim / doesn't require attribution, ...) is ``inaccurate``; "can't assess",
-    a skip and no label give None (no label)."""
-    if label is None:
-        return None
-    s = str(label).strip().lower()
-    if s in ("", "skip", CANT_ASSESS, "can't confidently assess", "cant confidently assess"):
-        return None
-    return ACCURATE if s == ACCURATE else INACCURATE
-
-
-def rating_correct(rating: str | None, truth: str | None) -> float | None:
-    """Seed 000's score of one factuality rating against the golden label (section 2.2): 1.0 when
-    the binarised rating matches the binarised truth, else 0.0; "Can't confidently assess" is
-    incorrect; "Doesn't require assessment" (``no_claim``) is binarised to Inaccurate like
-    "Doesn't require attribution" (the appendix's T1 study coded it as always incorrect; section
-    2.2 is the rule of the paper's analyses and of this one); None for a skip or no rating (not
-    counted). The one definition that the study app's ``correct``, ``study stats``, the admin
-    page, the report and this analysis all use."""
-    if rating is None or str(rating).strip().lower() in ("", "skip"):
-        return None
-    return 1.0 if binarize(rating) == binarize(truth) else 0.0
-
-
-@dataclass(frozen=True)
-class AIRating:
-    """One sentence rated by the AI rater (a line of ``ratings.jsonl``)."""
-
-    item_id: str
-    label: str
-    rating: str | None
-    confidence: float | None
-    sentence: str = ""
-    n_samples: int = 0
-    n_verified: int = 0
-    votes: dict[str, int] | list[Any] | None = None
-    trace: dict[str, Any] = field(default_factory=dict)
-
-
-def read_ai_ratings(path: str | Path) -> list[AIRating]:
-    """The AI rater's ratings from ``ratings.jsonl`` or the run folder holding it.
-
-    Uses :func:`seerbench.factcheck.read_ratings` when the factcheck module provides it; this
-    reader of the same JSON lines is the fallback."""
-    try:
-        mod = importlib.import_module("seerbench.factcheck")
-    except ImportError:
-        mod = None
-    reader = getattr(mod, "read_ratings", None)
-    if reader is None:
-        return _read_ratings_jsonl(path)
-    return list(reader(path))
-
-
-def write_ai_ratings(ratings: Iterable[AIRating], path: str | Path) -> Path:
-    """Write ratings as the AI rater's ``ratings.jsonl`` (``path`` is the file, or a folder that
-    gets one), e.g. simulated ones (:func:`seerbench.complementarity.simulate_ai_ratings`)."""
-    p = Path(path)
-    if p.suffix != ".jsonl":
-        p.mkdir(parents=True, exist_ok=True)
-        p = p / "ratings.jsonl"
-    with p.open("w", encoding="utf-8") as f:
-        for r in ratings:
-            f.write(json.dumps(asdict(r)) + "\n")
-    return p
-
-
-def _read_ratings_jsonl(path: str | Path) -> list[AIRating]:
-    p = Path(path)
-    if p.is_dir():
-        p = p / "ratings.jsonl"
-    if not p.is_file():
-        raise DataError(
-            f"{p} does not exist; give the AI rater's run folder (with ratings.jsonl) or the file"
-        )
-    out = []
-    for n, raw in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            d = json.loads(raw)
-            conf = d.get("confidence")
-            r = AIRating(
-                item_id=str(d["item_id"]),
-                label=str(d["label"]),
-                rating=None if d.get("rating") is None else str(d["rating"]),
-                confidence=None if conf is None else float(conf),
-                sentence=str(d.get("sentence", "")),
-                n_samples=int(d.get("n_samples") or 0),
-                n_verified=int(d.get("n_verified") or 0),
-                votes=d.get("votes"),
-                trace=d.get("trace") or {},
-            )
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-            raise DataError(f"{p}:{n}: not an AI rating line ({type(e).__name__}: {e})") from None
-        out.append(r)
-    return out
 
 
 @dataclass
@@ -219,8 +119,8 @@ def human_data(rows: Sequence[dict[str, Any]], ai: AIItems, *, unassisted: str |
     :func:`seerbench.study.read_export`) matched to the AI's items by ``question_id``.
 
     Catch trials and skips are left out; every other judgment is scored by seed 000's rule
-    (:func:`rating_correct`, the same function that fills the export's ``correct`` column) from its
-    ``rating`` and ``true_answer``.
+    (:func:`seerbench.records.rating_correct`, the same function that fills the export's
+    ``correct`` column) from its ``rating`` and ``true_answer``.
     The true label and ``ai_correct`` of a row must agree with the AI ratings: a study built
     from another rater run would otherwise be analysed silently wrong.
     """
@@ -305,26 +205,3 @@ def human_data(rows: Sequence[dict[str, Any]], ai: AIItems, *, unassisted: str |
         unassisted,
         notes,
     )
-
-
-def load_human_rows(source: str | Path) -> tuple[list[dict[str, Any]], str | None]:
-    """Export rows from a study database (SQLite path or URL) or an export file (``.csv`` /
-    ``.jsonl``), and the unassisted condition when the study's manifest says which it is (the
-    condition with no assistance parts)."""
-    from seerbench.study import StudyStore, export_rows, read_export
-
-    s = str(source)
-    if s.endswith((".csv", ".jsonl")):
-        return read_export(s), None
-    store = StudyStore(s)
-    try:
-        rows = export_rows(store)
-        m = store.manifest
-        if m.task != "factuality":
-            raise DataError(
-                f"{s} is a {m.task!r} study; the complementarity analysis takes a factuality study"
-            )
-        bare = [c.name for c in m.conditions if not c.assistance]
-        return rows, bare[0] if len(bare) == 1 else None
-    finally:
-        store.close()

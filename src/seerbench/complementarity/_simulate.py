@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from seerbench.complementarity._data import ACCURATE, INACCURATE, AIRating, binarize
 from seerbench.errors import ConfigError
+from seerbench.records import ACCURATE, INACCURATE, AIRating, binarize
 
 _T0 = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
 

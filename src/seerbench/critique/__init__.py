@@ -1,36 +1,20 @@
 """Critique assistance (seed 002): answers to critique, critique generation, de-duplication,
-helpfulness ranking, and the ``critiques.jsonl`` format shared with the study app."""
+helpfulness ranking; the ``critiques.jsonl`` format shared with the study app lives in
+:mod:`seerbench.records` (re-exported here) and the ``critiques`` dataset in :mod:`seerbench.datasets`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from seerbench.critique import _dataset, _scripted  # noqa: F401  (register the `critiques` dataset, scripted:critic)
+from seerbench.critique import _scripted  # noqa: F401  (registers the model spec scripted:critic)
 from seerbench.critique._answers import FLAW_KINDS, PlantedFlaw, answer_correct, plant_flaw, reference_answer
 from seerbench.critique._dedup import dedup
-from seerbench.critique._format import AnswerKind, Critique, CritiquedAnswer, read_critiques, write_critiques
-
-if TYPE_CHECKING:
-    from seerbench.critique._generate import (
-        DEFAULT_TEMPERATURES,
-        CritiqueConfig,
-        CritiqueRun,
-        generate_critiques,
-        sort_by_helpfulness,
-    )
-
-# the generator reads experiment configs, which name protocols, one of which loads this package:
-# it is imported on first use
-_LAZY = ("DEFAULT_TEMPERATURES", "CritiqueConfig", "CritiqueRun", "generate_critiques", "sort_by_helpfulness")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from seerbench.critique import _generate
-
-        return getattr(_generate, name)
-    raise AttributeError(f"module 'seerbench.critique' has no attribute {name!r}")
-
+from seerbench.critique._generate import (
+    DEFAULT_TEMPERATURES,
+    CritiqueConfig,
+    CritiqueRun,
+    generate_critiques,
+    sort_by_helpfulness,
+)
+from seerbench.records import AnswerKind, Critique, CritiquedAnswer, read_critiques, write_critiques
 
 __all__ = [
     "DEFAULT_TEMPERATURES",

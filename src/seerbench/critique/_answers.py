@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seerbench.critique._format import CritiquedAnswer
 from seerbench.errors import DataError
+from seerbench.records import CritiquedAnswer
 from seerbench.types import Question
 
 __all__ = [

@@ -24,13 +24,13 @@ import numpy as np
 
 from seerbench.complementarity._bootstrap import DEFAULT_N_BOOT, cluster_mean_interval, codes
 from seerbench.critique._answers import answer_correct
-from seerbench.critique._format import Critique, CritiquedAnswer, Refinement
 from seerbench.errors import DataError
 from seerbench.models import ElicitConfig, Model, elicit
+from seerbench.records import Critique, CritiquedAnswer, Refinement
 from seerbench.types import Question
 
 if TYPE_CHECKING:
-    from seerbench.critique._generate import CritiqueConfig
+    from seerbench.critique._config import CritiqueConfig
 
 __all__ = ["Refinement", "critique_summary", "rate_interval", "refine", "validate_intended", "win_value"]
 

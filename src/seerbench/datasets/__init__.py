@@ -8,7 +8,8 @@ human-written arguments.
 [2, 2, 2]
 """
 
-from seerbench.datasets import _factcheck  # noqa: F401  (registers factcheck, factcheck_files)
+# register the critiques, factcheck and factcheck_files datasets
+from seerbench.datasets import _critiques, _factcheck  # noqa: F401
 from seerbench.datasets._arithmetic import generate_arithmetic
 from seerbench.datasets._binary import binary_view
 from seerbench.datasets._common import Questions
@@ -33,6 +34,7 @@ from seerbench.datasets._registry import (
     DATASETS,
     DatasetInfo,
     get_dataset,
+    iter_dataset,
     list_datasets,
     load_dataset,
     register_dataset,
@@ -55,6 +57,7 @@ __all__ = [
     "generate_arithmetic",
     "generate_reading",
     "get_dataset",
+    "iter_dataset",
     "judge_material",
     "list_datasets",
     "load_dataset",

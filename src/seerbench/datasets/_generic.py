@@ -20,16 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from seerbench.datasets._common import (
-    Collector,
-    Questions,
-    Record,
-    RecordError,
-    iter_csv,
-    iter_jsonl,
-    make_question,
-    req,
-)
+from seerbench.datasets._common import Collector, Questions, RecordError, make_question, req
+from seerbench.tables import Record, iter_csv, iter_jsonl
 from seerbench.types import Question
 
 

@@ -10,15 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seerbench.datasets._common import (
-    Collector,
-    Questions,
-    Record,
-    hub_records,
-    iter_csv,
-    req,
-    shuffled_question,
-)
+from seerbench.datasets._common import Collector, Questions, hub_records, req, shuffled_question
+from seerbench.tables import Record, iter_csv
 from seerbench.types import Question
 
 _MAIN = {"Question", "Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3"}

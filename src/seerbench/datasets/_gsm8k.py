@@ -18,17 +18,9 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 
-from seerbench.datasets._common import (
-    Collector,
-    Questions,
-    Record,
-    RecordError,
-    hub_records,
-    iter_jsonl,
-    req,
-    shuffled_order,
-)
+from seerbench.datasets._common import Collector, Questions, RecordError, hub_records, req, shuffled_order
 from seerbench.errors import ConfigError
+from seerbench.tables import Record, iter_jsonl
 from seerbench.types import AnswerCase, Question
 
 _FINAL = re.compile(r"####\s*(.+?)\s*$")

@@ -9,16 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seerbench.datasets._common import (
-    Collector,
-    Questions,
-    Record,
-    RecordError,
-    hub_records,
-    iter_json_or_jsonl,
-    make_question,
-    req,
-)
+from seerbench.datasets._common import Collector, Questions, RecordError, hub_records, make_question, req
+from seerbench.tables import Record, iter_json_or_jsonl
 from seerbench.types import Question
 
 

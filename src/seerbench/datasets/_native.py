@@ -9,7 +9,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from seerbench.datasets._common import Collector, Questions, describe, iter_lines
+from seerbench.datasets._common import Collector, Questions, describe
+from seerbench.tables import iter_lines
 from seerbench.types import Question
 
 

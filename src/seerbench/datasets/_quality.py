@@ -16,15 +16,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from seerbench.datasets._common import (
-    Collector,
-    Questions,
-    Record,
-    RecordError,
-    iter_jsonl,
-    make_question,
-    req,
-)
+from seerbench.datasets._common import Collector, Questions, RecordError, make_question, req
+from seerbench.tables import Record, iter_jsonl
 from seerbench.types import Question
 
 _HTML_HINT = re.compile(r"</?(p|br|div|html|body|head|h\d|pre|i|b|em|strong|span|a|hr)\b[^>]*>", re.I)

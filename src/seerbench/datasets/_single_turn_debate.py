@@ -17,8 +17,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from seerbench.datasets._common import Collector, Questions, RecordError, iter_jsonl, log, req
+from seerbench.datasets._common import Collector, Questions, RecordError, log, req
 from seerbench.datasets._quality import quality_articles
+from seerbench.tables import iter_jsonl
 from seerbench.types import AnswerCase, Question
 
 _FIELDS: dict[str, type | tuple[type, ...]] = {

@@ -15,6 +15,7 @@ questions run in this process (:class:`LocalExecutor`) or as Ray tasks on a clus
 (:class:`RayExecutor`); the driver writes the files either way, and they come out the same.
 """
 
+from seerbench.experiment._cells import RunResult, RunSpec
 from seerbench.experiment._config import (
     NOT_IN_FINGERPRINT,
     REPLAY,
@@ -25,9 +26,8 @@ from seerbench.experiment._config import (
     explain,
 )
 from seerbench.experiment._executor import Executor, LocalExecutor
-from seerbench.experiment._files import _load_done
 from seerbench.experiment._ray import RayExecutor
-from seerbench.experiment._runner import CellPlan, Experiment, ModelFactory, RunResult, RunSpec
+from seerbench.experiment._runner import CellPlan, Experiment, ModelFactory
 
 __all__ = [
     "NOT_IN_FINGERPRINT",
@@ -44,6 +44,5 @@ __all__ = [
     "RayExecutor",
     "RunResult",
     "RunSpec",
-    "_load_done",
     "explain",
 ]

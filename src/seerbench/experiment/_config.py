@@ -22,8 +22,7 @@ from pydantic import (
 from seerbench.config import explain_validation, read_yaml_mapping
 from seerbench.errors import ConfigError
 from seerbench.metrics import DEFAULT_EPS, FailurePolicy
-from seerbench.models import ElicitConfig
-from seerbench.models._elicit import Method
+from seerbench.models import ElicitationSpec
 from seerbench.plugins import load_plugin
 from seerbench.protocols import get_protocol
 
@@ -35,21 +34,6 @@ NOT_IN_FINGERPRINT = frozenset({"out", "limit", "concurrency", "name"})
 _PATH_KEYS = ("path",)
 
 REPLAY = "replay"  # agent model name for human-written arguments replayed from the dataset
-
-
-class ElicitationSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    order: list[Method] = ["logprobs", "verbalized", "vote"]
-    vote_samples: int = Field(default=5, ge=1)
-    vote_temperature: float = Field(default=1.0, ge=0.0)
-
-    def build(self, seed: int) -> ElicitConfig:
-        return ElicitConfig(
-            order=tuple(self.order),
-            vote_samples=self.vote_samples,
-            vote_temperature=self.vote_temperature,
-            seed=seed,
-        )
 
 
 class GenerationSpec(BaseModel):

@@ -28,6 +28,7 @@ from seerbench.errors import (
     ModelUnavailableError,
     UnknownModelError,
 )
+from seerbench.experiment._cells import RunResult, RunSpec
 from seerbench.experiment._config import _hash
 from seerbench.experiment._files import _atomic_write, _finalise, _gather_cancelling, _load_done
 from seerbench.experiment._questions import QuestionStore
@@ -38,7 +39,7 @@ from seerbench.schema import dump_line
 from seerbench.types import Question
 
 if TYPE_CHECKING:
-    from seerbench.experiment._runner import Experiment, RunResult, RunSpec
+    from seerbench.experiment._runner import Experiment
 
 Progress = Callable[["RunSpec", int, int, int], None]
 OnStart = Callable[["RunSpec", int, int], None]
@@ -179,8 +180,6 @@ class CellWriter:
     def finish(self) -> RunResult:
         """Close the file, put it in dataset order, and write ``stats.json`` (read back one line at
         a time: a cell keeps a few floats per question, never its lines)."""
-        from seerbench.experiment._runner import RunResult
-
         self.close()
         cfg = self.exp.config
         acc = CellStats()

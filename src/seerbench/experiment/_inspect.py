@@ -9,11 +9,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from seerbench.errors import ModelError
-from seerbench.models import GenerateConfig, Model
-from seerbench.models._backend import Backend
-from seerbench.models._model import to_messages
-from seerbench.models._retry import RetryPolicy
-from seerbench.models._types import ChatMessage, Sample, TokenLogprob, TopLogprob, Usage
+from seerbench.models import (
+    Backend,
+    ChatMessage,
+    GenerateConfig,
+    Model,
+    RetryPolicy,
+    Sample,
+    TokenLogprob,
+    TopLogprob,
+    Usage,
+    to_messages,
+)
 
 
 class CountingBackend(Backend):

@@ -29,11 +29,12 @@ from seerbench.errors import ConfigError, SeerbenchError
 from seerbench.experiment._config import ExperimentConfig
 from seerbench.experiment._executor import CellWriter, LineFormat, OnStart, Progress, run_questions
 from seerbench.experiment._questions import QuestionStore
-from seerbench.models._usage import default_tracker
+from seerbench.models import default_tracker
 from seerbench.types import Question
 
 if TYPE_CHECKING:
-    from seerbench.experiment._runner import Experiment, ModelFactory, RunResult, RunSpec
+    from seerbench.experiment._cells import RunResult, RunSpec
+    from seerbench.experiment._runner import Experiment, ModelFactory
 
 RAY_MISSING = "the Ray executor needs Ray: pip install 'seerbench[ray]'"
 

@@ -8,17 +8,18 @@ import json
 import re
 import shutil
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from seerbench import __version__
+from seerbench._version import __version__
 from seerbench.agents import Agent, BestOfNAgent, ModelAgent
 from seerbench.errors import (
     ConfigError,
 )
+from seerbench.experiment._cells import RunResult, RunSpec
 from seerbench.experiment._components import Entry, build, entry_code, entry_label
 from seerbench.experiment._config import _PATH_KEYS, REPLAY, ExperimentConfig, _hash
 from seerbench.experiment._executor import Executor, LocalExecutor
@@ -34,8 +35,7 @@ from seerbench.experiment._files import (
 from seerbench.experiment._inspect import CountingBackend, RecordingModel
 from seerbench.experiment._questions import QuestionStore
 from seerbench.judges import Judge, ModelJudge
-from seerbench.models import GenerateConfig, Model, get_model
-from seerbench.models._usage import default_tracker, record_usage
+from seerbench.models import GenerateConfig, Model, default_tracker, get_model, record_usage
 from seerbench.plugins import code_hash
 from seerbench.prompts import check_prompts_dir, template_hashes
 from seerbench.protocols import PROTOCOLS, OversightProtocol, get_protocol
@@ -60,35 +60,6 @@ def _name_hidden_keywords(specs: Sequence[RunSpec]) -> None:
             hidden.update(k for k, v in s.kwargs.items() if k != "num_turns" and v != other.kwargs.get(k))
     for s in specs:
         s.protocol_dir += "".join(f"_{k}-{_slug(str(s.kwargs[k]))}" for k in sorted(hidden))
-
-
-@dataclass
-class RunSpec:
-    """One cell of the grid."""
-
-    protocol: str
-    kwargs: dict[str, Any]
-    agent_model: str  # the agent's label: its model spec, or Class(arg=value,...) for a class entry
-    judge_model: str  # the judge's label; the protocol's fixed judge (e.g. "trust") when it has one
-    tools: tuple[str, ...]
-    best_of_n: int
-    protocol_dir: str = ""
-    pair_dir: str = ""
-    agent_entry: Entry | None = None  # the config entry the agent is built from
-    judge_entry: Entry | None = None  # None: the protocol's fixed judge
-
-    @property
-    def key(self) -> str:
-        return f"{self.protocol_dir}/{self.pair_dir}"
-
-
-@dataclass
-class RunResult:
-    spec: RunSpec
-    stats: dict[str, Any]
-    n_done: int
-    n_errors: int
-    errors: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -169,10 +140,10 @@ class Experiment:
         return self._loaded
 
     def _load_dataset(self) -> Iterable[Question]:
-        from seerbench.datasets import list_datasets
-        from seerbench.datasets._registry import (
+        from seerbench.datasets import (
             iter_dataset as load_dataset,  # one question at a time where it can
         )
+        from seerbench.datasets import list_datasets
 
         dataset_names = {d.name for d in list_datasets()}
 
@@ -552,7 +523,7 @@ class Experiment:
         hits), found by running the cell's protocol on up to ``sample`` questions against a model
         that answers instantly and counts. Prompt tokens are estimated as characters / 4;
         completion tokens are the ``max_tokens`` bound of each call. Nothing is written."""
-        from seerbench.models._usage import UsageTracker
+        from seerbench.models import UsageTracker
 
         specs = self.check()
         questions = self.questions()

@@ -43,6 +43,12 @@ from seerbench.factcheck._rater import (
     verify_sample,
 )
 from seerbench.factcheck._search import CorpusIndex, SearchResult, format_results, fts_query, search_tool
+from seerbench.factcheck._study import (
+    assistance_condition,
+    assistance_parts,
+    rating_question,
+    rating_questions,
+)
 
 __all__ = [
     "FACTCHECK_DATASETS",
@@ -63,6 +69,8 @@ __all__ = [
     "SampleCheck",
     "SearchResult",
     "aggregate",
+    "assistance_condition",
+    "assistance_parts",
     "build_trace",
     "claim_label",
     "confidence_level",
@@ -76,6 +84,8 @@ __all__ = [
     "load_factcheck_files",
     "rate",
     "rate_item",
+    "rating_question",
+    "rating_questions",
     "read_corpus",
     "read_sentences",
     "search_tool",

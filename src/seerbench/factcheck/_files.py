@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from seerbench.datasets._common import Record, iter_csv, iter_jsonl
 from seerbench.errors import DataError
 from seerbench.factcheck._generate import LABELS, FactcheckSet, FactItem, Page
+from seerbench.tables import Record, iter_csv, iter_jsonl
 
 
 def _records(path: str | Path) -> Iterator[Record]:

@@ -39,7 +39,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seerbench._resume import claim_folder, config_path, content_id, keep_in_order
-from seerbench.complementarity._data import AIRating
 from seerbench.config import explain_validation, read_yaml_mapping
 from seerbench.errors import ConfigError, DataError
 from seerbench.factcheck._generate import LABELS, FactItem, Page
@@ -48,6 +47,7 @@ from seerbench.factcheck._search import CorpusIndex, SearchResult, format_result
 from seerbench.models import ChatMessage, GenerateConfig, Model, get_model
 from seerbench.plugins import load_plugins
 from seerbench.quotes import verify_quote
+from seerbench.records import AIRating, read_ai_ratings
 
 #: Order in which a tie between overall ratings is broken (the seed's humans: a tie is Inaccurate).
 TIE_ORDER: tuple[str, ...] = ("inaccurate", "disputed", "unsupported", "accurate")
@@ -475,6 +475,4 @@ async def rate(
         index.close()
     keep_in_order(ratings_path, "item_id", order)  # the dataset's order
     keep_in_order(samples_path, "item_id", order)
-    from seerbench.complementarity import read_ai_ratings
-
     return RateResult(out, read_ai_ratings(ratings_path), failed, resumed=len(items) - len(todo))

@@ -22,8 +22,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from seerbench.complementarity._data import ACCURATE, AIRating, binarize, read_ai_ratings
 from seerbench.errors import ConfigError, DataError
+from seerbench.records import ACCURATE, AIRating, binarize, read_ai_ratings
 from seerbench.types import AnswerCase, Question
 
 _TRACE = ("search_results", "evidence", "reasoning")

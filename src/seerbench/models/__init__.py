@@ -30,7 +30,15 @@ from seerbench.models._types import (
     TopLogprob,
     Usage,
 )
-from seerbench.models._usage import ModelUsage, PriceTable, UsageTracker, default_tracker
+from seerbench.models._usage import (
+    ModelUsage,
+    PriceTable,
+    UsageTracker,
+    default_tracker,
+    record_usage,
+    unused_prices,
+    use_prices,
+)
 
 __all__ = [
     "BACKENDS",
@@ -61,15 +69,20 @@ __all__ = [
     "get_model",
     "list_backends",
     "make_backend",
+    "record_usage",
     "register_backend",
     "register_scripted",
     "spec_forms",
     "to_messages",
+    "unused_prices",
+    "use_prices",
 ]
 
 from seerbench.models._elicit import (
     METHODS,
+    ElicitationSpec,
     ElicitConfig,
+    Method,
     elicit,
     letter_instruction,
     parse_letter,
@@ -80,6 +93,8 @@ from seerbench.models._elicit import (
 __all__ += [
     "METHODS",
     "ElicitConfig",
+    "ElicitationSpec",
+    "Method",
     "elicit",
     "letter_instruction",
     "parse_letter",

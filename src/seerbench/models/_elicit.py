@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from seerbench.errors import ConfigError
 from seerbench.models._model import MessagesLike, Model, to_messages
 from seerbench.models._types import ChatMessage, Sample
@@ -276,3 +278,21 @@ async def elicit(
 
 def _log(attempts: list[_Attempt]) -> list[dict[str, Any]]:
     return [{"method": a.method, "error": a.error} for a in attempts]
+
+
+class ElicitationSpec(BaseModel):
+    """The ``elicitation:`` block of a config (experiment or critique generation): the methods
+    in order and the vote settings; :meth:`build` gives the :class:`ElicitConfig`."""
+
+    model_config = ConfigDict(extra="forbid")
+    order: list[Method] = ["logprobs", "verbalized", "vote"]
+    vote_samples: int = Field(default=5, ge=1)
+    vote_temperature: float = Field(default=1.0, ge=0.0)
+
+    def build(self, seed: int) -> ElicitConfig:
+        return ElicitConfig(
+            order=tuple(self.order),
+            vote_samples=self.vote_samples,
+            vote_temperature=self.vote_temperature,
+            seed=seed,
+        )

@@ -16,6 +16,7 @@ from seerbench.protocols._base import (
     swap_options,
 )
 from seerbench.protocols._consultancy import Consultancy, OpenConsultancy, RandomConsultancy
+from seerbench.protocols._critique import CritiqueJudge
 from seerbench.protocols._debate import CONDITIONS, EvidenceDebate, SequentialDebate, SimultaneousDebate
 from seerbench.protocols._simple import BlindTrust, NaiveJudge
 
@@ -34,6 +35,7 @@ PROTOCOLS: Registry[type[OversightProtocol]] = Registry(
             SimultaneousDebate,
             SequentialDebate,
             EvidenceDebate,
+            CritiqueJudge,
         )
     },
 )
@@ -66,6 +68,7 @@ __all__ = [
     "BlindTrust",
     "CaseRun",
     "Consultancy",
+    "CritiqueJudge",
     "EvidenceDebate",
     "NaiveJudge",
     "OpenConsultancy",
@@ -80,10 +83,3 @@ __all__ = [
     "stable_coin",
     "swap_options",
 ]
-
-# CritiqueJudge (seed 002) comes last: its module registers the `critiques` dataset, whose package
-# reads configs that name protocols.
-from seerbench.protocols._critique import CritiqueJudge  # noqa: E402
-
-register_protocol()(CritiqueJudge)
-__all__ += ["CritiqueJudge"]

@@ -7,36 +7,13 @@ import asyncio
 import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from seerbench.agents import Agent, AgentContext
 from seerbench.errors import ConfigError, DataError
 from seerbench.judges import Judge
+from seerbench.records import CaseRun, QuestionRun
 from seerbench.types import Question, Transcript, Turn, Verdict
-
-
-@dataclass
-class CaseRun:
-    """One run of a protocol with the agent assigned ``answer_case``."""
-
-    answer_case: str
-    transcript: Transcript
-    verdict: Verdict
-
-
-@dataclass
-class QuestionRun:
-    """Every run of a protocol on one question. ``cases`` is keyed by the answer case argued for;
-    a symmetric protocol ran once and both keys hold the same run. Random and open consultancy run
-    one case only, the ``chosen_case``."""
-
-    question: Question
-    protocol: str
-    cases: dict[str, CaseRun]
-    symmetric: bool = False
-    chosen_case: str | None = None
-    notes: dict[str, Any] = field(default_factory=dict)
 
 
 def stable_coin(seed: int, *parts: str) -> int:

@@ -69,6 +69,3 @@ class CritiqueJudge(OversightProtocol):
         turns = critique_turns(question, self.top_k)
         verdict = await self.judge.judge(question, turns, with_source=self.judge_sees_source)
         return CaseRun(answer_case, self.transcript(question, turns), verdict)
-
-
-import seerbench.critique  # noqa: E402,F401  (registers the `critiques` dataset)

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from seerbench.errors import ConfigError
 from seerbench.report import _figures as F
-from seerbench.report._html import esc, fig, num, section, table
+from seerbench.report._blocks import esc, fig, num, section, table
 
 HOW_HYBRID = (
     "Seed 000: the AI rater's rating where its confidence is above T, the humans' (in this condition and "

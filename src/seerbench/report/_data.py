@@ -1,6 +1,6 @@
 """What a report shows, gathered from a run folder or a study database.
 
-The statistics are those of ``seerbench stats --json`` (:func:`seerbench.runs.summarize_run`, with
+The statistics are those of ``seerbench stats --json`` (:func:`seerbench.analysis.run.summarize_run`, with
 its paired differences and optimization-pressure section) and ``seerbench study stats --json``
 (:func:`seerbench.study.study_stats`): the report computes none of its own. What it adds is read
 from the results lines in one pass per cell: the rows of the transcript browser (compact, for the
@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seerbench.complementarity._calibration import Calibration, calibration, judge_forecasts
+from seerbench.analysis.run import summarize_run
+from seerbench.complementarity import Calibration, calibration, judge_forecasts
 from seerbench.errors import ConfigError
-from seerbench.runs import CELL_AXES, ResultsFile, RunFolder, summarize_run
+from seerbench.runs import CELL_AXES, ResultsFile, RunFolder
 
 #: The protocol whose cells paired differences compare against when none is given.
 DEFAULT_BASELINE = "NaiveJudge"

@@ -7,55 +7,27 @@ three decimals."""
 
 from __future__ import annotations
 
-import html
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from seerbench import __version__
+from seerbench._version import __version__
 from seerbench.errors import ConfigError
 from seerbench.report import _figures as F
+from seerbench.report._analyses import (
+    complementarity_sections,
+    critique_sections,
+    load_complementarity,
+    load_critique,
+)
 from seerbench.report._assets import CSS, JS
+from seerbench.report._blocks import esc, fig, num, script_json, section, table
 from seerbench.report._data import RunData, StudyData, load_run, load_study
-from seerbench.runs import json_safe
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 SCORE = "log"  # the score type of `stats --json`'s default, which the report shows
-
-
-def esc(x: Any) -> str:
-    return html.escape(str(x), quote=True)
-
-
-def script_json(obj: Any) -> str:
-    """JSON safe inside a ``<script>`` element: ``<``, ``>`` and ``&`` (so ``</script>`` and
-    ``<!--``) written as ``\\u`` escapes, which JSON.parse reads back as the same characters."""
-    try:  # results are finite almost always: json_safe's walk over 60,000 rows only when needed
-        text = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    except ValueError:
-        text = json.dumps(json_safe(obj), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
-def num(x: Any, key: str = "") -> str:
-    """A numeric table cell: three decimals shown, the exact value in ``data-v``."""
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return f'<td class="n" data-k="{esc(key)}" data-v="null">n/a</td>'
-    if isinstance(x, int):
-        return f'<td class="n" data-k="{esc(key)}" data-v="{x}">{x}</td>'
-    return f'<td class="n" data-k="{esc(key)}" data-v="{float(x)!r}">{float(x):.3f}</td>'
-
-
-def table(head: Sequence[str], rows: Iterable[str], *, cls: str = "") -> str:
-    return (
-        f'<table class="{cls}"><thead><tr>'
-        + "".join(f"<th>{esc(h)}</th>" for h in head)
-        + "</tr></thead><tbody>"
-        + "".join(rows)
-        + "</tbody></table>"
-    )
 
 
 def summary_row(label: str, s: dict[str, Any] | None, *, attrs: str = "", prefix: str = "") -> str:
@@ -73,10 +45,6 @@ def summary_row(label: str, s: dict[str, Any] | None, *, attrs: str = "", prefix
 SUMMARY_HEAD = ("cell", "n", "mean", "95% CI low", "95% CI high")
 
 
-def section(sid: str, title: str, how: str, body: str) -> str:
-    return f'<section id="{esc(sid)}"><h2>{esc(title)}</h2><p class="how">{how}</p>{body}</section>'
-
-
 def runs_side_by_side(runs: Sequence[RunData], part: Any) -> str:
     return (
         '<div class="runs">'
@@ -86,10 +54,6 @@ def runs_side_by_side(runs: Sequence[RunData], part: Any) -> str:
         )
         + "</div>"
     )
-
-
-def fig(svg: str, name: str) -> str:
-    return f'<div class="fig" data-figure="{esc(name)}">{svg}</div>'
 
 
 # ---- run sections -------------------------------------------------------------------------------
@@ -480,12 +444,6 @@ def build_report(
     to ``out`` (default ``report.html`` in the first run or critique folder, or beside the first
     complementarity file) and return its path."""
     F.require_matplotlib()
-    from seerbench.report._analyses import (
-        complementarity_sections,
-        critique_sections,
-        load_complementarity,
-        load_critique,
-    )
 
     if not (run_dirs or complementarity or critique):
         raise ConfigError("give run folders, --complementarity FILE or --critique DIR")

@@ -15,10 +15,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from seerbench.conditions import has_passage, make_catch_trials
-from seerbench.datasets._common import iter_jsonl
-from seerbench.datasets._native import read_questions_jsonl
+from seerbench.datasets import read_questions_jsonl
 from seerbench.errors import ConfigError, DataError
 from seerbench.study._manifest import Condition, ItemSource, StudyManifest
+from seerbench.tables import iter_jsonl
 from seerbench.types import Question, Transcript
 
 __all__ = ["StudyItem", "build_catch_trials", "eligible", "load_items"]
@@ -175,7 +175,7 @@ def _source_items(src: ItemSource, base: Path, index: int) -> list[StudyItem]:
             return critique_items(crit)
         return validation_items(_existing(_resolve(src.judgments, base), f"items.{index}.judgments"), crit)
     if src.ratings is not None:
-        from seerbench.factcheck._study import rating_questions
+        from seerbench.factcheck import rating_questions
 
         return [
             StudyItem(prefix + q.id, q, catch=kind)

@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Table, func, insert, select, update
 
-from seerbench.complementarity import rating_correct
+from seerbench.records import rating_correct
 from seerbench.study._base import StoreBase
 from seerbench.study._items import StudyItem
 from seerbench.study._manifest import CRITIQUE_TASKS

@@ -162,7 +162,7 @@ class Condition(_Strict):
             return {"name": s, "show": ["transcript"]}
         if s.lower() == "baseline":
             return {"name": s}
-        from seerbench.factcheck._study import assistance_condition
+        from seerbench.factcheck import assistance_condition
 
         seed000 = assistance_condition(s)  # none, search, search+evidence, trace, ... (factuality)
         if seed000 is not None:

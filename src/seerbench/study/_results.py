@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from seerbench.analysis import summarize
-from seerbench.complementarity import rating_correct
 from seerbench.errors import ConfigError, DataError
 from seerbench.metrics import question_scores, score
+from seerbench.records import rating_correct
 from seerbench.study._schema import Assignment
 from seerbench.study._storage import StudyStore
 from seerbench.types import AnswerCase, Question, Verdict
@@ -31,6 +31,7 @@ __all__ = [
     "export_rows",
     "judgment_question",
     "judgment_verdict",
+    "load_human_rows",
     "read_export",
     "store_stats",
     "study_stats",
@@ -243,6 +244,28 @@ def read_export(path: str | Path) -> list[dict[str, Any]]:
                 raise DataError(f"{p}:{n}: unreadable value ({e})") from None
             out.append(row)
     return out
+
+
+def load_human_rows(source: str | Path) -> tuple[list[dict[str, Any]], str | None]:
+    """Export rows from a study database (SQLite path or URL) or an export file (``.csv`` /
+    ``.jsonl``), and the unassisted condition when the study's manifest says which it is (the
+    condition with no assistance parts), as :func:`seerbench.complementarity.analyze` takes them.
+    It lives with the study app because it reads the app's store; the analysis reads rows only."""
+    s = str(source)
+    if s.endswith((".csv", ".jsonl")):
+        return read_export(s), None
+    store = StudyStore(s)
+    try:
+        rows = export_rows(store)
+        m = store.manifest
+        if m.task != "factuality":
+            raise DataError(
+                f"{s} is a {m.task!r} study; the complementarity analysis takes a factuality study"
+            )
+        bare = [c.name for c in m.conditions if not c.assistance]
+        return rows, bare[0] if len(bare) == 1 else None
+    finally:
+        store.close()
 
 
 def judgment_question(row: dict[str, Any]) -> Question:

@@ -1,6 +1,6 @@
 """The ``critiques.jsonl`` format: one line per critiqued answer (seed 002, section 3.2).
 
-``seerbench critique`` writes it; the study app (``task: critique``) and the critique protocol read
+``seerbench critique`` writes it; the study app (``task: critique``) and the ``critiques`` dataset read
 it through :func:`read_critiques`, which checks every line against :class:`CritiquedAnswer` and
 names the file and line of anything unusable.
 """
@@ -18,7 +18,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from seerbench.errors import DataError
 
-__all__ = ["AnswerKind", "Critique", "CritiquedAnswer", "Refinement", "read_critiques", "write_critiques"]
+__all__ = [
+    "AnswerKind",
+    "Critique",
+    "CritiquedAnswer",
+    "Refinement",
+    "dump_answer",
+    "read_critiques",
+    "write_critiques",
+]
 
 AnswerKind = Literal["model", "reference", "misleading"]
 

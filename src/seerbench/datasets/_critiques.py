@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from seerbench.critique._format import read_critiques
-from seerbench.datasets import register_dataset
 from seerbench.datasets._common import Questions
+from seerbench.datasets._registry import register_dataset
 from seerbench.errors import ConfigError, DataError
+from seerbench.records import read_critiques
 from seerbench.types import AnswerCase, Question
 
 __all__ = ["critique_questions"]

@@ -1,0 +1,99 @@
+"""The typer application and its root options; the command modules register on :data:`app`."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from seerbench._version import __version__
+from seerbench.config import CACHE_DIR_ENV
+from seerbench.errors import ConfigError
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    name="seerbench",
+    help="Measure scalable-oversight protocols: debate, consultancy, judges, agent score difference.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    # `-h` everywhere: sub-commands and sub-groups inherit the root context's help option names.
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"seerbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Debug logging on stderr (and in --log-file).")
+    ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="Errors only: no progress bar, tables or notes (--json output still prints).",
+        ),
+    ] = False,
+    log_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--log-file", help="Append the log (info and up; debug with -v) to this file.", dir_okay=False
+        ),
+    ] = None,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--cache-dir",
+            help=f"Where the disk cache lives (default: ${CACHE_DIR_ENV} or the user cache dir).",
+        ),
+    ] = None,
+    prices: Annotated[
+        Path | None,
+        typer.Option(
+            "--prices",
+            help="Price table, YAML or JSON of `spec: {prompt: $/Mtok, completion: $/Mtok}` "
+            "(default: $SEERBENCH_PRICES).",
+        ),
+    ] = None,
+    plugin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--plugin",
+            metavar="MODULE|FILE.py",
+            help="Import a plugin (a module name, or a .py path from the working folder) before the "
+            "command, so its protocols, judges, agents, backends, datasets and tools are known to "
+            "every command. Repeatable; a config's `plugins:` are imported too.",
+        ),
+    ] = None,
+) -> None:
+    from seerbench.cli._common import NORMAL, QUIET, VERBOSE, configure_logging, set_cli_plugins
+
+    if verbose and quiet:
+        raise ConfigError("-v/--verbose and -q/--quiet exclude each other; give one")
+    configure_logging(VERBOSE if verbose else QUIET if quiet else NORMAL, log_file)
+    logging.getLogger("seerbench.cli").debug(
+        "seerbench %s; python %s; argv %s", __version__, sys.version.split()[0], sys.argv[1:]
+    )
+    if cache_dir is not None:
+        os.environ[CACHE_DIR_ENV] = str(cache_dir)
+    if prices is not None:
+        from seerbench.models import use_prices
+
+        use_prices(prices)
+    set_cli_plugins(list(plugin or []))  # also when none: a second command in one process
