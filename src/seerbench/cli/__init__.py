@@ -1,6 +1,9 @@
 """The ``seerbench`` command line. Thin: parses arguments, calls the library, prints.
 
-Each command group lives in its own ``_<group>.py`` module and registers itself on :data:`app`.
+Each command group lives in its own ``_<group>.py`` module and registers itself on :data:`app`
+when imported. ``seerbench.cli.app`` is the whole command line (every module imported on first
+use); :func:`main` imports only the module of the command it is given (``seerbench run`` never
+imports scipy.stats) and none for ``--version``.
 Options that apply to every command (``--version``, ``-v``/``-q``, ``--log-file``, ``--cache-dir``,
 ``--prices``) are handled here, before the command runs; a command module asks
 :func:`seerbench.cli._common.quiet` whether to print progress and tables.
@@ -9,6 +12,7 @@ Options that apply to every command (``--version``, ``-v``/``-q``, ``--log-file`
 from __future__ import annotations
 
 import errno
+import importlib
 import logging
 import os
 import sys
@@ -21,7 +25,7 @@ from seerbench import __version__
 from seerbench.config import CACHE_DIR_ENV
 from seerbench.errors import ConfigError, SeerbenchError
 
-app = typer.Typer(
+_app = typer.Typer(
     name="seerbench",
     help="Measure scalable-oversight protocols: debate, consultancy, judges, agent score difference.",
     no_args_is_help=True,
@@ -38,7 +42,7 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
+@_app.callback()
 def _root(
     version: Annotated[
         bool,
@@ -93,19 +97,74 @@ def _root(
         use_prices(prices)
 
 
-# Command modules register themselves on `app` when imported.
-from seerbench.cli import (  # noqa: E402
-    _complementarity,  # noqa: F401
-    _critique,  # noqa: F401
-    _datasets,  # noqa: F401
-    _estimate,  # noqa: F401
-    _export,  # noqa: F401
-    _models,  # noqa: F401
-    _rate,  # noqa: F401
-    _report,  # noqa: F401
-    _run,  # noqa: F401
-    _study,  # noqa: F401
-)
+#: Each command (or command group) -> the module that registers it on `app` when imported.
+COMMAND_MODULES = {
+    "complementarity": "_complementarity",
+    "critique": "_critique",
+    "datasets": "_datasets",
+    "estimate": "_estimate",
+    "plan": "_estimate",
+    "partition": "_estimate",
+    "export": "_export",
+    "models": "_models",
+    "ask": "_models",
+    "cache": "_models",
+    "rate": "_rate",
+    "report": "_report",
+    "run": "_run",
+    "stats": "_run",
+    "show": "_run",
+    "study": "_study",
+}
+#: Root options that take a value (the command's name is the first word after the root options).
+_VALUED_ROOT_OPTIONS = frozenset({"--log-file", "--cache-dir", "--prices"})
+_all_loaded = False
+_selective = False
+
+
+def _load(modules: list[str]) -> None:
+    for m in modules:
+        importlib.import_module(f"seerbench.cli.{m}")
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """``app``: the Typer application with every command registered."""
+    global _all_loaded
+    if name != "app":
+        raise AttributeError(f"module 'seerbench.cli' has no attribute {name!r}")
+    if not _all_loaded and not _selective:
+        _all_loaded = True  # first, so that the modules' own `from seerbench.cli import app` returns
+        _load(sorted(set(COMMAND_MODULES.values())))
+        globals()["app"] = _app
+    return _app
+
+
+def _command_name(argv: list[str]) -> str | None:
+    """The command a command line names: the first word after the root options, or None."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if not a.startswith("-"):
+            return a
+        i += 2 if a in _VALUED_ROOT_OPTIONS else 1
+    return None
+
+
+def _app_for(argv: list[str]) -> typer.Typer:
+    """The application with the modules ``argv`` needs: only its command's, when it names a known
+    one; every module otherwise (help, completion, a misspelt command)."""
+    global _selective
+    module = COMMAND_MODULES.get(_command_name(argv) or "")
+    if module is None or _all_loaded:
+        app: typer.Typer = __getattr__("app")
+        return app
+    _selective = True
+    try:
+        _load([module])
+    finally:
+        _selective = False
+    return _app
+
 
 log = logging.getLogger("seerbench.cli")
 
@@ -169,11 +228,15 @@ def _warn_unused_prices() -> None:
 
 def main() -> None:
     """Console-script entry point: user errors print one line, not a traceback, and exit 2."""
+    argv = sys.argv[1:]
+    if argv == ["--version"]:  # nothing to import for it
+        typer.echo(f"seerbench {__version__}")
+        sys.exit(0)
     try:
         try:
             # standalone: always ends in SystemExit (click handles a closed stdout pipe); the fixed
             # name keeps usage lines and the completion script right under `python -m seerbench` too
-            app(prog_name="seerbench")
+            _app_for(argv)(prog_name="seerbench")
         except SystemExit as e:
             if e.code == 130:  # Ctrl-C (typer turns KeyboardInterrupt into exit 130)
                 typer.secho(
