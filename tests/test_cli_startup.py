@@ -31,7 +31,8 @@ def _imported_after(argv: list[str]) -> tuple[str, set[str]]:
 
 
 def test_the_command_table_names_every_command_of_the_application() -> None:
-    assert sorted(COMMAND_MODULES) == sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+    group = typer.main.get_command(app)
+    assert sorted(COMMAND_MODULES) == sorted(group.commands)  # type: ignore[attr-defined]
 
 
 def test_the_command_name_is_the_first_word_after_the_root_options() -> None:
