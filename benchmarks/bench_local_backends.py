@@ -34,6 +34,24 @@ llama-cpp-python / xllamacpp (defaults: one slot, no flash attention, no prompt 
                                     then the quickstart with --limit 1 in 45.5 s; llama-cpp-python
                                     builds llama.cpp: 5 min idle, 10.5 min busy (issue 15), not
                                     finished after 18 min at a load of 10-15 here
+
+Issue 27, measured 2026-11-25 on the same 2 cores shared by 8 sessions' tests (load average 15-20),
+xllamacpp before (19f5e96: the whole vocabulary's list on every judge call, OpenMP threads
+spinning) / after (the top 4,096 entries, the whole list only when a spelling is missing;
+OMP_WAIT_POLICY=PASSIVE), 4 judge prompts, fresh processes one after the other
+(/tmp script timing ``XLlamaCppBackend.option_logprobs``; llama-cpp-python not installed here):
+
+    judge call, median              21.6 s / 2.51 s wall (8.6x); 4.86 s / 0.73 s CPU (6.7x)
+    numbers                         identical to the last bit, every prompt and option
+    whole-vocabulary calls after    1 per process (the first: it learns how many entries spell
+                                    each option label), then 0
+    this script, --quick (load 19.5) judge call 2.33 s median at concurrency 1; per call: top
+                                    entries 1.39 s wall = 1.11 s in the model + 0.29 s outside,
+                                    0.58 s CPU; whole vocabulary 5.51 s = 1.94 s + 3.57 s outside,
+                                    1.18 s CPU; exactness vs direct 4.4e-16, process to process 0
+    against llama-cpp-python        not side by side (it builds for 10+ min at this load); scaled
+                                    by the same-machine ratio, the 555 ms above becomes 65-83 ms,
+                                    under llama-cpp-python's 153 ms
 """
 
 from __future__ import annotations
@@ -144,11 +162,40 @@ def child(engine: str, max_tokens: int) -> dict[str, Any]:
         lat, total, res = asyncio.run(_judge_round(b, prompts, conc))
         judge[conc] = {"lat": lat, "rate": len(prompts) / total, "res": res}
     direct = _direct_xllamacpp(prompts) if engine == "xllamacpp" else _direct_llama_cpp(prompts)
-    return {"load_s": load_s, "gen": gen, "judge": judge, "direct": direct}
+    out = {"load_s": load_s, "gen": gen, "judge": judge, "direct": direct}
+    if engine == "xllamacpp":
+        out["breakdown"] = _breakdown_xllamacpp(b, prompts)
+    return out
+
+
+def _breakdown_xllamacpp(b: Backend, prompts: Sequence[list[ChatMessage]]) -> dict[str, Any]:
+    """Where a judge call's time goes: the server's own prompt + decode time (its ``timings``)
+    against the call's wall and CPU time, for the top entries the backend asks for and for the
+    whole vocabulary's list (the fallback, and what every call cost before issue 27)."""
+    from seerbench.models._xllamacpp import ALL_TOKENS, TOP_FIRST, _logprob_body
+
+    got: dict[str, Any] = {"whole_vocabulary_calls": getattr(b, "whole_vocabulary_calls", None)}
+    for name, top in (("top", TOP_FIRST), ("all", ALL_TOKENS)):
+        walls, cpus, model = [], [], []
+        for p in prompts:
+            t, c = time.perf_counter(), time.process_time()
+            r = b._call(_logprob_body(p, top))  # type: ignore[attr-defined]
+            walls.append(time.perf_counter() - t)
+            cpus.append(time.process_time() - c)
+            model.append((r["timings"]["prompt_ms"] + r["timings"]["predicted_ms"]) / 1e3)
+        got[name] = {"wall": walls, "cpu": cpus, "model": model}
+    return got
 
 
 def bench_engines(rounds: int, max_tokens: int) -> None:
-    names = ["llama-cpp-python", "xllamacpp"]
+    import importlib.util
+
+    names = [
+        k
+        for k, m in (("llama-cpp-python", "llama_cpp"), ("xllamacpp", "xllamacpp"))
+        if importlib.util.find_spec(m)
+    ]
+    print(f"engines installed: {', '.join(names)}")
     got: dict[str, list[dict[str, Any]]] = {k: [] for k in names}
     for _ in range(rounds):  # interleaved, each in a fresh process
         for k in names:
@@ -183,6 +230,24 @@ def bench_engines(rounds: int, max_tokens: int) -> None:
                 f"{statistics.median(lat) * 1e3:.0f} ms, {statistics.quantiles(lat, n=10)[-1] * 1e3:.0f} ms",
             )
             row(f"{k}: concurrency {conc}: judge calls/s (best)", f"{max(rate):.2f}")
+    if "xllamacpp" in names:
+        print(
+            "xllamacpp judge call, per call (median over prompts and rounds; model = the server's own time)"
+        )
+        bd = [g["breakdown"] for g in got["xllamacpp"]]
+        for name, what in (
+            ("top", "top entries (what a call asks for)"),
+            ("all", "whole vocabulary (fallback)"),
+        ):
+            wall = statistics.median(x for g in bd for x in g[name]["wall"])
+            cpu = statistics.median(x for g in bd for x in g[name]["cpu"])
+            model = statistics.median(x for g in bd for x in g[name]["model"])
+            row(
+                f"{what}: wall, model, outside",
+                f"{wall * 1e3:.0f} ms, {model * 1e3:.0f} ms, {(wall - model) * 1e3:.0f} ms",
+            )
+            row(f"{what}: CPU of the process", f"{cpu * 1e3:.0f} ms")
+        row("calls that needed the whole vocabulary", ", ".join(str(g["whole_vocabulary_calls"]) for g in bd))
     print("exactness of option log probabilities (max |difference| over prompts and options)")
     for k in names:
         g = got[k][0]
@@ -196,6 +261,8 @@ def bench_engines(rounds: int, max_tokens: int) -> None:
                 f"{k}: process to process",
                 f"{_maxdiff(got[k][1]['judge']['1']['res'], g['judge']['1']['res']):.2e}",
             )
+    if len(names) < 2:
+        return
     a, b = got[names[0]][0]["judge"]["1"]["res"], got[names[1]][0]["judge"]["1"]["res"]
     row("llama-cpp-python vs xllamacpp (log prob)", f"{_maxdiff(a, b):.2e}")
     pa = [1 / (1 + math.exp(r["B"] - r["A"])) for r in a]

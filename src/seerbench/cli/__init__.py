@@ -1,7 +1,9 @@
 """The ``seerbench`` command line. Thin: parses arguments, calls the library, prints.
 
 Each command group lives in its own ``_<group>.py`` module and registers itself on :data:`app`
-(defined in ``_app.py``, below the command modules).
+(defined in ``_app.py``, below the command modules) when imported. ``seerbench.cli.app`` is the
+whole command line (every module imported on first use); :func:`main` imports only the module of
+the command it is given (``seerbench run`` never imports scipy.stats) and none for ``--version``.
 Options that apply to every command (``--version``, ``-v``/``-q``, ``--log-file``, ``--cache-dir``,
 ``--prices``, ``--plugin``) are handled here, before the command runs; a command module asks
 :func:`seerbench.cli._common.quiet` whether to print progress and tables.
@@ -10,6 +12,7 @@ Options that apply to every command (``--version``, ``-v``/``-q``, ``--log-file`
 from __future__ import annotations
 
 import errno
+import importlib
 import logging
 import os
 import sys
@@ -17,20 +20,68 @@ from pathlib import Path
 
 import typer
 
-from seerbench.cli import (  # each command module registers its commands on `app`
-    _complementarity,  # noqa: F401
-    _critique,  # noqa: F401
-    _datasets,  # noqa: F401
-    _estimate,  # noqa: F401
-    _export,  # noqa: F401
-    _models,  # noqa: F401
-    _rate,  # noqa: F401
-    _report,  # noqa: F401
-    _run,  # noqa: F401
-    _study,  # noqa: F401
-)
-from seerbench.cli._app import app
+from seerbench import __version__
+from seerbench.cli._app import app as _app
 from seerbench.errors import SeerbenchError
+
+#: Each command (or command group) -> the module that registers it on `app` when imported.
+COMMAND_MODULES = {
+    "complementarity": "_complementarity",
+    "critique": "_critique",
+    "datasets": "_datasets",
+    "estimate": "_estimate",
+    "plan": "_estimate",
+    "partition": "_estimate",
+    "export": "_export",
+    "models": "_models",
+    "ask": "_models",
+    "cache": "_models",
+    "rate": "_rate",
+    "report": "_report",
+    "run": "_run",
+    "stats": "_run",
+    "show": "_run",
+    "study": "_study",
+}
+#: Root options that take a value (the command's name is the first word after the root options).
+_VALUED_ROOT_OPTIONS = frozenset({"--log-file", "--cache-dir", "--prices", "--plugin"})
+
+
+def _load(modules: list[str]) -> None:
+    for m in modules:
+        importlib.import_module(f"seerbench.cli.{m}")
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """``app``: the Typer application with every command registered (imported on first use, so
+    that ``seerbench --version`` and a single command import only what they need)."""
+    if name != "app":
+        raise AttributeError(f"module 'seerbench.cli' has no attribute {name!r}")
+    _load(sorted(set(COMMAND_MODULES.values())))
+    globals()["app"] = _app
+    return _app
+
+
+def _command_name(argv: list[str]) -> str | None:
+    """The command a command line names: the first word after the root options, or None."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if not a.startswith("-"):
+            return a
+        i += 2 if a in _VALUED_ROOT_OPTIONS else 1
+    return None
+
+
+def _app_for(argv: list[str]) -> typer.Typer:
+    """The application with the modules ``argv`` needs: only its command's, when it names a known
+    one; every module otherwise (help, completion, a misspelt command)."""
+    module = COMMAND_MODULES.get(_command_name(argv) or "")
+    if module is None:
+        return __getattr__("app")
+    _load([module])
+    return _app
+
 
 log = logging.getLogger("seerbench.cli")
 
@@ -94,11 +145,15 @@ def _warn_unused_prices() -> None:
 
 def main() -> None:
     """Console-script entry point: user errors print one line, not a traceback, and exit 2."""
+    argv = sys.argv[1:]
+    if argv == ["--version"]:  # nothing to import for it
+        typer.echo(f"seerbench {__version__}")
+        sys.exit(0)
     try:
         try:
             # standalone: always ends in SystemExit (click handles a closed stdout pipe); the fixed
             # name keeps usage lines and the completion script right under `python -m seerbench` too
-            app(prog_name="seerbench")
+            _app_for(argv)(prog_name="seerbench")
         except SystemExit as e:
             if e.code == 130:  # Ctrl-C (typer turns KeyboardInterrupt into exit 130)
                 typer.secho(

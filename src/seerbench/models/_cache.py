@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -11,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from seerbench.config import cache_dir
+from seerbench.config import CACHE_DIR_ENV, cache_dir
 from seerbench.models._types import ChatMessage, GenerateConfig, Sample
 
 #: Bump when the meaning of a cached value changes, so old entries are never misread.
@@ -138,13 +139,22 @@ class Cache:
 
 _caches: dict[Path, Cache] = {}
 _caches_lock = threading.Lock()
+#: The environment variables the cache's location is resolved from (--cache-dir sets the first).
+_LOCATION_ENV = (CACHE_DIR_ENV, "XDG_CACHE_HOME", "HOME")
+_by_env: dict[tuple[str | None, ...], Cache] = {}
 
 
 def default_cache() -> Cache:
-    """The process's cache at the configured location (re-resolved, so tests can move it)."""
+    """The process's cache at the configured location: resolved again whenever one of the
+    variables it depends on changes (so tests and --cache-dir can move it), not on every request."""
+    env = tuple(os.environ.get(v) for v in _LOCATION_ENV)
+    c = _by_env.get(env)
+    if c is not None:
+        return c
     p = cache_dir() / CACHE_FILE
     with _caches_lock:
         c = _caches.get(p)
         if c is None:
             c = _caches[p] = Cache(p)
+        _by_env[env] = c
         return c

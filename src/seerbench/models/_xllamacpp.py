@@ -4,9 +4,14 @@ One ``xllamacpp.Server`` per model file and process, with ``n_parallel`` slots (
 ``SEERBENCH_LOCAL_PARALLEL`` says more): up to that many calls are decoded together (continuous
 batching), where llama-cpp-python serialises them. Calls go
 straight to the server's chat-completions handler (no HTTP). Option probabilities are exact: one
-token is generated with the log probability of *every* vocabulary token at that position (the raw
-softmax of the logits, before temperature), and an option's mass is that of the tokens ``A`` and
-`` A`` (see :meth:`XLlamaCppBackend.option_logprobs`).
+token is generated with the log probabilities of the most likely :data:`TOP_FIRST` vocabulary
+tokens at that position (the raw softmax of the logits, before temperature, over the whole
+vocabulary), and an option's mass is that of the tokens ``A`` and `` A`` (see
+:meth:`XLlamaCppBackend.option_logprobs`). Where a spelling is not among them, the call is made
+again with the whole vocabulary's list: the same numbers, 12x the answer to serialise and parse.
+
+The server's OpenMP threads wait passively (``OMP_WAIT_POLICY=PASSIVE``, unless the user set the
+variable): spinning at every barrier cost 5x the CPU per call on a loaded 2-core machine.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import asyncio
 import math
 import os
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,9 +39,19 @@ DEFAULT_PARALLEL = 1
 PARALLEL_ENV = "SEERBENCH_LOCAL_PARALLEL"
 #: More than any vocabulary: the server clamps it to the vocabulary size.
 ALL_TOKENS = 1 << 20
+#: Next-token entries asked for first. The server computes every token's probability and sorts
+#: them whatever this is; the cost is the answer (JSON built, converted, read in Python): 4,096
+#: entries cost nothing measurable over 20, the whole vocabulary (49,152 entries, 5 MB) +0.5 s of
+#: CPU per call. On SmolLM2's judge prompts `` A`` and `` B`` rank in the low thousands.
+TOP_FIRST = 4096
+#: The OpenMP setting for the embedded engine's threads, unless the environment has one.
+OMP_WAIT_ENV = "OMP_WAIT_POLICY"
 
 _servers: dict[tuple[str, int, int], Any] = {}
 _lock = threading.Lock()
+#: Per model file: how many vocabulary entries spell each option spelling seen so far (read from a
+#: whole-vocabulary answer; a property of the vocabulary, not of a prompt).
+_spelling_counts: dict[str, dict[str, int]] = {}
 
 
 def _server(path: Path, n_ctx: int, n_parallel: int) -> Any:
@@ -43,6 +59,8 @@ def _server(path: Path, n_ctx: int, n_parallel: int) -> Any:
     with _lock:
         if key in _servers:
             return _servers[key]
+        # Read by libgomp when it loads (with xllamacpp): idle threads sleep instead of spinning.
+        os.environ.setdefault(OMP_WAIT_ENV, "PASSIVE")
         try:
             import xllamacpp
         except ImportError as e:
@@ -60,8 +78,11 @@ def _server(path: Path, n_ctx: int, n_parallel: int) -> Any:
         p.cpuparams_batch.n_threads = cpus
         p.cpuparams.poll = 0
         p.cpuparams_batch.poll = 0
-        # Every prompt evaluated whole: reusing a cached prefix changes llama.cpp's numbers (measured
-        # 0.015 in an option's log probability), which would make results depend on call order.
+        # Every prompt evaluated whole: reusing the cache changes llama.cpp's numbers, which would make
+        # results depend on call order. Measured 2026-11-25: a chat prompt that repeats the slot's
+        # previous one (all but its last token reused) moved an option's log probability by up to
+        # 0.47; a shared prefix with a new suffix gave identical numbers in 25 of 25 cases, but
+        # nothing in the request can keep a call from being a repeat (the fallback below is one).
         p.cache_prompt = False
         # Flash attention (llama.cpp's "auto" turns it on) gives a request different numbers when
         # it shares a batch with others: measured up to 0.21 in an option's log probability
@@ -92,6 +113,8 @@ class XLlamaCppBackend(Backend):
         self.n_parallel = n_parallel or env_int(PARALLEL_ENV, DEFAULT_PARALLEL)
         self.default_concurrency = self.n_parallel  # more would only queue in the server
         self._srv: Any = None
+        #: Option-probability calls that needed the whole vocabulary's list (benchmarks report it).
+        self.whole_vocabulary_calls = 0
 
     @property
     def model_id(self) -> str:
@@ -128,23 +151,54 @@ class XLlamaCppBackend(Backend):
         self, messages: Sequence[ChatMessage], options: Sequence[str]
     ) -> tuple[dict[str, float], Usage] | None:
         """Exact next-token log probability of each option label (``A`` and `` A`` summed) at the
-        start of the assistant's answer, from the whole vocabulary's log probabilities; None if
-        a label is no single token."""
-        body = {
-            "messages": [{"role": m.role, "content": m.content} for m in messages],
-            "max_tokens": 1,
-            "temperature": 0.0,
-            "logprobs": True,
-            "top_logprobs": ALL_TOKENS,
-        }
-        r = await asyncio.to_thread(self._call, body)
-        (first,) = r["choices"][0]["logprobs"]["content"][:1]
-        out = option_masses(first["top_logprobs"], options)
-        if out is None:
-            return None
-        return out, Usage(
-            prompt_tokens=int((r.get("usage") or {}).get("prompt_tokens", 0)), completion_tokens=1
-        )
+        start of the assistant's answer, the numbers of the whole vocabulary's log probabilities;
+        None if no token spells a label.
+
+        The server is asked for its :data:`TOP_FIRST` most likely entries; where every vocabulary
+        entry that spells a label is among them (how many there are is learnt from the first
+        whole-vocabulary answer for those spellings), the options' masses are summed from them,
+        the same entries in the same order as in the whole list. Otherwise the call is repeated
+        for the whole vocabulary (prompts are evaluated whole, so its numbers are the same)."""
+        wanted = {v for o in options for v in (o, " " + o)}
+        counts = _spelling_counts.setdefault(str(self.path.resolve()), {})
+        if wanted <= counts.keys():
+            if any(counts[o] + counts[" " + o] == 0 for o in options):
+                return None  # no vocabulary entry spells a label: known without asking
+            r = await asyncio.to_thread(self._call, _logprob_body(messages, TOP_FIRST))
+            entries = _first_entries(r)
+            found = Counter(e["token"] for e in entries if e["token"] in wanted)
+            if all(found[w] == counts[w] for w in wanted):
+                return _with_usage(option_masses(entries, options), r)
+        self.whole_vocabulary_calls += 1
+        r = await asyncio.to_thread(self._call, _logprob_body(messages, ALL_TOKENS))
+        entries = _first_entries(r)
+        found = Counter(e["token"] for e in entries if e["token"] in wanted)
+        counts.update({w: found[w] for w in wanted})
+        return _with_usage(option_masses(entries, options), r)
+
+
+def _logprob_body(messages: Sequence[ChatMessage], top: int) -> dict[str, Any]:
+    return {
+        "messages": [{"role": m.role, "content": m.content} for m in messages],
+        "max_tokens": 1,
+        "temperature": 0.0,
+        "logprobs": True,
+        "top_logprobs": top,
+    }
+
+
+def _first_entries(r: dict[str, Any]) -> list[dict[str, Any]]:
+    (first,) = r["choices"][0]["logprobs"]["content"][:1]
+    entries: list[dict[str, Any]] = first["top_logprobs"]
+    return entries
+
+
+def _with_usage(masses: dict[str, float] | None, r: dict[str, Any]) -> tuple[dict[str, float], Usage] | None:
+    if masses is None:
+        return None
+    return masses, Usage(
+        prompt_tokens=int((r.get("usage") or {}).get("prompt_tokens", 0)), completion_tokens=1
+    )
 
 
 def option_masses(entries: Sequence[dict[str, Any]], options: Sequence[str]) -> dict[str, float] | None:

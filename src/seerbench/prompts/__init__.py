@@ -8,6 +8,7 @@ judged with an edited prompt never mix with results judged with the old one.
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 from seerbench.errors import ConfigError
@@ -15,6 +16,9 @@ from seerbench.errors import ConfigError
 PROMPTS_DIR = Path(__file__).parent
 
 _texts: dict[tuple[str, int, int], str] = {}
+#: (name, directory) -> the file its template is read from, as template_hashes last found it:
+#: renders reuse it (a grid renders tens of thousands of prompts) and only stat the file.
+_resolved: dict[tuple[str, str | None], str] = {}
 
 
 def template_names() -> list[str]:
@@ -36,12 +40,20 @@ def template_path(name: str, directory: str | Path | None = None) -> Path:
     return p
 
 
-def _read(path: Path) -> str:
-    st = path.stat()
-    key = (str(path), st.st_mtime_ns, st.st_size)  # an edited file is read again
+def _resolve(name: str, directory: str | Path | None, fresh: bool = False) -> str:
+    key = (name, None if directory is None else str(directory))
+    p = None if fresh else _resolved.get(key)
+    if p is None:
+        p = _resolved[key] = str(template_path(name, directory))
+    return p
+
+
+def _read(path: str) -> str:
+    st = os.stat(path)
+    key = (path, st.st_mtime_ns, st.st_size)  # an edited file is read again
     text = _texts.get(key)
     if text is None:
-        text = _texts[key] = path.read_text()
+        text = _texts[key] = Path(path).read_text()
     return text
 
 
@@ -66,7 +78,7 @@ def check_prompts_dir(directory: str | Path) -> Path:
 def template_hashes(directory: str | Path | None = None) -> dict[str, str]:
     """sha256 (first 16 hex digits) of the text of every template as ``directory`` resolves it."""
     return {
-        n: hashlib.sha256(_read(template_path(n, directory)).encode()).hexdigest()[:16]
+        n: hashlib.sha256(_read(_resolve(n, directory, fresh=True)).encode()).hexdigest()[:16]
         for n in template_names()
     }
 
@@ -74,7 +86,10 @@ def template_hashes(directory: str | Path | None = None) -> dict[str, str]:
 def render(name: str, directory: str | Path | None = None, **fields: object) -> str:
     """Fill template ``name`` (``<name>.txt``) with ``fields``; a file of the same name in
     ``directory`` overrides the built-in one."""
-    template = _read(template_path(name, directory))
+    try:
+        template = _read(_resolve(name, directory))
+    except FileNotFoundError:  # the file it was read from is gone: resolve again
+        template = _read(_resolve(name, directory, fresh=True))
     try:
         return template.format(**fields).strip()
     except KeyError as e:
