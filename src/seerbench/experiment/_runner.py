@@ -35,10 +35,11 @@ from seerbench.experiment._inspect import CountingBackend, RecordingModel
 from seerbench.experiment._questions import QuestionStore
 from seerbench.judges import Judge, ModelJudge
 from seerbench.models import GenerateConfig, Model, get_model
+from seerbench.models._cache import cache_scope
 from seerbench.models._usage import default_tracker, record_usage
-from seerbench.plugins import code_hash
 from seerbench.prompts import check_prompts_dir, template_hashes
 from seerbench.protocols import PROTOCOLS, OversightProtocol, get_protocol
+from seerbench.provenance import code_files, describe_changes, environment
 from seerbench.tools import get_tools
 from seerbench.types import Question
 
@@ -261,9 +262,9 @@ class Experiment:
             "prompts": self.prompt_hashes(),
         }
         code = {}
-        h = code_hash(cls)
-        if h:  # a user's protocol: its source file is part of what the results depend on
-            code[f"{cls.__module__}:{cls.__name__}"] = h
+        files = code_files(cls)
+        if files:  # a user's protocol: its source (and the user modules it imports) decide the results
+            code[f"{cls.__module__}:{cls.__name__}"] = files
         if spec.judge_entry is not None:
             ident["elicitation"] = c.elicitation.model_dump(mode="json")
             code.update(entry_code(spec.judge_entry, "judge", base))
@@ -275,7 +276,46 @@ class Experiment:
                 code.update(entry_code(spec.agent_entry, "agent", base))
         if code:
             ident["code"] = code
+        ident["models"] = self.cell_models(spec)  # each model's backend, version, file hash, code
+        if c.cache_scope:
+            ident["cache_scope"] = c.cache_scope
         return ident
+
+    def cell_models(self, spec: RunSpec) -> dict[str, dict[str, Any]]:
+        """Model spec -> :attr:`Model.provenance` of every model the cell's protocol is built with
+        (what the model factory gives it: its judge's and agent's, and those of class entries),
+        the values its cache keys hold too. Worked out once per cell."""
+        memo: dict[str, dict[str, dict[str, Any]]] = self.__dict__.setdefault("_cell_models", {})
+        engines: set[str] = self.__dict__.setdefault("_backend_modules", set())
+        if spec.key not in memo:
+            seen: dict[str, dict[str, Any]] = {}
+            factory = self.model_factory
+
+            def recording(s: str, role: str) -> Model:
+                m = factory(s, role)
+                seen[s] = m.provenance
+                engines.add(type(m.backend).__module__)
+                return m
+
+            self.model_factory = recording
+            try:
+                self._protocol(spec)
+            finally:
+                self.model_factory = factory
+            memo[spec.key] = dict(sorted(seen.items()))
+        return memo[spec.key]
+
+    def environment(self, specs: Sequence[RunSpec]) -> dict[str, Any]:
+        """What a run records besides the config (:func:`seerbench.provenance.environment`): the
+        host's Python, seerbench's, the engines' and the user's package versions, and the git
+        revision of the user's code."""
+        modules: set[str] = set()
+        for s in specs:
+            for ref in self.cell_identity(s).get("code", {}):
+                modules.add(ref.partition(":")[0])
+        backends: set[str] = self.__dict__.get("_backend_modules", set())
+        folders = [self.config._base_dir] if self.config._base_dir is not None else []
+        return environment(code_modules=modules, backend_modules=backends, folders=folders)
 
     def _judge(self, spec: RunSpec) -> Judge:
         assert spec.judge_entry is not None
@@ -420,7 +460,12 @@ class Experiment:
                 continue
             ident = self.cell_identity(spec)
             if rec.get("fingerprint") != _hash(ident):
-                diff = _diff_keys(rec.get("identity", {}), ident, nested=True)
+                old_ident = rec.get("identity", {})
+                diff = _diff_keys(
+                    {k: v for k, v in old_ident.items() if k not in ("code", "models")},
+                    {k: v for k, v in ident.items() if k not in ("code", "models")},
+                    nested=True,
+                ) + describe_changes(old_ident, ident)
                 problems.append(f"{spec.key} (differs in: {', '.join(diff) or 'unknown'})")
         return problems
 
@@ -474,6 +519,7 @@ class Experiment:
         self._made_out = not out.exists()
         prompts = self.prompt_hashes()
         cells = {s.key: _hash(self.cell_identity(s)) for s in specs}
+        env = self.environment(specs)
         try:
             out.mkdir(parents=True, exist_ok=True)
             old_cells: dict[str, str] = {}
@@ -488,6 +534,7 @@ class Experiment:
                     {
                         "fingerprint": self.config.fingerprint(),
                         "seerbench_version": __version__,
+                        "environment": env,
                         "config": self.config.model_dump(mode="json"),
                         "prompts": prompts,
                         "config_dir": str(self.config._base_dir.resolve()) if self.config._base_dir else None,
@@ -529,7 +576,8 @@ class Experiment:
         out = self.prepare_out(new=new, specs=specs)
         before = default_tracker().snapshot()
         try:
-            results = await self.executor.run_cells(self, out, specs, questions, progress, on_start)
+            with cache_scope(self.config.cache_scope):
+                results = await self.executor.run_cells(self, out, specs, questions, progress, on_start)
         except ConfigError:
             # the executor refused to start (e.g. a Ray cluster that cannot be reached): a folder
             # this run made holds no result, so leave none behind for a corrected config to trip on
@@ -611,7 +659,8 @@ class Experiment:
         factory = self.model_factory
         self.model_factory = lambda s, role: RecordingModel(get_model(s), role, log, allow_calls)
         try:
-            await self._protocol(spec).run_question(q)
+            with cache_scope(self.config.cache_scope):  # the run's cache entries
+                await self._protocol(spec).run_question(q)
         finally:
             self.model_factory = factory
         return log
