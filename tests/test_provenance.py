@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from importlib.metadata import version as importlib_version
 from pathlib import Path
 from typing import Any
 
@@ -312,3 +313,17 @@ def test_a_run_records_python_packages_and_the_git_revision(tmp_path: Path) -> N
     r = runner.invoke(app, ["report", str(tmp_path / "out"), "--out", str(tmp_path / "r.html")])
     assert r.exit_code == 0, r.output
     assert "(dirty)" in (tmp_path / "r.html").read_text()
+
+
+def test_a_run_records_the_model_a_server_reported(tmp_path: Path) -> None:
+    from seerbench.testing.fake_openai import FakeOpenAIServer
+
+    with FakeOpenAIServer(reply="A", api_key=None) as srv:
+        spec = f"openai/fake-model@{srv.base_url}"
+        cfg = _config(tmp_path, limit=2, judge_models=[spec])
+        Experiment(ExperimentConfig.from_yaml(cfg)).run()
+        assert srv.request_count == 2
+    env = json.loads((tmp_path / "out" / "experiment.json").read_text())["environment"]
+    assert env["served_models"] == {spec: ["fake-model"]}  # what the fake server puts in "model"
+    assert env["packages"]["aiohttp"] == importlib_version("aiohttp")
+    assert f"served {spec}: fake-model" in environment_lines(env)

@@ -323,6 +323,8 @@ def environment_lines(env: dict[str, Any] | None) -> list[str]:
         lines.append(
             f"git {g.get('repo')} @ {str(g.get('rev'))[:12]}" + (" (dirty)" if g.get("dirty") else "")
         )
+    for spec, names in (env.get("served_models") or {}).items():
+        lines.append(f"served {spec}: {', '.join(names)}")
     return lines
 
 

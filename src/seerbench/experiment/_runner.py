@@ -287,6 +287,7 @@ class Experiment:
         the values its cache keys hold too. Worked out once per cell."""
         memo: dict[str, dict[str, dict[str, Any]]] = self.__dict__.setdefault("_cell_models", {})
         engines: set[str] = self.__dict__.setdefault("_backend_modules", set())
+        backends: dict[str, Any] = self.__dict__.setdefault("_backends", {})
         if spec.key not in memo:
             seen: dict[str, dict[str, Any]] = {}
             factory = self.model_factory
@@ -294,6 +295,7 @@ class Experiment:
             def recording(s: str, role: str) -> Model:
                 m = factory(s, role)
                 seen[s] = m.provenance
+                backends[s] = m.backend
                 engines.add(type(m.backend).__module__)
                 return m
 
@@ -587,12 +589,28 @@ class Experiment:
         finally:  # also when interrupted or failed: the calls were made
             if out.is_dir():
                 record_usage(out / "usage.json", before, default_tracker().snapshot())
+                self._record_served(out)
         all_stats = {r.spec.key: r.stats for r in results}
         _atomic_write(out / "all_stats.json", json.dumps(all_stats, indent=2, allow_nan=True))
         return results
 
     def run(self, **kw: Any) -> list[RunResult]:
         return asyncio.run(self.arun(**kw))
+
+    def _record_served(self, out: Path) -> None:
+        """Add the model names servers reported in this run's responses to experiment.json's
+        environment (``served_models``: model spec -> names)."""
+        served = {
+            s: sorted(b.served)
+            for s, b in self.__dict__.get("_backends", {}).items()
+            if getattr(b, "served", None)
+        }
+        meta_path = out / "experiment.json"
+        if not served or not meta_path.is_file():
+            return
+        meta = json.loads(meta_path.read_text())
+        meta.setdefault("environment", {})["served_models"] = served
+        _atomic_write(meta_path, json.dumps(meta, indent=2))
 
     # ---- planning and inspection --------------------------------------------------------------
     def plan(self, *, sample: int = 3) -> list[CellPlan]:
