@@ -166,6 +166,14 @@ def test_an_edited_helper_module_of_a_judge_is_refused_naming_it(
     assert len(lines) == 6
     assert {ln["answer_cases"][0]["case_probs"]["probabilities"][ln["question"]["answer_cases"][0]["short"]]
             for ln in lines} == {0.25}  # fmt: skip
+    # show cannot rebuild the old run's prompts with the new rubric: it says what changed
+    r = runner.invoke(app, ["show", str(tmp_path / "out"), "arithmetic-0-0"])
+    assert isinstance(r.exception, ConfigError), r.output
+    assert f"differs in: rubrics_{tag}.py (code of judges_{tag}:RubricJudge)" in str(r.exception)
+    r = runner.invoke(app, ["show", str(exp.out), "arithmetic-0-0"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["show", str(tmp_path / "out"), "arithmetic-0-0", "--no-prompts"])
+    assert r.exit_code == 0, r.output
 
 
 def test_two_model_files_with_one_name_get_different_cache_keys(tmp_path: Path) -> None:

@@ -505,7 +505,9 @@ def show(
     for c, ln in found:
         rec: dict[str, Any] = {"cell": c.key, "line": ln}
         if exp is not None:
-            rec["prompts"] = asyncio.run(exp.replay_prompts(c.key, question_id, allow_calls=allow_calls))
+            rec["prompts"] = asyncio.run(
+                exp.replay_prompts(c.key, question_id, allow_calls=allow_calls, run_dir=run_dir)
+            )
         out.append(rec)
     if json_out:
         print_json(out)

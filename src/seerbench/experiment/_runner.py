@@ -660,11 +660,12 @@ class Experiment:
         return plans
 
     async def replay_prompts(
-        self, cell_key: str, question_id: str, *, allow_calls: bool = False
+        self, cell_key: str, question_id: str, *, allow_calls: bool = False, run_dir: Path | None = None
     ) -> list[dict[str, Any]]:
         """Every model request a cell made for one question, rebuilt by running the cell again on
         that question with the same config: the disk cache answers every call, so the prompts are
-        exactly those of the run. With ``allow_calls=False`` a cache miss raises instead of calling
+        exactly those of the run. With ``run_dir``, a cell whose identity changed since that run
+        (edited code, another model file) is refused, naming what changed. With ``allow_calls=False`` a cache miss raises instead of calling
         the model (the cache was cleared, or the run used another machine's cache)."""
         specs = {s.key: s for s in self.grid()}
         spec = specs.get(cell_key)
@@ -673,6 +674,12 @@ class Experiment:
         q = self.questions().get(question_id)
         if q is None:
             raise ConfigError(f"no question {question_id!r} in this config's dataset")
+        changed = self._conflicts(run_dir, [spec]) if run_dir is not None else []
+        if changed:  # rerun now, the cell would not make the run's requests
+            raise ConfigError(
+                f"the prompts of {run_dir} cannot be rebuilt: what made the cell changed since the run: "
+                f"{_group(changed)}. Use --no-prompts, or restore what changed"
+            )
         log: list[dict[str, Any]] = []
         factory = self.model_factory
         self.model_factory = lambda s, role: RecordingModel(get_model(s), role, log, allow_calls)
