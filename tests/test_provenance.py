@@ -335,3 +335,25 @@ def test_a_run_records_the_model_a_server_reported(tmp_path: Path) -> None:
     assert env["served_models"] == {spec: ["fake-model"]}  # what the fake server puts in "model"
     assert env["packages"]["aiohttp"] == importlib_version("aiohttp")
     assert f"served {spec}: fake-model" in environment_lines(env)
+
+
+def test_a_ray_worker_uses_the_drivers_cache_scope(tmp_path: Path) -> None:
+    """run_shard is the body of a Ray task; run here in-process, it builds the experiment from the
+    config as a worker does, so the scope must come from that config."""
+    from seerbench.experiment._executor import LineFormat
+    from seerbench.experiment._ray import _Setup, run_shard
+
+    def shard(scope: str | None, token: str) -> dict[str, int]:
+        cfg = ExperimentConfig.from_yaml(_config(tmp_path, limit=2, cache_scope=scope))
+        exp = Experiment(cfg)
+        spec = exp.check()[0]
+        setup = _Setup(token, cfg.model_dump(mode="json"), str(tmp_path), None)
+        fmt = LineFormat({"cell": spec.key}, {}, cfg.eps, cfg.parse_failures)
+        res = run_shard(setup, spec, list(exp.questions()[:2]), fmt)
+        assert len(res.lines) == 2 and not res.errors
+        return res.usage["scripted:coin"]
+
+    assert (shard(None, "a")["calls"], shard(None, "b")["cache_hits"]) == (2, 2)
+    scoped = shard("w", "c")
+    assert (scoped["calls"], scoped["cache_hits"]) == (2, 0)  # the worker's keys hold the scope
+    assert shard("w", "d")["cache_hits"] == 2
