@@ -26,7 +26,7 @@ from seerbench.experiment import Experiment, ExperimentConfig
 from seerbench.models import ChatMessage, GenerateConfig, Model, ScriptedBackend, get_model
 from seerbench.models import _registry as model_registry
 from seerbench.models._cache import cache_key
-from seerbench.provenance import code_files, environment_lines, file_digest, provenance_key
+from seerbench.provenance import code_files, environment, environment_lines, file_digest, provenance_key
 
 runner = CliRunner()
 
@@ -321,6 +321,8 @@ def test_a_run_records_python_packages_and_the_git_revision(tmp_path: Path) -> N
     r = runner.invoke(app, ["report", str(tmp_path / "out"), "--out", str(tmp_path / "r.html")])
     assert r.exit_code == 0, r.output
     assert "(dirty)" in (tmp_path / "r.html").read_text()
+    # the installed package holding the user's code is recorded with its version (yaml: PyYAML)
+    assert environment(code_modules=["yaml"])["packages"]["PyYAML"] == importlib_version("PyYAML")
 
 
 def test_a_run_records_the_model_a_server_reported(tmp_path: Path) -> None:

@@ -513,7 +513,7 @@ def show(
         print_json(out)
         return
     for line in environment_lines(env):  # what made the run: Python, package versions, git revision
-        console.print(f"[dim]{escape(line)}[/]")
+        console.print(f"[dim]{escape(line)}[/]", soft_wrap=True)  # a path or hash stays whole
     q = found[0][1]["question"]
     console.print(f"[bold]{escape(question_id)}[/]: {escape(q['text'])}")
     for a in q["answer_cases"]:
