@@ -311,6 +311,12 @@ def test_a_run_records_python_packages_and_the_git_revision(tmp_path: Path) -> N
     assert env["packages"]["seerbench"] == seerbench.__version__
     assert env["python"].endswith(".".join(map(str, sys.version_info[:3])))
     assert env["git"] == [{"repo": str(tmp_path.resolve()), "rev": git("rev-parse", "HEAD"), "dirty": False}]
+    here = Path(seerbench.__file__).resolve().parent  # seerbench's own checkout (editable here)
+    head = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if "site-packages" not in here.parts and head.returncode == 0:
+        assert env["seerbench_git"]["rev"] == head.stdout.strip()
+    else:
+        assert "seerbench_git" not in env
     lines = environment_lines(env)
     r = runner.invoke(app, ["show", str(tmp_path / "out"), "arithmetic-0-0", "--no-prompts"])
     assert r.exit_code == 0 and lines[0] in r.output and f"@ {git('rev-parse', 'HEAD')[:12]}" in r.output

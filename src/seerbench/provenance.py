@@ -276,8 +276,9 @@ def environment(
     *, code_modules: Iterable[str] = (), backend_modules: Iterable[str] = (), folders: Iterable[Path] = ()
 ) -> dict[str, Any]:
     """The host's Python, the versions of seerbench, of the engines of ``backend_modules`` and of
-    the installed packages holding ``code_modules`` (the user's), and the git revision and dirty
-    flag of each repository holding one of ``folders`` or of the user's modules' files."""
+    the installed packages holding ``code_modules`` (the user's), the git revision and dirty
+    flag of each repository holding one of ``folders`` or of the user's modules' files, and
+    (``seerbench_git``) of seerbench's own checkout when it is not installed in site-packages."""
     from importlib.metadata import packages_distributions
 
     from seerbench import __version__
@@ -302,12 +303,18 @@ def environment(
             g = _git(folder)
             if g is not None:
                 repos.setdefault(g["repo"], g)
-    return {
+    env: dict[str, Any] = {
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "platform": platform.platform(),
         "packages": packages,
         "git": list(repos.values()),
     }
+    own = Path(__file__).resolve().parent  # seerbench's own code: an editable checkout's revision
+    if not any(part in _SITE_DIRS for part in own.parts):
+        g = _git(own)
+        if g is not None:
+            env["seerbench_git"] = g
+    return env
 
 
 def environment_lines(env: dict[str, Any] | None) -> list[str]:
@@ -323,6 +330,9 @@ def environment_lines(env: dict[str, Any] | None) -> list[str]:
         lines.append(
             f"git {g.get('repo')} @ {str(g.get('rev'))[:12]}" + (" (dirty)" if g.get("dirty") else "")
         )
+    own = env.get("seerbench_git")
+    if own:
+        lines.append(f"seerbench-git @ {str(own.get('rev'))[:12]}" + (" (dirty)" if own.get("dirty") else ""))
     for spec, names in (env.get("served_models") or {}).items():
         lines.append(f"served {spec}: {', '.join(names)}")
     return lines
