@@ -365,3 +365,17 @@ def test_a_ray_worker_uses_the_drivers_cache_scope(tmp_path: Path) -> None:
     scoped = shard("w", "c")
     assert (scoped["calls"], scoped["cache_hits"]) == (2, 0)  # the worker's keys hold the scope
     assert shard("w", "d")["cache_hits"] == 2
+
+
+def test_a_folder_written_without_provenance_is_refused_saying_so(tmp_path: Path) -> None:
+    """A cell.json of seerbench before provenance holds no `models`: which model file or backend
+    code made its answers is unknown, so adding to it is refused rather than assumed the same."""
+    cfg = _config(tmp_path, limit=1)
+    Experiment(ExperimentConfig.from_yaml(cfg)).run()
+    cj = tmp_path / "out" / "NaiveJudge" / "J_scripted-coin" / "cell.json"
+    rec = json.loads(cj.read_text())
+    del rec["identity"]["models"]
+    rec["fingerprint"] = "written-by-0.1"
+    cj.write_text(json.dumps(rec))
+    with pytest.raises(ConfigError, match=r"differs in: model scripted:coin \(no provenance recorded\)"):
+        Experiment(ExperimentConfig.from_yaml(cfg).with_updates(limit=2)).run()

@@ -576,6 +576,8 @@ class Experiment:
         specs = self.check()
         questions = self.questions()
         out = self.prepare_out(new=new, specs=specs)
+        for b in self.__dict__.get("_backends", {}).values():
+            getattr(b, "served", set()).clear()  # what servers report in this run's responses
         before = default_tracker().snapshot()
         try:
             with cache_scope(self.config.cache_scope):
@@ -608,9 +610,12 @@ class Experiment:
         meta_path = out / "experiment.json"
         if not served or not meta_path.is_file():
             return
-        meta = json.loads(meta_path.read_text())
-        meta.setdefault("environment", {})["served_models"] = served
-        _atomic_write(meta_path, json.dumps(meta, indent=2))
+        try:
+            meta = json.loads(meta_path.read_text())
+            meta.setdefault("environment", {})["served_models"] = served
+            _atomic_write(meta_path, json.dumps(meta, indent=2))
+        except (OSError, ValueError):  # a record, not the run: never hide the run's own outcome
+            pass
 
     # ---- planning and inspection --------------------------------------------------------------
     def plan(self, *, sample: int = 3) -> list[CellPlan]:
