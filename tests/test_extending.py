@@ -124,7 +124,9 @@ def test_editing_a_plugin_is_a_config_change(tmp_path: Path) -> None:
     assert list(ident["code"]) == [next(k for k in ident["code"] if k.endswith(":TwoVoices"))]
     plugin = tmp_path / "lib" / "plug_b.py"
     plugin.write_text(plugin.read_text() + "\n# a change to the protocol's module\n")
-    with pytest.raises(ConfigError, match=r"differs in: code\."):
+    with pytest.raises(
+        ConfigError, match=r"differs in: plug_b.py \(code of seerbench_plugin_plug_b_\w+:TwoVoices\)"
+    ):
         Experiment(ExperimentConfig.from_yaml(cfg)).run()
 
 

@@ -47,6 +47,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "tables",
             "_resume",
             "_version",
+            "provenance",
         },
     ),
     ("models", {"models"}),

@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
-import inspect
 import sys
 from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
@@ -139,18 +138,12 @@ def import_object(ref: str, base_dir: str | Path | None = None) -> Any:
 
 
 def code_hash(obj: Any) -> str | None:
-    """sha256 prefix of the source file defining ``obj`` when it is user code (not part of
-    seerbench), so an edited plugin is seen as a changed config; None for seerbench's own."""
-    module = inspect.getmodule(obj)
-    if module is None or module.__name__.split(".")[0] == "seerbench":
-        return None
-    try:
-        src = inspect.getsourcefile(obj)
-    except TypeError:
-        return None
-    if not src or not Path(src).is_file():
-        return None
-    return hashlib.sha256(Path(src).read_bytes()).hexdigest()[:16]
+    """sha256 prefix of the source of ``obj`` and of the modules of the user's own code it imports
+    when it is user code (not part of seerbench), so an edited plugin or helper module is seen as
+    a changed config; None for seerbench's own (:func:`seerbench.provenance.code_hash`)."""
+    from seerbench.provenance import code_hash as _code_hash
+
+    return _code_hash(obj)
 
 
 def definition_key(obj: Any) -> Any:

@@ -24,6 +24,7 @@ from seerbench.errors import ConfigError
 from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RayExecutor, RunSpec
 from seerbench.metrics import beta_key
 from seerbench.models import default_tracker
+from seerbench.provenance import environment_lines
 from seerbench.runs import CELL_AXES, ResultsFile, RunFolder, check_beta, check_eps
 
 
@@ -178,6 +179,13 @@ def run(
             help="With --executor ray: the cluster to join (ray://HOST:10001, auto); default $RAY_ADDRESS, else a local Ray instance.",
         ),
     ] = None,
+    cache_scope: Annotated[
+        str | None,
+        typer.Option(
+            "--cache-scope",
+            help="A name put in every model cache key (overrides the config's cache_scope): a new scope makes fresh calls without clearing the cache.",
+        ),
+    ] = None,
 ) -> None:
     """Run an experiment grid; resumes where a previous run of the same config stopped."""
     if executor not in ("local", "ray"):
@@ -197,6 +205,8 @@ def run(
         updates["limit"] = limit
     if concurrency is not None:
         updates["concurrency"] = concurrency
+    if cache_scope is not None:
+        updates["cache_scope"] = cache_scope or None
     if updates:
         cfg = cfg.with_updates(**updates)
     exp = Experiment(cfg, executor=RayExecutor(address=address) if executor == "ray" else None)
@@ -496,15 +506,20 @@ def show(
     if not found:
         raise ConfigError(f"question {question_id!r} is in no results file under {run_dir}")
     exp = Experiment(ExperimentConfig.from_run(run_dir)) if prompts else None
+    env = folder.meta.get("environment")
     out = []
     for c, ln in found:
         rec: dict[str, Any] = {"cell": c.key, "line": ln}
         if exp is not None:
-            rec["prompts"] = asyncio.run(exp.replay_prompts(c.key, question_id, allow_calls=allow_calls))
+            rec["prompts"] = asyncio.run(
+                exp.replay_prompts(c.key, question_id, allow_calls=allow_calls, run_dir=run_dir)
+            )
         out.append(rec)
     if json_out:
         print_json(out)
         return
+    for line in environment_lines(env):  # what made the run: Python, package versions, git revision
+        console.print(f"[dim]{escape(line)}[/]", soft_wrap=True)  # a path or hash stays whole
     q = found[0][1]["question"]
     console.print(f"[bold]{escape(question_id)}[/]: {escape(q['text'])}")
     for a in q["answer_cases"]:

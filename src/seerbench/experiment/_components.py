@@ -21,7 +21,8 @@ from seerbench.agents import AGENTS, Agent
 from seerbench.errors import ConfigError
 from seerbench.judges import JUDGES, Judge
 from seerbench.models import Model
-from seerbench.plugins import Registry, code_hash, import_object
+from seerbench.plugins import Registry, import_object
+from seerbench.provenance import code_files
 
 Entry = str | dict[str, Any]
 
@@ -45,16 +46,17 @@ def resolve_class(ref: str, role: str, base_dir: str | Path | None) -> type:
     return obj
 
 
-def entry_code(entry: Entry, role: str, base_dir: str | Path | None) -> dict[str, str]:
-    """Class reference -> hash of its source file, for every user class in an entry (nested ones
-    too), so an edited plugin counts as a changed cell."""
-    out: dict[str, str] = {}
+def entry_code(entry: Entry, role: str, base_dir: str | Path | None) -> dict[str, dict[str, str]]:
+    """Class reference -> its :func:`seerbench.provenance.code_files` (its source file and the
+    user modules it imports, each file's hash), for every user class in an entry (nested ones
+    too), so an edited plugin or helper module counts as a changed cell."""
+    out: dict[str, dict[str, str]] = {}
     if isinstance(entry, dict):
         ref = str(entry.get("class"))
-        h = code_hash(resolve_class(ref, role, base_dir))
-        if h:
-            out[ref] = h
         cls = resolve_class(ref, role, base_dir)
+        files = code_files(cls)
+        if files:
+            out[ref] = files
         hints = _hints(cls)
         for k, v in entry.items():
             if isinstance(v, dict):

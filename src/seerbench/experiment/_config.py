@@ -96,6 +96,10 @@ class ExperimentConfig(BaseModel):
     concurrency: int = Field(default=4, ge=1)
     n_boot: int = Field(default=2000, ge=100)
     prompts_dir: str | None = None
+    cache_scope: str | None = Field(
+        default=None,
+        description="A name put in every model cache key: a new scope makes fresh calls without clearing the cache.",
+    )
 
     #: The folder relative input paths (dataset files, prompts_dir) are read from: the config
     #: file's folder for a YAML config, else the working directory.
@@ -190,6 +194,8 @@ class ExperimentConfig(BaseModel):
         """Hash of the config apart from out, limit, concurrency and name (for the record; whether
         a folder's results may be extended is decided per cell, see :meth:`Experiment.cell_identity`)."""
         d = self.model_dump(mode="json", exclude=set(NOT_IN_FINGERPRINT))
+        if d.get("cache_scope") is None:
+            del d["cache_scope"]  # the default scope: the fingerprint of configs written before it
         return _hash(d)
 
 

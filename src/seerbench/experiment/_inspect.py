@@ -115,6 +115,7 @@ class RecordingModel(Model):
             cache=real._cache_opt,
             max_concurrency=real.max_concurrency,
             retry=RetryPolicy(max_attempts=1),
+            provenance=real.provenance,  # the real model's cache keys, whatever backend stands in
         )
         self._role, self._log = role, log
 

@@ -29,7 +29,7 @@ from seerbench.errors import ConfigError, SeerbenchError
 from seerbench.experiment._config import ExperimentConfig
 from seerbench.experiment._executor import CellWriter, LineFormat, OnStart, Progress, run_questions
 from seerbench.experiment._questions import QuestionStore
-from seerbench.models import default_tracker
+from seerbench.models import cache_scope, default_tracker
 from seerbench.types import Question
 
 if TYPE_CHECKING:
@@ -96,17 +96,18 @@ def run_shard(setup: _Setup, spec: RunSpec, questions: list[Question], fmt: Line
     protocol = exp._protocol(spec)
     before = default_tracker().snapshot()
     try:
-        asyncio.run(
-            run_questions(
-                protocol,
-                questions,
-                concurrency=exp.config.concurrency,
-                fmt=fmt,
-                cell=spec.key,
-                on_line=res.lines.append,
-                on_error=res.errors.append,
+        with cache_scope(exp.config.cache_scope):  # the driver's scope, in this worker too
+            asyncio.run(
+                run_questions(
+                    protocol,
+                    questions,
+                    concurrency=exp.config.concurrency,
+                    fmt=fmt,
+                    cell=spec.key,
+                    on_line=res.lines.append,
+                    on_error=res.errors.append,
+                )
             )
-        )
     finally:
         for model, u in default_tracker().snapshot().items():
             b = before.get(model, {})

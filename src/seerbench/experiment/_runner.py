@@ -35,10 +35,10 @@ from seerbench.experiment._files import (
 from seerbench.experiment._inspect import CountingBackend, RecordingModel
 from seerbench.experiment._questions import QuestionStore
 from seerbench.judges import Judge, ModelJudge
-from seerbench.models import GenerateConfig, Model, default_tracker, get_model, record_usage
-from seerbench.plugins import code_hash
+from seerbench.models import GenerateConfig, Model, cache_scope, default_tracker, get_model, record_usage
 from seerbench.prompts import check_prompts_dir, template_hashes
 from seerbench.protocols import PROTOCOLS, OversightProtocol, get_protocol
+from seerbench.provenance import code_files, describe_changes, environment
 from seerbench.tools import get_tools
 from seerbench.types import Question
 
@@ -232,9 +232,9 @@ class Experiment:
             "prompts": self.prompt_hashes(),
         }
         code = {}
-        h = code_hash(cls)
-        if h:  # a user's protocol: its source file is part of what the results depend on
-            code[f"{cls.__module__}:{cls.__name__}"] = h
+        files = code_files(cls)
+        if files:  # a user's protocol: its source (and the user modules it imports) decide the results
+            code[f"{cls.__module__}:{cls.__name__}"] = files
         if spec.judge_entry is not None:
             ident["elicitation"] = c.elicitation.model_dump(mode="json")
             code.update(entry_code(spec.judge_entry, "judge", base))
@@ -246,7 +246,48 @@ class Experiment:
                 code.update(entry_code(spec.agent_entry, "agent", base))
         if code:
             ident["code"] = code
+        ident["models"] = self.cell_models(spec)  # each model's backend, version, file hash, code
+        if c.cache_scope:
+            ident["cache_scope"] = c.cache_scope
         return ident
+
+    def cell_models(self, spec: RunSpec) -> dict[str, dict[str, Any]]:
+        """Model spec -> :attr:`Model.provenance` of every model the cell's protocol is built with
+        (what the model factory gives it: its judge's and agent's, and those of class entries),
+        the values its cache keys hold too. Worked out once per cell."""
+        memo: dict[str, dict[str, dict[str, Any]]] = self.__dict__.setdefault("_cell_models", {})
+        engines: set[str] = self.__dict__.setdefault("_backend_modules", set())
+        backends: dict[str, Any] = self.__dict__.setdefault("_backends", {})
+        if spec.key not in memo:
+            seen: dict[str, dict[str, Any]] = {}
+            factory = self.model_factory
+
+            def recording(s: str, role: str) -> Model:
+                m = factory(s, role)
+                seen[s] = m.provenance
+                backends[s] = m.backend
+                engines.add(type(m.backend).__module__)
+                return m
+
+            self.model_factory = recording
+            try:
+                self._protocol(spec)
+            finally:
+                self.model_factory = factory
+            memo[spec.key] = dict(sorted(seen.items()))
+        return memo[spec.key]
+
+    def environment(self, specs: Sequence[RunSpec]) -> dict[str, Any]:
+        """What a run records besides the config (:func:`seerbench.provenance.environment`): the
+        host's Python, seerbench's, the engines' and the user's package versions, and the git
+        revision of the user's code."""
+        modules: set[str] = set()
+        for s in specs:
+            for ref in self.cell_identity(s).get("code", {}):
+                modules.add(ref.partition(":")[0])
+        backends: set[str] = self.__dict__.get("_backend_modules", set())
+        folders = [self.config._base_dir] if self.config._base_dir is not None else []
+        return environment(code_modules=modules, backend_modules=backends, folders=folders)
 
     def _judge(self, spec: RunSpec) -> Judge:
         assert spec.judge_entry is not None
@@ -391,7 +432,12 @@ class Experiment:
                 continue
             ident = self.cell_identity(spec)
             if rec.get("fingerprint") != _hash(ident):
-                diff = _diff_keys(rec.get("identity", {}), ident, nested=True)
+                old_ident = rec.get("identity", {})
+                diff = _diff_keys(
+                    {k: v for k, v in old_ident.items() if k not in ("code", "models")},
+                    {k: v for k, v in ident.items() if k not in ("code", "models")},
+                    nested=True,
+                ) + describe_changes(old_ident, ident)
                 problems.append(f"{spec.key} (differs in: {', '.join(diff) or 'unknown'})")
         return problems
 
@@ -445,6 +491,7 @@ class Experiment:
         self._made_out = not out.exists()
         prompts = self.prompt_hashes()
         cells = {s.key: _hash(self.cell_identity(s)) for s in specs}
+        env = self.environment(specs)
         try:
             out.mkdir(parents=True, exist_ok=True)
             old_cells: dict[str, str] = {}
@@ -459,6 +506,7 @@ class Experiment:
                     {
                         "fingerprint": self.config.fingerprint(),
                         "seerbench_version": __version__,
+                        "environment": env,
                         "config": self.config.model_dump(mode="json"),
                         "prompts": prompts,
                         "config_dir": str(self.config._base_dir.resolve()) if self.config._base_dir else None,
@@ -498,9 +546,12 @@ class Experiment:
         specs = self.check()
         questions = self.questions()
         out = self.prepare_out(new=new, specs=specs)
+        for b in self.__dict__.get("_backends", {}).values():
+            getattr(b, "served", set()).clear()  # what servers report in this run's responses
         before = default_tracker().snapshot()
         try:
-            results = await self.executor.run_cells(self, out, specs, questions, progress, on_start)
+            with cache_scope(self.config.cache_scope):
+                results = await self.executor.run_cells(self, out, specs, questions, progress, on_start)
         except ConfigError:
             # the executor refused to start (e.g. a Ray cluster that cannot be reached): a folder
             # this run made holds no result, so leave none behind for a corrected config to trip on
@@ -510,12 +561,31 @@ class Experiment:
         finally:  # also when interrupted or failed: the calls were made
             if out.is_dir():
                 record_usage(out / "usage.json", before, default_tracker().snapshot())
+                self._record_served(out)
         all_stats = {r.spec.key: r.stats for r in results}
         _atomic_write(out / "all_stats.json", json.dumps(all_stats, indent=2, allow_nan=True))
         return results
 
     def run(self, **kw: Any) -> list[RunResult]:
         return asyncio.run(self.arun(**kw))
+
+    def _record_served(self, out: Path) -> None:
+        """Add the model names servers reported in this run's responses to experiment.json's
+        environment (``served_models``: model spec -> names)."""
+        served = {
+            s: sorted(b.served)
+            for s, b in self.__dict__.get("_backends", {}).items()
+            if getattr(b, "served", None)
+        }
+        meta_path = out / "experiment.json"
+        if not served or not meta_path.is_file():
+            return
+        try:
+            meta = json.loads(meta_path.read_text())
+            meta.setdefault("environment", {})["served_models"] = served
+            _atomic_write(meta_path, json.dumps(meta, indent=2))
+        except (OSError, ValueError):  # a record, not the run: never hide the run's own outcome
+            pass
 
     # ---- planning and inspection --------------------------------------------------------------
     def plan(self, *, sample: int = 3) -> list[CellPlan]:
@@ -565,11 +635,12 @@ class Experiment:
         return plans
 
     async def replay_prompts(
-        self, cell_key: str, question_id: str, *, allow_calls: bool = False
+        self, cell_key: str, question_id: str, *, allow_calls: bool = False, run_dir: Path | None = None
     ) -> list[dict[str, Any]]:
         """Every model request a cell made for one question, rebuilt by running the cell again on
         that question with the same config: the disk cache answers every call, so the prompts are
-        exactly those of the run. With ``allow_calls=False`` a cache miss raises instead of calling
+        exactly those of the run. With ``run_dir``, a cell whose identity changed since that run
+        (edited code, another model file) is refused, naming what changed. With ``allow_calls=False`` a cache miss raises instead of calling
         the model (the cache was cleared, or the run used another machine's cache)."""
         specs = {s.key: s for s in self.grid()}
         spec = specs.get(cell_key)
@@ -578,11 +649,18 @@ class Experiment:
         q = self.questions().get(question_id)
         if q is None:
             raise ConfigError(f"no question {question_id!r} in this config's dataset")
+        changed = self._conflicts(run_dir, [spec]) if run_dir is not None else []
+        if changed:  # rerun now, the cell would not make the run's requests
+            raise ConfigError(
+                f"the prompts of {run_dir} cannot be rebuilt: what made the cell changed since the run: "
+                f"{_group(changed)}. Use --no-prompts, or restore what changed"
+            )
         log: list[dict[str, Any]] = []
         factory = self.model_factory
         self.model_factory = lambda s, role: RecordingModel(get_model(s), role, log, allow_calls)
         try:
-            await self._protocol(spec).run_question(q)
+            with cache_scope(self.config.cache_scope):  # the run's cache entries
+                await self._protocol(spec).run_question(q)
         finally:
             self.model_factory = factory
         return log

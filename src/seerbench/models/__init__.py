@@ -6,7 +6,7 @@ concurrency limit, retries, usage accounting, and probability elicitation for ju
 """
 
 from seerbench.models._backend import Backend, RetryableError
-from seerbench.models._cache import Cache, cache_key, default_cache
+from seerbench.models._cache import Cache, cache_key, cache_scope, default_cache
 from seerbench.models._model import MessagesLike, Model, to_messages
 from seerbench.models._registry import (
     BACKENDS,
@@ -64,6 +64,7 @@ __all__ = [
     "Usage",
     "UsageTracker",
     "cache_key",
+    "cache_scope",
     "default_cache",
     "default_tracker",
     "get_model",

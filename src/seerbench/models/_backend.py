@@ -25,6 +25,10 @@ class Backend(ABC):
     name: str = "backend"
     #: Default concurrency limit for this backend.
     default_concurrency: int = 8
+    #: The backend's version: part of the cache key and of a cell's identity, so bump it when a
+    #: change makes other answers. (seerbench also hashes a user backend's source code, and the
+    #: modules of the user's own code it imports, into both.)
+    version: str = ""
 
     @property
     @abstractmethod
@@ -36,6 +40,11 @@ class Backend(ABC):
         self, messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None
     ) -> Sample:
         """Generate one sample with ``seed`` (already derived for the sample index)."""
+
+    def content_identity(self) -> str | None:
+        """What identifies the model's weights beyond :attr:`model_id` (e.g. ``sha256:<hex>`` of
+        a model file), part of the cache key and of a cell's identity; None when unknown."""
+        return None
 
     @property
     def supports_logprobs(self) -> bool:

@@ -8,7 +8,9 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,21 @@ CACHE_FORMAT = 1
 CACHE_FILE = "cache.sqlite"
 
 
+#: The cache scope of the calls made in this context (:func:`cache_scope`); "" is the default scope.
+CACHE_SCOPE: ContextVar[str] = ContextVar("seerbench_cache_scope", default="")
+
+
+@contextmanager
+def cache_scope(scope: str | None) -> Iterator[None]:
+    """Calls made inside take their cache entries from (and put them in) scope ``scope``: a new
+    scope makes fresh calls without clearing the cache (config ``cache_scope``, ``--cache-scope``)."""
+    token = CACHE_SCOPE.set(scope or "")
+    try:
+        yield
+    finally:
+        CACHE_SCOPE.reset(token)
+
+
 def cache_key(
     backend: str,
     model: str,
@@ -27,13 +44,18 @@ def cache_key(
     config: GenerateConfig,
     index: int,
     purpose: str = "generate",
+    *,
+    provenance: str = "",
+    scope: str = "",
 ) -> str:
     """Stable hash of everything that determines sample ``index`` of a request.
 
     ``n`` is left out on purpose: sample 3 of an n=5 request is the same as sample 3 of n=10.
     ``purpose`` separates other kinds of request (e.g. option log probabilities) from generation.
+    ``provenance`` is the model's :func:`seerbench.provenance.provenance_key` (its backend's
+    version and code, its file's hash) and ``scope`` the cache scope; each is left out when "".
     """
-    payload = {
+    payload: dict[str, object] = {
         "v": CACHE_FORMAT,
         "purpose": purpose,
         "backend": backend,
@@ -42,6 +64,10 @@ def cache_key(
         "config": config.model_dump(exclude={"n"}),
         "index": index,
     }
+    if provenance:
+        payload["provenance"] = provenance
+    if scope:
+        payload["scope"] = scope
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -124,6 +124,18 @@ class LocalBackend(Backend):
         # The file name, not the absolute path, so a cache survives moving the venv.
         return self.path.name
 
+    @property
+    def version(self) -> str:  # type: ignore[override]
+        from seerbench.provenance import package_version
+
+        return f"llama-cpp-python {package_version('llama-cpp-python')}"
+
+    def content_identity(self) -> str:
+        # the file's bytes: two files of one name are two models (hashed once, then remembered)
+        from seerbench.provenance import file_digest
+
+        return f"sha256:{file_digest(self.path)}"
+
     def _get(self) -> _Loaded:
         if self._model is None:
             self._model = _load(self.path, self.n_ctx)

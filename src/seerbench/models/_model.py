@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from seerbench.models._backend import Backend
-from seerbench.models._cache import Cache, cache_key, default_cache
+from seerbench.models._cache import CACHE_SCOPE, Cache, cache_key, default_cache
 from seerbench.models._retry import RetryPolicy, with_retries
 from seerbench.models._types import ChatMessage, GenerateConfig, ModelOutput, Sample, TokenLogprob, Usage
 from seerbench.models._usage import UsageTracker, default_tracker
@@ -50,8 +50,10 @@ class Model:
         max_concurrency: int | None = None,
         retry: RetryPolicy | None = None,
         usage: UsageTracker | None = None,
+        provenance: dict[str, Any] | None = None,
     ) -> None:
         self.spec = spec
+        self._provenance = provenance  # None: worked out from the backend on first use
         self.backend = backend
         self._cache_opt = cache
         self.max_concurrency = max_concurrency or backend.default_concurrency
@@ -66,6 +68,41 @@ class Model:
 
     def __repr__(self) -> str:
         return f"Model({self.spec!r})"
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        """What identifies this model's answers (:func:`seerbench.provenance.model_provenance`):
+        worked out once, and shared by the cache key and the cell identity."""
+        if self._provenance is None:
+            from seerbench.provenance import model_provenance, provenance_key
+
+            self._provenance = model_provenance(self.backend)
+            self._provenance_key = provenance_key(self._provenance)
+        return self._provenance
+
+    @property
+    def provenance_key(self) -> str:
+        """The part of :attr:`provenance` the cache key adds to the backend name and model id."""
+        key: str | None = getattr(self, "_provenance_key", None)
+        if key is None:
+            from seerbench.provenance import provenance_key
+
+            key = self._provenance_key = provenance_key(self.provenance)
+        return key
+
+    def _key(
+        self, msgs: list[ChatMessage], cfg: GenerateConfig, index: int, purpose: str = "generate"
+    ) -> str:
+        return cache_key(
+            self.backend.name,
+            self.backend.model_id,
+            msgs,
+            cfg,
+            index,
+            purpose,
+            provenance=self.provenance_key,
+            scope=CACHE_SCOPE.get(),
+        )
 
     @property
     def cache(self) -> Cache | None:
@@ -119,7 +156,7 @@ class Model:
         cache = self.cache
         key = ""
         if cache is not None:
-            key = cache_key(self.backend.name, self.backend.model_id, msgs, cfg, index)
+            key = self._key(msgs, cfg, index)
             hit = cache.get(key)
             if hit is not None:
                 self.usage.record_hit(self.spec)
@@ -153,7 +190,7 @@ class Model:
         if cache is not None:
             cfg = GenerateConfig(max_tokens=1, logprobs=True)
             purpose = "option_logprobs:" + "\x1f".join(options)
-            key = cache_key(self.backend.name, self.backend.model_id, msgs, cfg, 0, purpose)
+            key = self._key(msgs, cfg, 0, purpose)
         if cache is not None:
             hit = cache.get(key)
             if hit is not None and hit.logprobs is not None:

@@ -173,6 +173,9 @@ class OpenAIBackend(Backend):
             weakref.WeakKeyDictionary()
         )
         self._last: tuple[asyncio.AbstractEventLoop, _LoopState] | None = None  # fast path
+        #: The model names the server reported in its responses (a run records them: what a
+        #: server serves under a name can change between runs).
+        self.served: set[str] = set()
 
     @property
     def model_id(self) -> str:
@@ -282,6 +285,8 @@ class OpenAIBackend(Backend):
             r = json.loads(raw)
         except ValueError as e:  # not JSON
             raise RetryableError(f"{where} sent a malformed response: {e}") from e
+        if isinstance(r, dict) and isinstance(r.get("model"), str):
+            self.served.add(r["model"])
         return _parse_completion(r, config, where)
 
     async def aclose(self) -> None:

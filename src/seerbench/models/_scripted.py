@@ -75,6 +75,13 @@ class ScriptedBackend(Backend):
     def model_id(self) -> str:
         return self._name
 
+    def content_identity(self) -> str | None:
+        # a user's responder: its code (and the user modules it imports) decides the answers
+        from seerbench.provenance import code_hash
+
+        h = code_hash(self._fn)
+        return f"code:{h}" if h else None
+
     @property
     def supports_logprobs(self) -> bool:
         return False

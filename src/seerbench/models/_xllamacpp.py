@@ -122,6 +122,18 @@ class XLlamaCppBackend(Backend):
         # gives slightly different numbers, so its answers are not the same cache entries.
         return f"{self.path.name}#xllamacpp"
 
+    @property
+    def version(self) -> str:  # type: ignore[override]
+        from seerbench.provenance import package_version
+
+        return f"xllamacpp {package_version('xllamacpp')}"
+
+    def content_identity(self) -> str:
+        # the file's bytes: two files of one name are two models (hashed once, then remembered)
+        from seerbench.provenance import file_digest
+
+        return f"sha256:{file_digest(self.path)}"
+
     def _call(self, body: dict[str, Any]) -> dict[str, Any]:
         if self._srv is None:
             self._srv = _server(self.path, self.n_ctx, self.n_parallel)

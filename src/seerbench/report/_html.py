@@ -15,6 +15,7 @@ from typing import Any
 
 from seerbench._version import __version__
 from seerbench.errors import ConfigError
+from seerbench.provenance import environment_lines
 from seerbench.report import _figures as F
 from seerbench.report._analyses import (
     complementarity_sections,
@@ -94,6 +95,11 @@ def part_overview(r: RunData, i: int) -> str:
         f"<tr><th>folder</th><td>{esc(r.path)}</td></tr>"
         f"<tr><th>name</th><td>{esc(cfg.get('name'))}</td></tr>"
         f"<tr><th>seerbench</th><td>{esc(r.meta.get('seerbench_version'))}</td></tr>"
+        + "".join(
+            f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>"
+            for k, _, v in (ln.partition(" ") for ln in environment_lines(r.meta.get("environment")))
+        )
+        + f"<tr><th>cache scope</th><td>{esc(cfg.get('cache_scope') or 'default')}</td></tr>"
         f"<tr><th>dataset</th><td>{esc(json.dumps(ds))}</td></tr>"
         f"<tr><th>judge models</th><td>{esc(', '.join(map(str, cfg.get('judge_models') or [])))}</td></tr>"
         f"<tr><th>agent models</th><td>{esc(', '.join(map(str, cfg.get('agent_models') or [])))}</td></tr>"
