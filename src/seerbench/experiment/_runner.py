@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from seerbench import __version__
+from seerbench._lock import command_line, lock_folder
 from seerbench.agents import Agent, BestOfNAgent, ModelAgent
 from seerbench.errors import (
     ConfigError,
@@ -526,21 +527,28 @@ class Experiment:
         progress display."""
         specs = self.check()
         questions = self.questions()
-        out = self.prepare_out(new=new, specs=specs)
-        before = default_tracker().snapshot()
-        try:
-            results = await self.executor.run_cells(self, out, specs, questions, progress, on_start)
-        except ConfigError:
-            # the executor refused to start (e.g. a Ray cluster that cannot be reached): a folder
-            # this run made holds no result, so leave none behind for a corrected config to trip on
-            if self._made_out and not any(out.rglob("results.jsonl")):
-                shutil.rmtree(out, ignore_errors=True)
-            raise
-        finally:  # also when interrupted or failed: the calls were made
-            if out.is_dir():
-                record_usage(out / "usage.json", before, default_tracker().snapshot())
-        all_stats = {r.spec.key: r.stats for r in results}
-        _atomic_write(out / "all_stats.json", json.dumps(all_stats, indent=2, allow_nan=True))
+        chosen = self.choose_out(specs, new=new)
+        made = not chosen.exists()
+        # the folder is this process's alone for the whole run: a second run on it is refused
+        with lock_folder(chosen, command_line()):
+            out = self.prepare_out(new=new, specs=specs)  # checked again, now under the lock
+            self._made_out = made
+            if out != chosen:
+                raise ConfigError(f"{chosen} changed while this run started; run the command again")
+            before = default_tracker().snapshot()
+            try:
+                results = await self.executor.run_cells(self, out, specs, questions, progress, on_start)
+            except ConfigError:
+                # the executor refused to start (e.g. a Ray cluster that cannot be reached): a folder
+                # this run made holds no result, so leave none behind for a corrected config to trip on
+                if self._made_out and not any(out.rglob("results.jsonl")):
+                    shutil.rmtree(out, ignore_errors=True)
+                raise
+            finally:  # also when interrupted or failed: the calls were made
+                if out.is_dir():
+                    record_usage(out / "usage.json", before, default_tracker().snapshot())
+            all_stats = {r.spec.key: r.stats for r in results}
+            _atomic_write(out / "all_stats.json", json.dumps(all_stats, indent=2, allow_nan=True))
         return results
 
     def run(self, **kw: Any) -> list[RunResult]:
