@@ -11,23 +11,32 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from seerbench._lock import lock_folder
 from seerbench.errors import ConfigError
+from seerbench.models import ChatMessage, GenerateConfig, register_scripted
+from seerbench.testing import FakeOpenAIServer
+from seerbench.testing.fake_openai import CONTEXT_EXCEEDED, Failure
+from seerbench.types import AnswerCase, Question
 from tests.test_cli_global import one_line_error, run_main
 
 # A slow deterministic scripted model (so a second process or a kill lands mid-run), then the CLI.
 RUNNER = textwrap.dedent(
     """
-    import sys, time
+    import os, sys, time
     from seerbench.models import register_scripted
     from seerbench.models._scripted import _coin
 
     def slow(messages, config, seed):
-        time.sleep(0.02)
+        while os.path.exists(os.environ["HOLD"]):  # the test holds the run here
+            time.sleep(0.01)
+        time.sleep(0.005)
         return _coin(messages, config, seed)
 
     register_scripted("slowcoin", slow)
@@ -51,32 +60,36 @@ CELL = "Consultancy_t2/A_scripted-slowcoin_J_scripted-slowcoin"
 
 
 def _start(cfg: Path, out: Path, cache: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "SEERBENCH_CACHE_DIR": str(cache)}
+    env = {**os.environ, "SEERBENCH_CACHE_DIR": str(cache), "HOLD": str(cache.parent / "hold")}
     cmd = [sys.executable, "-c", RUNNER, "run", str(cfg), "--out", str(out), "--json"]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def _wait_lines(proc: subprocess.Popen[bytes], path: Path, n: int) -> None:
+def _wait_locked(proc: subprocess.Popen[bytes], out: Path) -> None:
+    """Wait until ``proc`` holds the folder's lock (its model calls wait while ``hold`` exists)."""
+    lock = out / ".seerbench.lock"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
-        if path.exists() and path.read_bytes().count(b"\n") >= n:
+        if lock.exists() and f'"pid": {proc.pid},' in lock.read_text():
             return
-        time.sleep(0.005)
-    raise AssertionError("the run finished (or never started) before the check; make it slower")
+        time.sleep(0.01)
+    raise AssertionError(f"the run never took the lock: {proc.poll()}")
 
 
 def test_second_process_on_a_folder_is_refused_naming_the_holder(tmp_path: Path) -> None:
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(CONFIG)
     out = tmp_path / "out"
+    (tmp_path / "hold").touch()
     first = _start(cfg, out, tmp_path / "cache")
-    _wait_lines(first, out / CELL / "results.jsonl", 2)
+    _wait_locked(first, out)
     second = _start(cfg, out, tmp_path / "cache")
     _, err = second.communicate(timeout=120)
     lines = err.decode().strip().splitlines()
     assert second.returncode == 2 and len(lines) == 1, err.decode()
     assert f"is in use by PID {first.pid} on host" in lines[0] and "seerbench" in lines[0]
     assert first.poll() is None  # the first run is untouched by the refusal ...
+    (tmp_path / "hold").unlink()
     _, err = first.communicate(timeout=300)
     assert first.returncode == 0, err.decode()
     ids = [json.loads(x)["question_id"] for x in (out / CELL / "results.jsonl").read_text().splitlines()]
@@ -88,11 +101,13 @@ def test_lock_of_a_killed_run_is_taken_over(tmp_path: Path) -> None:
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(CONFIG)
     out = tmp_path / "out"
+    (tmp_path / "hold").touch()
     first = _start(cfg, out, tmp_path / "cache")
-    _wait_lines(first, out / CELL / "results.jsonl", 2)
+    _wait_locked(first, out)
     first.send_signal(signal.SIGKILL)
     first.wait()
     assert json.loads((out / ".seerbench.lock").read_text())["pid"] == first.pid  # left behind
+    (tmp_path / "hold").unlink()
     again = _start(cfg, out, tmp_path / "cache")
     _, err = again.communicate(timeout=300)
     assert again.returncode == 0, err.decode()
@@ -123,3 +138,129 @@ def test_rate_and_critique_refuse_a_locked_folder(
     assert code == 0, err
     rows = [json.loads(x) for x in (out / "critiques.jsonl").read_text().splitlines()]
     assert {r["question_id"] for r in rows} == {"arithmetic-0-0", "arithmetic-0-1"}
+
+
+# ---- failures isolated per question ---------------------------------------------------------
+
+
+def _judge_reply(body: dict[str, Any]) -> str:
+    return "0.9" if "How likely" in body["messages"][-1]["content"] else "A"
+
+
+def _q_config(folder: Path, judge: str, n: int = 6) -> Path:
+    rows = [
+        Question(
+            id=f"q{i}",
+            text=f"This is question number {i}.",
+            answer_cases=[
+                AnswerCase(short="A", long=f"yes {i}", value=1.0),
+                AnswerCase(short="B", long=f"no {i}", value=0.0),
+            ],
+        ).model_dump(mode="json")
+        for i in range(n)
+    ]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = {
+        "name": "iso",
+        "dataset": "questions.jsonl",
+        "judge_models": [judge],
+        "agent_models": ["scripted:coin"],
+        "protocols": ["NaiveJudge"],
+        "elicitation": {"order": ["verbalized"]},
+        "n_boot": 100,
+        "concurrency": 2,
+        "out": str(folder / "out"),
+    }
+    (folder / "xp.yaml").write_text(yaml.safe_dump(cfg))
+    return folder / "xp.yaml"
+
+
+def _ids(path: Path) -> list[str]:
+    return [json.loads(x)["question_id"] for x in path.read_text().splitlines()]
+
+
+def _asks_about(n: int) -> Callable[[dict[str, Any]], Failure | None]:
+    def fail_if(body: dict[str, Any]) -> Failure | None:
+        return CONTEXT_EXCEEDED if f"number {n}." in body["messages"][-1]["content"] else None
+
+    return fail_if
+
+
+def test_http_400_for_one_question_fails_only_it_and_a_rerun_resumes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeOpenAIServer(reply=_judge_reply, api_key=None, fail_if=_asks_about(2)) as srv:
+        cfg = _q_config(tmp_path / "c", f"openai/fake-model@{srv.base_url}")
+        code, _, err = run_main(["run", str(cfg), "--json"], capsys, monkeypatch)
+        cell = next((tmp_path / "c" / "out" / "NaiveJudge").iterdir())
+        assert code == 1, err  # a partial run, not a user error (2) or a crash (3)
+        assert "1 of 6 question runs failed" in err and "exceeds the available context size" in err
+        assert _ids(cell / "results.jsonl") == ["q0", "q1", "q3", "q4", "q5"]
+        stats = json.loads((cell / "stats.json").read_text())
+        assert stats["n_errors"] == 1 and stats["errors"][0].startswith("q2: ")
+        assert "HTTP 400" in stats["errors"][0]
+        asked = len(srv.requests)
+        code, _, err = run_main(["run", str(cfg), "--json"], capsys, monkeypatch)  # still too long
+        assert code == 1 and all(
+            "number 2." in r["body"]["messages"][-1]["content"] for r in srv.requests[asked:]
+        )
+        srv.fail_if = None  # e.g. a server restarted with a larger context
+        code, _, err = run_main(["run", str(cfg), "--json"], capsys, monkeypatch)
+        assert code == 0, err
+        assert _ids(cell / "results.jsonl") == [f"q{i}" for i in range(6)]
+
+
+def test_a_200_with_an_error_body_is_retried_and_failed_over_like_a_5xx() -> None:
+    from seerbench.models import get_model
+
+    async def ask(spec: str, n: int) -> list[str]:
+        model = get_model(spec, cache=False)
+        return [o.text for o in await asyncio.gather(*(model.generate(f"q {i}") for i in range(n)))]
+
+    with FakeOpenAIServer(reply="A", api_key=None) as one:
+        one.fail_next(200, message="upstream overloaded")  # HTTP 200, body {"error": {...}}
+        assert asyncio.run(ask(f"openai/fake-model@{one.base_url}", 1)) == ["A"]
+        assert one.request_count == 2  # the error body was retried, not taken for an answer
+
+    def overloaded(body: dict[str, Any]) -> Failure:
+        return Failure(200, "upstream overloaded")
+
+    with (
+        FakeOpenAIServer(reply="B", api_key=None, fail_if=overloaded) as bad,
+        FakeOpenAIServer(reply="A", api_key=None) as good,
+    ):
+        texts = asyncio.run(ask(f"openai/fake-model@{bad.base_url},{good.base_url}", 6))
+        assert texts == ["A"] * 6 and good.request_count == 6 and bad.request_count >= 1
+
+
+def _boom_on_2(messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> str:
+    if "number 2." in messages[-1].content:
+        raise RuntimeError("plugin bug on this question")
+    return "0.9" if "How likely" in messages[-1].content else "A"
+
+
+def _boom_always(messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> str:
+    raise RuntimeError("plugin bug everywhere")
+
+
+register_scripted("robust-boom2", _boom_on_2, replace=True)
+register_scripted("robust-boom", _boom_always, replace=True)
+
+
+def test_an_exception_in_one_question_fails_it_and_one_in_every_question_is_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = _q_config(tmp_path / "one", "scripted:robust-boom2")
+    code, _, err = run_main(["run", str(cfg), "--json"], capsys, monkeypatch)
+    assert code == 1, err
+    cell = tmp_path / "one" / "out" / "NaiveJudge" / "J_scripted-robust-boom2"
+    assert _ids(cell / "results.jsonl") == ["q0", "q1", "q3", "q4", "q5"]
+    reason = json.loads((cell / "stats.json").read_text())["errors"]
+    assert reason == ["q2: RuntimeError raised inside the protocol: plugin bug on this question"]
+
+    cfg = _q_config(tmp_path / "all", "scripted:robust-boom")
+    code, _, err = run_main(["run", str(cfg), "--json"], capsys, monkeypatch)
+    assert code == 3  # a crash: not a partial run (1) nor a user error (2)
+    assert "Traceback" in err and "RuntimeError: plugin bug everywhere" in err
+    assert err.strip().splitlines()[-1].startswith("internal error: the traceback above is a bug")

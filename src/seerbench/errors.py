@@ -1,7 +1,15 @@
 """Errors that say what to do. Every error seerbench raises on purpose derives from SeerbenchError;
-the CLI prints its message (no traceback) and exits with status 2."""
+the CLI prints its message (no traceback) and exits with status 2.
+
+The command line's exit statuses, one home (docs/experiments.md documents them): 0 everything
+done; 1 some questions (or sentences, answers) failed, their results kept for a rerun to resume;
+2 a user, config or environment error (one line); 3 an internal error of seerbench or a plugin
+(a traceback, to report)."""
 
 from __future__ import annotations
+
+#: Exit statuses of the command line (see the module docstring).
+EXIT_OK, EXIT_PARTIAL, EXIT_USER, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 class SeerbenchError(Exception):
@@ -18,6 +26,12 @@ class DataError(SeerbenchError, ValueError):
 
 class ModelError(SeerbenchError):
     """A model backend failed in a way retries cannot fix."""
+
+
+class RequestError(ModelError):
+    """The backend rejected one request that retrying cannot fix and that says nothing about the
+    others (HTTP 400 or 413, e.g. a prompt longer than the model's context): the question that
+    sent it fails, the run goes on."""
 
 
 class UnknownModelError(ModelError, ValueError):

@@ -12,14 +12,15 @@ import errno
 import logging
 import os
 import sys
+import traceback
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
 from seerbench import __version__
 from seerbench.config import CACHE_DIR_ENV
-from seerbench.errors import ConfigError, SeerbenchError
+from seerbench.errors import EXIT_INTERNAL, EXIT_USER, ConfigError, SeerbenchError
 
 app = typer.Typer(
     name="seerbench",
@@ -168,7 +169,8 @@ def _warn_unused_prices() -> None:
 
 
 def main() -> None:
-    """Console-script entry point: user errors print one line, not a traceback, and exit 2."""
+    """Console-script entry point: user errors print one line, not a traceback, and exit 2; an
+    internal error prints its traceback and exits 3 (see :mod:`seerbench.errors`)."""
     try:
         try:
             # standalone: always ends in SystemExit (click handles a closed stdout pipe); the fixed
@@ -185,10 +187,25 @@ def main() -> None:
             raise
     except SeerbenchError as e:
         typer.secho(f"error: {e}", fg="red", err=True)
-        sys.exit(2)
+        sys.exit(EXIT_USER)
     except OSError as e:
         msg = user_os_error(e)
         if msg is None:
-            raise
+            _internal_error()
         typer.secho(f"error: {msg}", fg="red", err=True)
-        sys.exit(2)
+        sys.exit(EXIT_USER)
+    except Exception:
+        _internal_error()
+
+
+def _internal_error() -> NoReturn:
+    """A crash of seerbench (or of a plugin): the traceback, then exit 3, so it is never taken
+    for a run that finished with some questions failed (exit 1)."""
+    traceback.print_exc()
+    typer.secho(
+        "internal error: the traceback above is a bug in seerbench or in a plugin; finished "
+        "results are kept (a rerun resumes). Please report it with the traceback.",
+        fg="red",
+        err=True,
+    )
+    sys.exit(EXIT_INTERNAL)
