@@ -4,6 +4,7 @@ that survives SIGKILL, a damaged cache and a full disk named in one line, exit c
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import signal
@@ -37,6 +38,8 @@ RUNNER = textwrap.dedent(
         while os.path.exists(os.environ["HOLD"]):  # the test holds the run here
             time.sleep(0.01)
         time.sleep(0.005)
+        with open(os.environ["COUNT"], "a") as f:  # every call that reached the model, counted here
+            f.write("1\\n")
         return _coin(messages, config, seed)
 
     register_scripted("slowcoin", slow)
@@ -60,7 +63,12 @@ CELL = "Consultancy_t2/A_scripted-slowcoin_J_scripted-slowcoin"
 
 
 def _start(cfg: Path, out: Path, cache: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "SEERBENCH_CACHE_DIR": str(cache), "HOLD": str(cache.parent / "hold")}
+    env = {
+        **os.environ,
+        "SEERBENCH_CACHE_DIR": str(cache),
+        "HOLD": str(cache.parent / "hold"),
+        "COUNT": str(cache.parent / "calls"),
+    }
     cmd = [sys.executable, "-c", RUNNER, "run", str(cfg), "--out", str(out), "--json"]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
@@ -138,6 +146,39 @@ def test_rate_and_critique_refuse_a_locked_folder(
     assert code == 0, err
     rows = [json.loads(x) for x in (out / "critiques.jsonl").read_text().splitlines()]
     assert {r["question_id"] for r in rows} == {"arithmetic-0-0", "arithmetic-0-1"}
+
+
+def test_usage_of_a_killed_run_is_kept(tmp_path: Path) -> None:
+    from seerbench.runs import RunFolder
+
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(CONFIG)
+    out, count, hold = tmp_path / "out", tmp_path / "calls", tmp_path / "hold"
+    first = _start(cfg, out, tmp_path / "cache")
+    results = out / CELL / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while not (results.exists() and results.read_bytes().count(b"\n") >= 3):
+        assert time.monotonic() < deadline and first.poll() is None, "the run ended before the kill"
+        time.sleep(0.005)
+    hold.touch()  # the calls in flight stop before the model: every counted call is complete
+    n = -1
+    while n != (n := len(count.read_text())):
+        time.sleep(0.5)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    made = len(count.read_text().splitlines())
+    assert not (out / "usage.json").exists()  # the killed run never wrote its summary ...
+    usage = RunFolder(out).usage()
+    assert usage is not None and usage["total"]["calls"] == made  # ... but its log counts each call
+    hold.unlink()
+    again = _start(cfg, out, tmp_path / "cache")
+    _, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err.decode()
+    made = len(count.read_text().splitlines())
+    usage = RunFolder(out).usage()
+    assert usage is not None and usage["runs"] == 2 and usage["total"]["calls"] == made
+    summary = json.loads((out / "usage.json").read_text())
+    assert summary["total"]["calls"] == made and summary["log_bytes"] == (out / "usage.jsonl").stat().st_size
 
 
 # ---- failures isolated per question ---------------------------------------------------------
@@ -264,3 +305,109 @@ def test_an_exception_in_one_question_fails_it_and_one_in_every_question_is_a_cr
     assert code == 3  # a crash: not a partial run (1) nor a user error (2)
     assert "Traceback" in err and "RuntimeError: plugin bug everywhere" in err
     assert err.strip().splitlines()[-1].startswith("internal error: the traceback above is a bug")
+
+
+# ---- a damaged cache, a full disk -------------------------------------------------------------
+
+
+def _scripted_config(folder: Path) -> Path:
+    return _q_config(folder, "scripted:robust-judge")
+
+
+def _judge(messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> str:
+    return "0.9" if "How likely" in messages[-1].content else "A"
+
+
+register_scripted("robust-judge", _judge, replace=True)
+
+
+def test_a_damaged_cache_file_is_one_line_and_cache_clear_removes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = Path(os.environ["SEERBENCH_CACHE_DIR"]) / "cache.sqlite"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    db.write_bytes(b"this is not a SQLite database\n" * 200)
+    cfg = _scripted_config(tmp_path / "c")
+    for argv in (["run", str(cfg), "--json"], ["cache", "info"], ["cache", "clear", "--model", "x", "--yes"]):
+        code, _, err = run_main(argv, capsys, monkeypatch)
+        line = one_line_error(err)
+        assert code == 2 and str(db) in line and "`seerbench cache clear`" in line, argv
+    assert "damaged" in line and db.exists()  # --model cannot pick rows out of a damaged file
+    code, out, err = run_main(["cache", "clear", "--yes"], capsys, monkeypatch)
+    assert code == 0 and f"deleted the damaged disk cache {db}" in " ".join(out.split()) and not db.exists()
+    code, out, _ = run_main(["cache", "info", "--json"], capsys, monkeypatch)
+    assert code == 0 and json.loads(out)["entries"] == 0
+    code, _, err = run_main(["run", str(cfg)], capsys, monkeypatch)
+    assert code == 0, err
+
+
+def test_a_cache_row_that_does_not_parse_is_a_logged_miss(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    cfg = _scripted_config(tmp_path / "c")
+    assert run_main(["run", str(cfg)], capsys, monkeypatch)[0] == 0
+    cell = tmp_path / "c" / "out" / "NaiveJudge" / "J_scripted-robust-judge"
+    first = (cell / "results.jsonl").read_text()
+    db = Path(os.environ["SEERBENCH_CACHE_DIR"]) / "cache.sqlite"
+    with sqlite3.connect(db) as conn:
+        (n,) = conn.execute("SELECT COUNT(*) FROM samples").fetchone()
+        (key,) = conn.execute("SELECT key FROM samples ORDER BY key LIMIT 1").fetchone()
+        conn.execute("UPDATE samples SET value = '{\"text\": 1' WHERE key = ?", (key,))
+    code, _, err = run_main(
+        ["run", str(cfg), "--out", str(tmp_path / "again"), "--json"], capsys, monkeypatch
+    )
+    assert code == 0, err
+    warnings = [ln for ln in err.splitlines() if "does not parse" in ln]
+    assert len(warnings) == 1 and str(db) in warnings[0] and key[:12] in warnings[0]
+    assert (
+        tmp_path / "again" / cell.relative_to(tmp_path / "c" / "out") / "results.jsonl"
+    ).read_text() == first
+    with sqlite3.connect(db) as conn:  # called again, and the good answer replaced the bad row
+        assert conn.execute("SELECT COUNT(*) FROM samples").fetchone() == (n,)
+        (value,) = conn.execute("SELECT value FROM samples WHERE key = ?", (key,)).fetchone()
+    assert json.loads(value)["text"] in ("A", "0.9")
+
+
+def test_a_full_disk_is_one_line_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_write = os.write
+
+    def full(fd: int, data: bytes) -> int:  # the disk fills when the results file is written
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("results.jsonl"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    cfg = _scripted_config(tmp_path / "c")
+    monkeypatch.setattr(os, "write", full)
+    code, _, err = run_main(["run", str(cfg), "--json"], capsys, monkeypatch)
+    monkeypatch.setattr(os, "write", real_write)
+    results = tmp_path / "c" / "out" / "NaiveJudge" / "J_scripted-robust-judge" / "results.jsonl"
+    assert code == 2
+    assert one_line_error(err) == (
+        f"error: {results}: No space left on device: free some space, then run the same command again "
+        "(finished results are kept)"
+    )
+    # the cache fills up too: SQLite's "database or disk is full", named as the cache file
+    import sqlite3
+
+    from seerbench.models import default_cache
+
+    class FullConnection:
+        def __init__(self, conn: sqlite3.Connection) -> None:
+            self.conn = conn
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            if sql.startswith("INSERT"):
+                raise sqlite3.OperationalError("database or disk is full")
+            return self.conn.execute(sql, *args)
+
+        def close(self) -> None:
+            self.conn.close()
+
+    cache = default_cache()
+    monkeypatch.setattr(cache, "_conn", FullConnection(cache._conn))
+    code, _, err = run_main(["run", str(cfg), "--out", str(tmp_path / "o2"), "--json"], capsys, monkeypatch)
+    assert code == 2 and one_line_error(err).startswith(f"error: {cache.path}: No space left on device")

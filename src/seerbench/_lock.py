@@ -72,7 +72,7 @@ def lock_folder(folder: Path, command: str) -> Iterator[Path]:
             yield folder
         except BaseException:
             # a run refused before it wrote anything leaves no folder behind that it made
-            if made and os.listdir(folder) == [LOCK_NAME]:
+            if made and folder.is_dir() and os.listdir(folder) == [LOCK_NAME]:
                 path.unlink(missing_ok=True)
                 folder.rmdir()
             raise

@@ -8,6 +8,10 @@ done; 1 some questions (or sentences, answers) failed, their results kept for a 
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 #: Exit statuses of the command line (see the module docstring).
 EXIT_OK, EXIT_PARTIAL, EXIT_USER, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -22,6 +26,11 @@ class ConfigError(SeerbenchError, ValueError):
 
 class DataError(SeerbenchError, ValueError):
     """Input data is malformed (names the file, line or row)."""
+
+
+class CacheError(SeerbenchError):
+    """The disk cache of model calls is damaged or cannot be written (names the file and the fix);
+    an environment error, so it stops a run rather than failing its questions one by one."""
 
 
 class ModelError(SeerbenchError):
@@ -44,3 +53,15 @@ class AuthenticationError(ModelError):
 
 class ModelUnavailableError(ModelError):
     """The backend stayed unreachable or failing after all retries."""
+
+
+@contextmanager
+def naming(path: str | os.PathLike[str]) -> Iterator[None]:
+    """An OSError raised in the block without a file name (a ``write`` on a full disk) gets
+    ``path``, so the command line's one line says where."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is not None or e.errno is None:
+            raise
+        raise OSError(e.errno, e.strerror, os.fspath(path)) from e

@@ -132,6 +132,8 @@ _USER_ERRNOS = frozenset(
 def user_os_error(e: OSError) -> str | None:
     """The one-line message for an OS error about a named path caused by the user's files or
     disk, or None when it is not one (then it is a bug, and shows a traceback)."""
+    if e.filename is None and e.errno in (errno.ENOSPC, errno.EDQUOT):  # a write that names no file
+        return f"{e.strerror or os.strerror(e.errno)}: free some space, then run the same command again"
     if e.filename is None or e.errno not in _USER_ERRNOS:
         return None
     where = os.fsdecode(e.filename)
@@ -145,6 +147,11 @@ def user_os_error(e: OSError) -> str | None:
                 if blocker == Path(where)
                 else f"{where}: {blocker} is a file, not a folder"
             )
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (
+            f"{where}: {e.strerror or os.strerror(e.errno)}: free some space, then run the same "
+            "command again (finished results are kept)"
+        )
     return f"{where}: {e.strerror or os.strerror(e.errno or 0)}"
 
 

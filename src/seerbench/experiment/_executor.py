@@ -13,6 +13,7 @@ computed from it. So whichever executor ran them, a grid gives the same files, b
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -24,11 +25,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from seerbench.errors import (
     AuthenticationError,
+    CacheError,
     ConfigError,
     DataError,
     ModelUnavailableError,
     RequestError,
     UnknownModelError,
+    naming,
 )
 from seerbench.experiment._config import _hash
 from seerbench.experiment._files import _atomic_write, _finalise, _gather_cancelling, _load_done
@@ -43,6 +46,9 @@ if TYPE_CHECKING:
     from seerbench.experiment._runner import Experiment, RunResult, RunSpec
 
 log = logging.getLogger(__name__)
+
+#: OS errors of the machine, not of one question: they stop a run (one line, exit 2).
+_ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EIO})
 
 Progress = Callable[["RunSpec", int, int, int], None]
 OnStart = Callable[["RunSpec", int, int], None]
@@ -106,7 +112,7 @@ async def run_questions(
         for q in todo:
             try:
                 qr = await protocol.run_question(q)
-            except (AuthenticationError, UnknownModelError, ConfigError):
+            except (AuthenticationError, UnknownModelError, ConfigError, CacheError):
                 raise
             except (ModelUnavailableError, RequestError, DataError) as e:
                 n_errors += 1
@@ -120,6 +126,8 @@ async def run_questions(
                     ) from e
                 continue
             except Exception as e:  # a bug in a protocol, agent or judge, met by this question
+                if isinstance(e, OSError) and e.errno in _ENVIRONMENT_ERRNOS:
+                    raise  # a full or read-only disk: the machine's problem, not this question's
                 n_errors += 1
                 log.debug("%s: question %s raised", cell, q.id, exc_info=True)
                 if n_new == 0 and n_errors >= max(concurrency, 3):
@@ -177,7 +185,8 @@ class CellWriter:
 
     def write(self, text: str) -> None:
         assert self._fd is not None, "the cell's file is closed"
-        os.write(self._fd, (text + "\n").encode())
+        with naming(self.path):
+            os.write(self._fd, (text + "\n").encode())
         self.n_done += 1
         if self.progress:
             self.progress(self.spec, self.n_done, self.total, len(self.errors))
@@ -200,7 +209,8 @@ class CellWriter:
         self.close()
         cfg = self.exp.config
         acc = CellStats()
-        _finalise(self.path, self.rank, acc.add)
+        with naming(self.path):
+            _finalise(self.path, self.rank, acc.add)
         stats = acc.stats(
             {"cell": self.spec.key, **self.meta},
             eps=cfg.eps,
@@ -210,7 +220,8 @@ class CellWriter:
         )
         stats["n_errors"] = len(self.errors)
         stats["errors"] = list(self.errors)  # "<question id>: <why>", this run's failed questions
-        _atomic_write(self.dir / "stats.json", json.dumps(stats, indent=2, allow_nan=True))
+        with naming(self.dir / "stats.json"):
+            _atomic_write(self.dir / "stats.json", json.dumps(stats, indent=2, allow_nan=True))
         return RunResult(self.spec, stats, self.n_done, len(self.errors), self.errors)
 
 

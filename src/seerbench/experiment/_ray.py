@@ -119,14 +119,8 @@ def _add_usage(usage: dict[str, dict[str, int]]) -> None:
     """Add a shard's model usage to this process's tracker, priced with its price table (a cost
     is linear in tokens, so pricing the sum is pricing each call)."""
     tracker = default_tracker()
-    with tracker._lock:
-        for model, d in usage.items():
-            u = tracker._get(model)
-            for k in _COUNTS:
-                setattr(u, k, getattr(u, k) + d[k])
-            if d["calls"]:
-                c = tracker.prices.cost(model, d["prompt_tokens"], d["completion_tokens"])
-                u.cost = None if (u.cost is None or c is None) else u.cost + c
+    for model, d in usage.items():  # through add: also to the run folder's usage log
+        tracker.add(model, {k: d[k] for k in _COUNTS})
 
 
 @dataclass

@@ -17,9 +17,7 @@ import yaml
 from seerbench import __version__
 from seerbench._lock import command_line, lock_folder
 from seerbench.agents import Agent, BestOfNAgent, ModelAgent
-from seerbench.errors import (
-    ConfigError,
-)
+from seerbench.errors import ConfigError, naming
 from seerbench.experiment._components import Entry, build, entry_code, entry_label
 from seerbench.experiment._config import _PATH_KEYS, REPLAY, ExperimentConfig, _hash
 from seerbench.experiment._executor import Executor, LocalExecutor
@@ -36,7 +34,7 @@ from seerbench.experiment._inspect import CountingBackend, RecordingModel
 from seerbench.experiment._questions import QuestionStore
 from seerbench.judges import Judge, ModelJudge
 from seerbench.models import GenerateConfig, Model, get_model
-from seerbench.models._usage import default_tracker, record_usage
+from seerbench.models._usage import USAGE_LOG, UsageLog, default_tracker
 from seerbench.plugins import code_hash
 from seerbench.prompts import check_prompts_dir, template_hashes
 from seerbench.protocols import PROTOCOLS, OversightProtocol, get_protocol
@@ -535,20 +533,20 @@ class Experiment:
             self._made_out = made
             if out != chosen:
                 raise ConfigError(f"{chosen} changed while this run started; run the command again")
-            before = default_tracker().snapshot()
             try:
-                results = await self.executor.run_cells(self, out, specs, questions, progress, on_start)
+                # every model event is appended to the folder's usage log as it happens (a killed
+                # run loses none); usage.json is its summary, rewritten when the run ends
+                with UsageLog(out / USAGE_LOG).attached(default_tracker()):
+                    results = await self.executor.run_cells(self, out, specs, questions, progress, on_start)
             except ConfigError:
                 # the executor refused to start (e.g. a Ray cluster that cannot be reached): a folder
                 # this run made holds no result, so leave none behind for a corrected config to trip on
                 if self._made_out and not any(out.rglob("results.jsonl")):
                     shutil.rmtree(out, ignore_errors=True)
                 raise
-            finally:  # also when interrupted or failed: the calls were made
-                if out.is_dir():
-                    record_usage(out / "usage.json", before, default_tracker().snapshot())
             all_stats = {r.spec.key: r.stats for r in results}
-            _atomic_write(out / "all_stats.json", json.dumps(all_stats, indent=2, allow_nan=True))
+            with naming(out / "all_stats.json"):
+                _atomic_write(out / "all_stats.json", json.dumps(all_stats, indent=2, allow_nan=True))
         return results
 
     def run(self, **kw: Any) -> list[RunResult]:
