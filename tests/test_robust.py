@@ -411,3 +411,50 @@ def test_a_full_disk_is_one_line_naming_the_file(
     monkeypatch.setattr(cache, "_conn", FullConnection(cache._conn))
     code, _, err = run_main(["run", str(cfg), "--out", str(tmp_path / "o2"), "--json"], capsys, monkeypatch)
     assert code == 2 and one_line_error(err).startswith(f"error: {cache.path}: No space left on device")
+
+
+# ---- Ray: a node lost mid-run -----------------------------------------------------------------
+
+RAY_NODE_DIES = textwrap.dedent(
+    """
+    import json, os, sys
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    import ray
+    from seerbench.experiment import Experiment, ExperimentConfig, RayExecutor
+    from seerbench.experiment._ray import RayExecutor as R
+
+    pids = []
+
+    async def node_dies(self, ray_, *args):
+        # the instance this run started is up; then a node is lost, as Ray reports it
+        node = ray_._private.worker._global_node
+        pids.extend(p.process.pid for procs in node.all_processes.values() for p in procs)
+        raise ray_.exceptions.NodeDiedError("node 1.2.3.4 died (test)")
+
+    R._run = node_dies
+    cfg = ExperimentConfig.from_yaml(sys.argv[1])
+    try:
+        Experiment(cfg, executor=RayExecutor()).run()
+    except Exception as e:
+        print(json.dumps({"error": f"{type(e).__name__}: {e}", "pids": pids, "up": ray.is_initialized()}))
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_lost_ray_node_is_one_line_and_leaves_no_ray_process(tmp_path: Path) -> None:
+    import psutil
+
+    pytest.importorskip("ray")
+    cfg = _q_config(tmp_path / "c", "scripted:coin")
+    proc = subprocess.run(
+        [sys.executable, "-c", RAY_NODE_DIES, str(cfg)], capture_output=True, timeout=300, check=True
+    )
+    rec = json.loads(proc.stdout.decode().strip().splitlines()[-1])
+    assert rec["error"] == (
+        "SeerbenchError: the Ray cluster failed during the run (NodeDiedError: node 1.2.3.4 died (test)); "
+        "finished results are kept: rerun the same command to resume"
+    )
+    assert len(rec["pids"]) >= 3 and not rec["up"]  # gcs_server, raylet, ... were started, then ended
+    alive = [p for p in rec["pids"] if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+    assert alive == []

@@ -17,6 +17,7 @@ task's working directory (a runtime env ``working_dir``).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 import uuid
@@ -34,6 +35,8 @@ from seerbench.types import Question
 
 if TYPE_CHECKING:
     from seerbench.experiment._runner import Experiment, ModelFactory, RunResult, RunSpec
+
+log = logging.getLogger(__name__)
 
 RAY_MISSING = "the Ray executor needs Ray: pip install 'seerbench[ray]'"
 
@@ -182,9 +185,15 @@ class RayExecutor:
             started = True
         try:
             return await self._run(ray, exp, out, specs, questions, progress, on_start)
+        except ray.exceptions.RayError as e:  # a node, the head or the connection to it lost
+            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            raise SeerbenchError(
+                f"the Ray cluster failed during the run ({type(e).__name__}: {first}); finished "
+                "results are kept: rerun the same command to resume"
+            ) from None
         finally:
             if started:
-                ray.shutdown()
+                _shutdown(ray)
 
     async def _run(
         self,
@@ -265,6 +274,24 @@ class RayExecutor:
             for w in writers.values():
                 w.close()
         return [results[s.key] for s in specs]
+
+
+def _shutdown(ray: Any) -> None:
+    """Shut down the Ray instance this process started, and be sure its processes end even when
+    a failed node leaves ``ray.shutdown`` half done (it raised, and processes outlived the run)."""
+    try:
+        node = ray._private.worker._global_node  # the processes ray.init started
+    except AttributeError:
+        node = None
+    try:
+        ray.shutdown()
+    except Exception as e:  # the instance is broken already: its processes are ended below
+        log.debug("ray.shutdown failed: %s", e)
+    if node is not None:
+        try:
+            node.kill_all_processes(check_alive=False, allow_graceful=False, wait=True)
+        except Exception as e:
+            log.warning("could not end every process of the Ray instance this run started: %s", e)
 
 
 def _host_port(address: str | None) -> tuple[str, int] | None:
