@@ -22,8 +22,7 @@ import yaml
 from seerbench._lock import lock_folder
 from seerbench.errors import ConfigError
 from seerbench.models import ChatMessage, GenerateConfig, register_scripted
-from seerbench.testing import FakeOpenAIServer
-from seerbench.testing.fake_openai import CONTEXT_EXCEEDED, Failure
+from seerbench.testing import CONTEXT_EXCEEDED, Failure, FakeOpenAIServer
 from seerbench.types import AnswerCase, Question
 from tests.test_cli_global import one_line_error, run_main
 
