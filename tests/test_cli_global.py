@@ -241,13 +241,14 @@ def test_bugs_keep_their_traceback(
     def bug() -> None:
         raise KeyError("oops")
 
-    monkeypatch.setattr("sys.argv", ["seerbench", "models"])
+    # a bug shows its traceback and exits 3: never taken for a partial run (1) or a user error (2)
     monkeypatch.setattr(cli_models, "list_backends", io_error)
-    with pytest.raises(OSError, match="Input/output error"):
-        main()
+    code, _, err = run_main(["models"], capsys, monkeypatch)
+    assert code == 3 and "Traceback" in err and "OSError: [Errno 5] Input/output error" in err
+    assert err.strip().splitlines()[-1].startswith("internal error: ")
     monkeypatch.setattr(cli_models, "list_backends", bug)
-    with pytest.raises(KeyError):
-        main()
+    code, _, err = run_main(["models"], capsys, monkeypatch)
+    assert code == 3 and "KeyError: 'oops'" in err
 
 
 # -- prices -----------------------------------------------------------------------------------------

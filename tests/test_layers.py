@@ -48,6 +48,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_resume",
             "_version",
             "provenance",
+            "_lock",
         },
     ),
     ("models", {"models"}),

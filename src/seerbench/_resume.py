@@ -19,6 +19,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from seerbench._lock import tmp_name
 from seerbench.errors import ConfigError
 
 
@@ -39,7 +40,7 @@ def read_keyed_lines(path: Path, key: str) -> dict[str, str]:
 def write_lines(path: Path, lines: Iterable[str]) -> None:
     """Replace ``path`` with ``lines`` (one per line) atomically: a crash leaves the old file or
     the new one, never half of it."""
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = tmp_name(path)
     with open(tmp, "w", encoding="utf-8") as f:
         for ln in lines:
             f.write(ln + "\n")

@@ -1,9 +1,19 @@
 """Errors that say what to do. Every error seerbench raises on purpose derives from SeerbenchError;
-the CLI prints its message (no traceback) and exits with status 2."""
+the CLI prints its message (no traceback) and exits with status 2.
+
+The command line's exit statuses, one home (docs/experiments.md documents them): 0 everything
+done; 1 some questions (or sentences, answers) failed, their results kept for a rerun to resume;
+2 a user, config or environment error (one line); 3 an internal error of seerbench or a plugin
+(a traceback, to report)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+#: Exit statuses of the command line (see the module docstring).
+EXIT_OK, EXIT_PARTIAL, EXIT_USER, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 class SeerbenchError(Exception):
@@ -32,8 +42,19 @@ class DataError(SeerbenchError, ValueError):
     """Input data is malformed (names the file, line or row)."""
 
 
+class CacheError(SeerbenchError):
+    """The disk cache of model calls is damaged or cannot be written (names the file and the fix);
+    an environment error, so it stops a run rather than failing its questions one by one."""
+
+
 class ModelError(SeerbenchError):
     """A model backend failed in a way retries cannot fix."""
+
+
+class RequestError(ModelError):
+    """The backend rejected one request that retrying cannot fix and that says nothing about the
+    others (HTTP 400 or 413, e.g. a prompt longer than the model's context): the question that
+    sent it fails, the run goes on."""
 
 
 class UnknownModelError(ModelError, UnknownNameError):
@@ -46,3 +67,15 @@ class AuthenticationError(ModelError):
 
 class ModelUnavailableError(ModelError):
     """The backend stayed unreachable or failing after all retries."""
+
+
+@contextmanager
+def naming(path: str | os.PathLike[str]) -> Iterator[None]:
+    """An OSError raised in the block without a file name (a ``write`` on a full disk) gets
+    ``path``, so the command line's one line says where."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is not None or e.errno is None:
+            raise
+        raise OSError(e.errno, e.strerror, os.fspath(path)) from e

@@ -120,14 +120,13 @@ class RunFolder:
         self.config: dict[str, Any] = self.meta.get("config") or {}
 
     def usage(self) -> dict[str, Any] | None:
-        """The model usage every run into the folder added (``usage.json``: runs, per model spec and
-        in total calls, cache hits, retries, errors, tokens and cost, None where a price was
-        missing); None for a folder written before seerbench recorded it, or an unreadable one."""
-        try:
-            rec = json.loads((self.path / "usage.json").read_text())
-        except (OSError, json.JSONDecodeError):
-            return None
-        return rec if isinstance(rec, dict) else None
+        """The model usage every run into the folder added (``usage.json`` and the events of
+        ``usage.jsonl`` past it, so the calls of a killed run count: runs, per model spec and in
+        total calls, cache hits, retries, errors, tokens and cost, None where a price was
+        missing); None for a folder written before seerbench recorded it."""
+        from seerbench.models import read_usage
+
+        return read_usage(self.path)
 
     def cells(self) -> list[Cell]:
         """The folder's cells, in the order of the grid that made them (as ``seerbench run`` shows them)."""

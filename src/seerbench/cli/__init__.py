@@ -16,13 +16,15 @@ import importlib
 import logging
 import os
 import sys
+import traceback
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
 from seerbench import __version__
 from seerbench.cli._app import app as _app
-from seerbench.errors import SeerbenchError
+from seerbench.errors import EXIT_INTERNAL, EXIT_USER, SeerbenchError
 
 #: Each command (or command group) -> the module that registers it on `app` when imported.
 COMMAND_MODULES = {
@@ -107,11 +109,18 @@ _USER_ERRNOS = frozenset(
 def user_os_error(e: OSError) -> str | None:
     """The one-line message for an OS error about a named path caused by the user's files or
     disk, or None when it is not one (then it is a bug, and shows a traceback)."""
+    if e.filename is None and e.errno in (errno.ENOSPC, errno.EDQUOT):  # a write that names no file
+        return f"{e.strerror or os.strerror(e.errno)}: free some space, then run the same command again"
     if e.filename is None or e.errno not in _USER_ERRNOS:
         return None
     where = os.fsdecode(e.filename)
     if e.filename2 is not None:
         where += f" -> {os.fsdecode(e.filename2)}"
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (
+            f"{where}: {e.strerror or os.strerror(e.errno)}: free some space, then run the same "
+            "command again (finished results are kept)"
+        )
     if e.errno in (errno.EEXIST, errno.ENOTDIR) and e.filename2 is None:
         blocker = _file_in_the_way(Path(where))
         if blocker is not None:  # creating a folder, or a file inside one, where a file is
@@ -144,7 +153,8 @@ def _warn_unused_prices() -> None:
 
 
 def main() -> None:
-    """Console-script entry point: user errors print one line, not a traceback, and exit 2."""
+    """Console-script entry point: user errors print one line, not a traceback, and exit 2; an
+    internal error prints its traceback and exits 3 (see :mod:`seerbench.errors`)."""
     argv = sys.argv[1:]
     if argv == ["--version"]:  # nothing to import for it
         typer.echo(f"seerbench {__version__}")
@@ -165,10 +175,25 @@ def main() -> None:
             raise
     except SeerbenchError as e:
         typer.secho(f"error: {e}", fg="red", err=True)
-        sys.exit(2)
+        sys.exit(EXIT_USER)
     except OSError as e:
         msg = user_os_error(e)
         if msg is None:
-            raise
+            _internal_error()
         typer.secho(f"error: {msg}", fg="red", err=True)
-        sys.exit(2)
+        sys.exit(EXIT_USER)
+    except Exception:
+        _internal_error()
+
+
+def _internal_error() -> NoReturn:
+    """A crash of seerbench (or of a plugin): the traceback, then exit 3, so it is never taken
+    for a run that finished with some questions failed (exit 1)."""
+    traceback.print_exc()
+    typer.secho(
+        "internal error: the traceback above is a bug in seerbench or in a plugin; finished "
+        "results are kept (a rerun resumes). Please report it with the traceback.",
+        fg="red",
+        err=True,
+    )
+    sys.exit(EXIT_INTERNAL)

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from seerbench.cli._app import app
 from seerbench.cli._common import console, print_json
-from seerbench.errors import ConfigError
+from seerbench.errors import CacheError, ConfigError
 from seerbench.models import (
     DEFAULT_MODEL,
     METHODS,
@@ -139,8 +139,28 @@ def cache_clear(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     json_out: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Delete cached model outputs."""
-    c = default_cache()
+    """Delete cached model outputs (a damaged cache file: the file itself)."""
+    from seerbench.config import cache_dir
+    from seerbench.models import CACHE_FILE, remove_cache_files
+
+    try:
+        c = default_cache()
+        c.info()  # a damaged file fails here, before the question
+    except CacheError:
+        if model is not None:
+            raise ConfigError(
+                f"the disk cache {cache_dir() / CACHE_FILE} is damaged, so one model's entries cannot "
+                "be picked out: `seerbench cache clear` (without --model) starts it afresh"
+            ) from None
+        path = cache_dir() / CACHE_FILE
+        if not yes and not json_out:
+            typer.confirm(f"The disk cache {path} is damaged. Delete it?", abort=True)
+        remove_cache_files(path)
+        if json_out:
+            print_json({"deleted": None, "path": str(path), "damaged": True})
+        else:
+            console.print(f"deleted the damaged disk cache {path}; the next run starts a new one")
+        return
     if not yes and not json_out:
         typer.confirm(f"Delete {'all' if model is None else model + ' '} entries in {c.path}?", abort=True)
     n = c.clear(model)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from seerbench._lock import command_line, lock_folder
 from seerbench._resume import claim_folder, keep_in_order
 from seerbench.critique._answers import (
     answer_correct,
@@ -279,7 +280,22 @@ async def generate_critiques(
 ) -> CritiqueRun:
     """Write ``cfg.out``/``critiques.jsonl`` (one :class:`CritiquedAnswer` per answer, in the
     answers' order) and ``critique.json`` (the config and its fingerprint). Resumes; an answer whose
-    model calls fail is listed in ``failed`` and left out (run again to retry it)."""
+    model calls fail is listed in ``failed`` and left out (run again to retry it). The folder is
+    locked for the whole run: a second process on it is refused."""
+    with lock_folder(Path(cfg.out), command_line()):
+        return await _generate_critiques(
+            cfg, critic=critic, answerer=answerer, judge=judge, progress=progress
+        )
+
+
+async def _generate_critiques(
+    cfg: CritiqueConfig,
+    *,
+    critic: Model | None,
+    answerer: Model | None,
+    judge: Model | None,
+    progress: Callable[[int, int, int], None] | None,
+) -> CritiqueRun:
     todos, order = _todos(cfg)
     out = Path(cfg.out)
     claim_folder(

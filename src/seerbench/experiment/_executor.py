@@ -13,7 +13,9 @@ computed from it. So whichever executor ran them, a grid gives the same files, b
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
 from array import array
 from collections.abc import Callable, Sequence
@@ -23,10 +25,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from seerbench.errors import (
     AuthenticationError,
+    CacheError,
     ConfigError,
     DataError,
     ModelUnavailableError,
+    RequestError,
     UnknownModelError,
+    naming,
 )
 from seerbench.experiment._cells import RunResult, RunSpec
 from seerbench.experiment._config import _hash
@@ -40,6 +45,11 @@ from seerbench.types import Question
 
 if TYPE_CHECKING:
     from seerbench.experiment._runner import Experiment
+
+log = logging.getLogger(__name__)
+
+#: OS errors of the machine, not of one question: they stop a run (one line, exit 2).
+_ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EIO})
 
 Progress = Callable[["RunSpec", int, int, int], None]
 OnStart = Callable[["RunSpec", int, int], None]
@@ -85,10 +95,15 @@ async def run_questions(
 ) -> None:
     """Run ``questions`` through ``protocol`` with at most ``concurrency`` in flight (that many
     workers take the next question in order, so memory does not grow with the number of
-    questions). Each finished question's line goes to ``on_line``; a question that failed after
-    retries goes to ``on_error`` as ``"<id>: <why>"``. A bad key, an unknown model or a config
-    error stops everything; so does a model that is down: nothing finished yet and a whole
-    batch of ``concurrency`` questions failed."""
+    questions). Each finished question's line goes to ``on_line``; a question that failed goes
+    to ``on_error`` as ``"<id>: <why>"`` and the others go on. A question fails on an error of
+    its own: a model still failing after retries, a request the server rejects (HTTP 400, e.g.
+    longer than the context), malformed data, an exception inside a protocol, agent or judge
+    (a plugin's bug in one question). A bad key, an unknown model or a config error stops
+    everything; so does a model that is down (nothing finished yet and a whole batch of
+    ``concurrency`` questions failed after retries), and an exception that every question so far
+    raised, at least ``max(concurrency, 3)`` of them (a bug, not one question's problem: it
+    propagates as it is)."""
     todo = iter(questions)
     n_new = 0
     n_errors = 0
@@ -98,9 +113,9 @@ async def run_questions(
         for q in todo:
             try:
                 qr = await protocol.run_question(q)
-            except (AuthenticationError, UnknownModelError, ConfigError):
+            except (AuthenticationError, UnknownModelError, ConfigError, CacheError):
                 raise
-            except (ModelUnavailableError, DataError) as e:
+            except (ModelUnavailableError, RequestError, DataError) as e:
                 n_errors += 1
                 on_error(f"{q.id}: {e}")
                 if isinstance(e, ModelUnavailableError) and n_new == 0 and n_errors >= concurrency:
@@ -110,6 +125,15 @@ async def run_questions(
                         f"{cell}: the first {n_errors} questions all failed, so the run stops "
                         f"(finished results are kept; rerun to resume). Last error: {e}"
                     ) from e
+                continue
+            except Exception as e:  # a bug in a protocol, agent or judge, met by this question
+                if isinstance(e, OSError) and e.errno in _ENVIRONMENT_ERRNOS:
+                    raise  # a full or read-only disk: the machine's problem, not this question's
+                n_errors += 1
+                log.debug("%s: question %s raised", cell, q.id, exc_info=True)
+                if n_new == 0 and n_errors >= max(concurrency, 3):
+                    raise  # every question so far raised it: a crash, with its traceback
+                on_error(f"{q.id}: {type(e).__name__} raised inside the protocol: {e}")
                 continue
             n_new += 1
             on_line(fmt.text(qr))
@@ -162,7 +186,8 @@ class CellWriter:
 
     def write(self, text: str) -> None:
         assert self._fd is not None, "the cell's file is closed"
-        os.write(self._fd, (text + "\n").encode())
+        with naming(self.path):
+            os.write(self._fd, (text + "\n").encode())
         self.n_done += 1
         if self.progress:
             self.progress(self.spec, self.n_done, self.total, len(self.errors))
@@ -183,7 +208,8 @@ class CellWriter:
         self.close()
         cfg = self.exp.config
         acc = CellStats()
-        _finalise(self.path, self.rank, acc.add)
+        with naming(self.path):
+            _finalise(self.path, self.rank, acc.add)
         stats = acc.stats(
             {"cell": self.spec.key, **self.meta},
             eps=cfg.eps,
@@ -192,7 +218,9 @@ class CellWriter:
             seed=cfg.seed,
         )
         stats["n_errors"] = len(self.errors)
-        _atomic_write(self.dir / "stats.json", json.dumps(stats, indent=2, allow_nan=True))
+        stats["errors"] = list(self.errors)  # "<question id>: <why>", this run's failed questions
+        with naming(self.dir / "stats.json"):
+            _atomic_write(self.dir / "stats.json", json.dumps(stats, indent=2, allow_nan=True))
         return RunResult(self.spec, stats, self.n_done, len(self.errors), self.errors)
 
 

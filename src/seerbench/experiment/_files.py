@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from seerbench._lock import tmp_name
 from seerbench.experiment._config import NOT_IN_FINGERPRINT, ExperimentConfig
 
 
@@ -99,7 +100,7 @@ def _finalise(
             offset += len(raw)
     ids = sorted(where, key=lambda q: (rank.get(q, len(rank)), q))
     if not in_order:
-        tmp = path.with_name(path.name + ".tmp")
+        tmp = tmp_name(path)
         with open(path, "rb") as src, open(tmp, "wb") as dst:
             for qid in ids:
                 off, n = where[qid]
@@ -115,7 +116,7 @@ def _finalise(
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = tmp_name(path)
     with open(tmp, "w") as f:
         f.write(text)
         f.flush()

@@ -17,6 +17,7 @@ task's working directory (a runtime env ``working_dir``).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 import uuid
@@ -35,6 +36,8 @@ from seerbench.types import Question
 if TYPE_CHECKING:
     from seerbench.experiment._cells import RunResult, RunSpec
     from seerbench.experiment._runner import Experiment, ModelFactory
+
+log = logging.getLogger(__name__)
 
 RAY_MISSING = "the Ray executor needs Ray: pip install 'seerbench[ray]'"
 
@@ -121,14 +124,8 @@ def _add_usage(usage: dict[str, dict[str, int]]) -> None:
     """Add a shard's model usage to this process's tracker, priced with its price table (a cost
     is linear in tokens, so pricing the sum is pricing each call)."""
     tracker = default_tracker()
-    with tracker._lock:
-        for model, d in usage.items():
-            u = tracker._get(model)
-            for k in _COUNTS:
-                setattr(u, k, getattr(u, k) + d[k])
-            if d["calls"]:
-                c = tracker.prices.cost(model, d["prompt_tokens"], d["completion_tokens"])
-                u.cost = None if (u.cost is None or c is None) else u.cost + c
+    for model, d in usage.items():  # through add: also to the run folder's usage log
+        tracker.add(model, {k: d[k] for k in _COUNTS})
 
 
 @dataclass
@@ -190,9 +187,15 @@ class RayExecutor:
             started = True
         try:
             return await self._run(ray, exp, out, specs, questions, progress, on_start)
+        except ray.exceptions.RayError as e:  # a node, the head or the connection to it lost
+            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            raise SeerbenchError(
+                f"the Ray cluster failed during the run ({type(e).__name__}: {first}); finished "
+                "results are kept: rerun the same command to resume"
+            ) from None
         finally:
             if started:
-                ray.shutdown()
+                _shutdown(ray)
 
     async def _run(
         self,
@@ -273,6 +276,24 @@ class RayExecutor:
             for w in writers.values():
                 w.close()
         return [results[s.key] for s in specs]
+
+
+def _shutdown(ray: Any) -> None:
+    """Shut down the Ray instance this process started, and be sure its processes end even when
+    a failed node leaves ``ray.shutdown`` half done (it raised, and processes outlived the run)."""
+    try:
+        node = ray._private.worker._global_node  # the processes ray.init started
+    except AttributeError:
+        node = None
+    try:
+        ray.shutdown()
+    except Exception as e:  # the instance is broken already: its processes are ended below
+        log.debug("ray.shutdown failed: %s", e)
+    if node is not None:
+        try:
+            node.kill_all_processes(check_alive=False, allow_graceful=False, wait=True)
+        except Exception as e:
+            log.warning("could not end every process of the Ray instance this run started: %s", e)
 
 
 def _host_port(address: str | None) -> tuple[str, int] | None:

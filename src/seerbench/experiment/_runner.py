@@ -14,11 +14,10 @@ from typing import Any
 
 import yaml
 
+from seerbench._lock import command_line, lock_folder
 from seerbench._version import __version__
 from seerbench.agents import Agent, BestOfNAgent, ModelAgent
-from seerbench.errors import (
-    ConfigError,
-)
+from seerbench.errors import ConfigError, naming
 from seerbench.experiment._cells import RunResult, RunSpec
 from seerbench.experiment._components import Entry, build, entry_code, entry_label
 from seerbench.experiment._config import _PATH_KEYS, REPLAY, ExperimentConfig, _hash
@@ -35,7 +34,15 @@ from seerbench.experiment._files import (
 from seerbench.experiment._inspect import CountingBackend, RecordingModel
 from seerbench.experiment._questions import QuestionStore
 from seerbench.judges import Judge, ModelJudge
-from seerbench.models import GenerateConfig, Model, cache_scope, default_tracker, get_model, record_usage
+from seerbench.models import (
+    USAGE_LOG,
+    GenerateConfig,
+    Model,
+    UsageLog,
+    cache_scope,
+    default_tracker,
+    get_model,
+)
 from seerbench.prompts import check_prompts_dir, template_hashes
 from seerbench.protocols import PROTOCOLS, OversightProtocol, get_protocol
 from seerbench.provenance import code_files, describe_changes, environment
@@ -545,25 +552,36 @@ class Experiment:
         progress display."""
         specs = self.check()
         questions = self.questions()
-        out = self.prepare_out(new=new, specs=specs)
-        for b in self.__dict__.get("_backends", {}).values():
-            getattr(b, "served", set()).clear()  # what servers report in this run's responses
-        before = default_tracker().snapshot()
-        try:
-            with cache_scope(self.config.cache_scope):
-                results = await self.executor.run_cells(self, out, specs, questions, progress, on_start)
-        except ConfigError:
-            # the executor refused to start (e.g. a Ray cluster that cannot be reached): a folder
-            # this run made holds no result, so leave none behind for a corrected config to trip on
-            if self._made_out and not any(out.rglob("results.jsonl")):
-                shutil.rmtree(out, ignore_errors=True)
-            raise
-        finally:  # also when interrupted or failed: the calls were made
-            if out.is_dir():
-                record_usage(out / "usage.json", before, default_tracker().snapshot())
-                self._record_served(out)
-        all_stats = {r.spec.key: r.stats for r in results}
-        _atomic_write(out / "all_stats.json", json.dumps(all_stats, indent=2, allow_nan=True))
+        chosen = self.choose_out(specs, new=new)
+        made = not chosen.exists()
+        # the folder is this process's alone for the whole run: a second run on it is refused
+        with lock_folder(chosen, command_line()):
+            out = self.prepare_out(new=new, specs=specs)  # checked again, now under the lock
+            self._made_out = made
+            if out != chosen:
+                raise ConfigError(f"{chosen} changed while this run started; run the command again")
+            for b in self.__dict__.get("_backends", {}).values():
+                getattr(b, "served", set()).clear()  # what servers report in this run's responses
+            try:
+                # every model event is appended to the folder's usage log as it happens (a killed
+                # run loses none); usage.json is its summary, rewritten when the run ends
+                with (
+                    UsageLog(out / USAGE_LOG).attached(default_tracker()),
+                    cache_scope(self.config.cache_scope),
+                ):
+                    results = await self.executor.run_cells(self, out, specs, questions, progress, on_start)
+            except ConfigError:
+                # the executor refused to start (e.g. a Ray cluster that cannot be reached): a folder
+                # this run made holds no result, so leave none behind for a corrected config to trip on
+                if self._made_out and not any(out.rglob("results.jsonl")):
+                    shutil.rmtree(out, ignore_errors=True)
+                raise
+            finally:
+                if out.is_dir():
+                    self._record_served(out)
+            all_stats = {r.spec.key: r.stats for r in results}
+            with naming(out / "all_stats.json"):
+                _atomic_write(out / "all_stats.json", json.dumps(all_stats, indent=2, allow_nan=True))
         return results
 
     def run(self, **kw: Any) -> list[RunResult]:

@@ -38,6 +38,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from seerbench._lock import command_line, lock_folder
 from seerbench._resume import claim_folder, config_path, content_id, keep_in_order
 from seerbench.config import explain_validation, read_yaml_mapping
 from seerbench.errors import ConfigError, DataError
@@ -424,7 +425,18 @@ async def rate(
     :func:`seerbench.complementarity.read_ai_ratings` reads) and ``samples.jsonl`` (every sample:
     verified or why not, its overall rating and queries). Resumes: sentences already in
     ``ratings.jsonl`` are kept; a folder of another config is refused. A sentence whose model
-    calls fail is reported in ``failed`` and left out (run again to retry it)."""
+    calls fail is reported in ``failed`` and left out (run again to retry it). The folder is
+    locked for the whole run: a second process on it is refused."""
+    with lock_folder(Path(cfg.out), command_line()):
+        return await _rate(cfg, model=model, progress=progress)
+
+
+async def _rate(
+    cfg: RaterConfig,
+    *,
+    model: Model | None,
+    progress: Callable[[int, int, int], None] | None,
+) -> RateResult:
     fc = load_factcheck(str(cfg.dataset["name"]), **{k: v for k, v in cfg.dataset.items() if k != "name"})
     items = fc.items[: cfg.limit] if cfg.limit else fc.items
     if not items:

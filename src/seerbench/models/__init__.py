@@ -6,7 +6,14 @@ concurrency limit, retries, usage accounting, and probability elicitation for ju
 """
 
 from seerbench.models._backend import Backend, RetryableError
-from seerbench.models._cache import Cache, cache_key, cache_scope, default_cache
+from seerbench.models._cache import (
+    CACHE_FILE,
+    Cache,
+    cache_key,
+    cache_scope,
+    default_cache,
+    remove_cache_files,
+)
 from seerbench.models._model import MessagesLike, Model, to_messages
 from seerbench.models._registry import (
     BACKENDS,
@@ -31,20 +38,24 @@ from seerbench.models._types import (
     Usage,
 )
 from seerbench.models._usage import (
+    USAGE_LOG,
     ModelUsage,
     PriceTable,
+    UsageLog,
     UsageTracker,
     default_tracker,
-    record_usage,
+    read_usage,
     unused_prices,
     use_prices,
 )
 
 __all__ = [
     "BACKENDS",
+    "CACHE_FILE",
     "DEFAULT_MODEL",
     "RESPONDERS",
     "SPEC_FORMS",
+    "USAGE_LOG",
     "Backend",
     "BackendInfo",
     "Cache",
@@ -62,6 +73,7 @@ __all__ = [
     "TokenLogprob",
     "TopLogprob",
     "Usage",
+    "UsageLog",
     "UsageTracker",
     "cache_key",
     "cache_scope",
@@ -70,9 +82,10 @@ __all__ = [
     "get_model",
     "list_backends",
     "make_backend",
-    "record_usage",
+    "read_usage",
     "register_backend",
     "register_scripted",
+    "remove_cache_files",
     "spec_forms",
     "to_messages",
     "unused_prices",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -14,8 +16,13 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from seerbench.config import CACHE_DIR_ENV, cache_dir
+from seerbench.errors import CacheError
 from seerbench.models._types import ChatMessage, GenerateConfig, Sample
+
+log = logging.getLogger(__name__)
 
 #: Bump when the meaning of a cached value changes, so old entries are never misread.
 CACHE_FORMAT = 1
@@ -88,19 +95,63 @@ def _when_unlocked(fn: Callable[[], object], *, within: float = 60.0) -> None:
             delay = min(delay * 2, 0.5)
 
 
+def _cache_path(path: str | Path | None) -> Path:
+    p = Path(path) if path is not None else cache_dir() / CACHE_FILE
+    if p.suffix != ".sqlite" and (p.is_dir() or not p.suffix):
+        p = p / CACHE_FILE
+    return p
+
+
+def _files(p: Path) -> list[Path]:
+    """The cache file and SQLite's companions (``-wal``, ``-shm``, ``-journal``)."""
+    return [p, *(p.with_name(p.name + s) for s in ("-wal", "-shm", "-journal"))]
+
+
+def remove_cache_files(path: str | Path | None = None) -> Path:
+    """Delete the cache file and its companions outright (what ``seerbench cache clear`` does to
+    a damaged cache, which SQLite cannot open to delete rows from). Returns the file's path."""
+    p = _cache_path(path)
+    with _caches_lock:
+        c = _caches.pop(p, None)
+    if c is not None:
+        c.close()
+    for f in _files(p):
+        f.unlink(missing_ok=True)
+    return p
+
+
+def _problem(path: Path, e: sqlite3.Error) -> Exception:
+    """The error to raise for a failed SQLite operation on the cache at ``path``: a full disk is
+    an OSError naming the file; anything else means the file is damaged, named with the fix."""
+    text = str(e)
+    if "full" in text:  # "database or disk is full"
+        return OSError(errno.ENOSPC, "No space left on device", str(path))
+    if "readonly" in text or "read-only" in text:
+        return OSError(errno.EROFS, "the disk cache cannot be written (read-only)", str(path))
+    if "unable to open" in text:
+        return OSError(errno.EACCES, "the disk cache cannot be opened", str(path))
+    return CacheError(
+        f"the disk cache {path} is damaged ({text}): run `seerbench cache clear` to start it "
+        "afresh (cached model outputs are lost; runs call the models again), or point "
+        "--cache-dir elsewhere"
+    )
+
+
 class Cache:
     """A SQLite file of samples. Safe for concurrent writers in several processes (WAL journal,
-    a busy timeout, one short transaction per write)."""
+    a busy timeout, one short transaction per write). A file that is not a SQLite database
+    raises :class:`CacheError` naming it and the fix; a row that does not parse is a miss."""
 
     def __init__(self, path: str | Path | None = None) -> None:
-        p = Path(path) if path is not None else cache_dir() / CACHE_FILE
-        if p.suffix != ".sqlite" and (p.is_dir() or not p.suffix):
-            p = p / CACHE_FILE
+        p = _cache_path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
         self.path = p
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(p, timeout=60.0, check_same_thread=False, isolation_level=None)
-        _when_unlocked(self._setup)
+        try:
+            self._conn = sqlite3.connect(p, timeout=60.0, check_same_thread=False, isolation_level=None)
+            _when_unlocked(self._setup)
+        except sqlite3.Error as e:
+            raise _problem(p, e) from None
 
     def _setup(self) -> None:
         # Switching to WAL needs an exclusive lock, and SQLite answers "database is locked" at once
@@ -121,41 +172,62 @@ class Cache:
             rows[:] = self._conn.execute("SELECT value FROM samples WHERE key = ?", (key,)).fetchall()
 
         with self._lock:
-            _when_unlocked(read)
+            try:
+                _when_unlocked(read)
+            except sqlite3.Error as e:
+                raise _problem(self.path, e) from None
         if not rows:
             return None
-        return Sample.model_validate_json(rows[0][0])
+        try:
+            return Sample.model_validate_json(rows[0][0])
+        except ValidationError as e:  # a damaged row: called again, and the good answer replaces it
+            log.warning(
+                "disk cache %s: entry %s does not parse (%s); treated as a miss",
+                self.path,
+                key[:12],
+                e.errors()[0]["msg"] if e.errors() else e,
+            )
+            return None
 
     def put(self, key: str, model: str, sample: Sample) -> None:
         value = sample.model_dump_json(exclude={"cached"})
         with self._lock:
             # a write that finds the database locked at once (another process's checkpoint or a
             # stale read snapshot: SQLite's busy wait does not cover those) is tried again
-            _when_unlocked(
-                lambda: self._conn.execute(
-                    "INSERT OR REPLACE INTO samples (key, model, value, created) VALUES (?, ?, ?, ?)",
-                    (key, model, value, time.time()),
+            try:
+                _when_unlocked(
+                    lambda: self._conn.execute(
+                        "INSERT OR REPLACE INTO samples (key, model, value, created) VALUES (?, ?, ?, ?)",
+                        (key, model, value, time.time()),
+                    )
                 )
-            )
+            except sqlite3.Error as e:
+                raise _problem(self.path, e) from None
 
     def info(self) -> dict[str, Any]:
         with self._lock:
-            n = self._conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
-            per_model = self._conn.execute(
-                "SELECT model, COUNT(*) FROM samples GROUP BY model ORDER BY 2 DESC"
-            ).fetchall()
+            try:
+                n = self._conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+                per_model = self._conn.execute(
+                    "SELECT model, COUNT(*) FROM samples GROUP BY model ORDER BY 2 DESC"
+                ).fetchall()
+            except sqlite3.Error as e:
+                raise _problem(self.path, e) from None
         size = sum(f.stat().st_size for f in self.path.parent.glob(self.path.name + "*") if f.is_file())
         return {"path": str(self.path), "entries": n, "bytes": size, "by_model": dict(per_model)}
 
     def clear(self, model: str | None = None) -> int:
         """Delete all entries (or one model's); returns how many were deleted."""
         with self._lock:
-            if model is None:
-                cur = self._conn.execute("DELETE FROM samples")
-            else:
-                cur = self._conn.execute("DELETE FROM samples WHERE model = ?", (model,))
-            n = cur.rowcount
-            self._conn.execute("VACUUM")
+            try:
+                if model is None:
+                    cur = self._conn.execute("DELETE FROM samples")
+                else:
+                    cur = self._conn.execute("DELETE FROM samples WHERE model = ?", (model,))
+                n = cur.rowcount
+                self._conn.execute("VACUUM")
+            except sqlite3.Error as e:
+                raise _problem(self.path, e) from None
         return n
 
     def close(self) -> None:

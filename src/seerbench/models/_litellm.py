@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from seerbench.errors import AuthenticationError, ModelError
+from seerbench.errors import AuthenticationError, ModelError, RequestError
 from seerbench.models._backend import Backend, RetryableError
 from seerbench.models._openai import _retry_after
 from seerbench.models._types import ChatMessage, GenerateConfig, Sample, Usage, chat_request, token_logprobs
@@ -55,7 +55,7 @@ class LiteLLMBackend(Backend):
         except litellm.NotFoundError as e:
             raise ModelError(f"{self._model}: unknown model: {e}") from e
         except litellm.BadRequestError as e:
-            raise ModelError(f"{self._model}: request rejected: {e}") from e
+            raise RequestError(f"{self._model}: request rejected: {e}") from e  # this question fails
         choice = r.choices[0]
         lps = None
         content = getattr(getattr(choice, "logprobs", None), "content", None)

@@ -25,7 +25,7 @@ from typing import Any
 import aiohttp
 from yarl import URL
 
-from seerbench.errors import AuthenticationError, ModelError, UnknownModelError
+from seerbench.errors import AuthenticationError, ModelError, RequestError, UnknownModelError
 from seerbench.models._backend import Backend, RetryableError
 from seerbench.models._types import ChatMessage, GenerateConfig, Sample, chat_request
 from seerbench.models._types import parse_completion as _parse_completion
@@ -285,6 +285,10 @@ class OpenAIBackend(Backend):
             r = json.loads(raw)
         except ValueError as e:  # not JSON
             raise RetryableError(f"{where} sent a malformed response: {e}") from e
+        if isinstance(r, dict) and "error" in r and "choices" not in r:
+            # HTTP 200 with an error body (some servers and proxies): a server failure, like a 5xx
+            message = _error_message(status, raw).partition(" - ")[2] or "no message"
+            raise RetryableError(f"{where} answered HTTP 200 with an error body: {message}")
         if isinstance(r, dict) and isinstance(r.get("model"), str):
             self.served.add(r["model"])
         return _parse_completion(r, config, where)
@@ -333,6 +337,8 @@ def _raise_for_status(status: int, raw: bytes, where: str, model: str, retry_aft
         raise RetryableError(f"{where} answered HTTP {status}")
     if status == 404:
         raise ModelError(f"{where} has no model {model!r} (HTTP 404): {message}")
+    if status in (400, 413):  # this request's fault (too long for the context, ...): its question fails
+        raise RequestError(f"{where} rejected the request (HTTP {status}): {message}")
     raise ModelError(f"{where} rejected the request (HTTP {status}): {message}")
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,36 +123,51 @@ class ModelUsage:
 
 
 class UsageTracker:
-    """Thread-safe running totals per model spec; shared by every Model in a process by default."""
+    """Thread-safe running totals per model spec; shared by every Model in a process by default.
+    Every count is also appended, as it happens, to each :class:`UsageLog` in ``logs`` (a run
+    folder's, while a run writes there), so a killed process loses none of it."""
 
     def __init__(self, prices: PriceTable | None = None) -> None:
         self._lock = threading.Lock()
         self.prices = prices if prices is not None else PriceTable.load()
         self.by_model: dict[str, ModelUsage] = {}
+        self.logs: list[UsageLog] = []
 
     def _get(self, spec: str) -> ModelUsage:
         return self.by_model.setdefault(spec, ModelUsage())
 
+    def _log(self, spec: str, counts: dict[str, Any]) -> None:
+        """Append one event to the attached logs (the caller holds the lock)."""
+        for log in self.logs:
+            log.append({"model": spec, **counts})
+
     def record_call(self, spec: str, prompt_tokens: int, completion_tokens: int) -> None:
+        self.add(spec, {"calls": 1, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens})
+
+    def add(self, spec: str, counts: dict[str, int]) -> None:
+        """Add ``counts`` (some of :data:`USAGE_KEYS`) to ``spec``'s totals; the tokens of calls are
+        priced with this tracker's table (a cost is linear in tokens, so pricing a sum is pricing
+        each call)."""
         with self._lock:
             u = self._get(spec)
-            u.calls += 1
-            u.prompt_tokens += prompt_tokens
-            u.completion_tokens += completion_tokens
-            c = self.prices.cost(spec, prompt_tokens, completion_tokens)
-            u.cost = None if (u.cost is None or c is None) else u.cost + c
+            for k, v in counts.items():
+                setattr(u, k, getattr(u, k) + v)
+            event: dict[str, Any] = {k: v for k, v in counts.items() if v}
+            if counts.get("calls"):
+                c = self.prices.cost(spec, counts.get("prompt_tokens", 0), counts.get("completion_tokens", 0))
+                u.cost = None if (u.cost is None or c is None) else u.cost + c
+                event["cost"] = c
+            if event:
+                self._log(spec, event)
 
     def record_hit(self, spec: str) -> None:
-        with self._lock:
-            self._get(spec).cache_hits += 1
+        self.add(spec, {"cache_hits": 1})
 
     def record_retry(self, spec: str) -> None:
-        with self._lock:
-            self._get(spec).retries += 1
+        self.add(spec, {"retries": 1})
 
     def record_error(self, spec: str) -> None:
-        with self._lock:
-            self._get(spec).errors += 1
+        self.add(spec, {"errors": 1})
 
     def totals(self) -> ModelUsage:
         with self._lock:
@@ -206,44 +222,119 @@ def unused_prices() -> list[str]:
 
 USAGE_KEYS = ("calls", "cache_hits", "retries", "errors", "prompt_tokens", "completion_tokens")
 
+#: A run folder's usage events, appended as calls complete (``usage.json`` summarises them).
+USAGE_LOG = "usage.jsonl"
 
-def record_usage(
-    path: Path, before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]
-) -> dict[str, Any]:
-    """Add the usage between two :meth:`UsageTracker.snapshot` calls to the run folder's
-    ``usage.json`` (every run into the folder adds its own): per model spec, calls (requests that
-    reached the backend), cache hits, retries, errors, tokens and cost (None once any call had no
-    price), and the number of runs. Written atomically; returns what was written."""
-    import json
-    import os
 
+class UsageLog:
+    """A run folder's ``usage.jsonl``: one JSON line per model event (a call with its tokens and
+    cost, a cache hit, a retry, an error) and one ``{"run": 1}`` per run, each appended with one
+    ``write`` as it happens, so a process killed at any moment (SIGKILL included) has recorded
+    every call it completed. Attach it to a tracker with ``with UsageLog(path).attached(t):``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def append(self, event: dict[str, Any]) -> None:
+        if self._fd is None:
+            return
+        try:
+            os.write(self._fd, (json.dumps(event, separators=(",", ":")) + "\n").encode())
+        except OSError as e:  # a full disk: name the file
+            raise OSError(e.errno, e.strerror, str(self.path)) from None
+
+    @contextmanager
+    def attached(self, tracker: UsageTracker) -> Iterator[UsageLog]:
+        """Record ``tracker``'s events here (and one run) while the block runs; then write the
+        folder's ``usage.json`` summary."""
+        try:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise OSError(e.errno, e.strerror, str(self.path)) from None
+        failed = True
+        try:
+            self.append({"run": 1})
+            with tracker._lock:
+                tracker.logs.append(self)
+            try:
+                yield self
+                failed = False
+            finally:
+                with tracker._lock:
+                    tracker.logs.remove(self)
+        finally:
+            os.close(self._fd)
+            self._fd = None
+            try:  # also after a failure or Ctrl-C: the summary is a convenience, the log is the record
+                write_usage_summary(self.path.parent)
+            except OSError:
+                if not failed:
+                    raise
+
+
+def _zero() -> dict[str, Any]:
+    return {**dict.fromkeys(USAGE_KEYS, 0), "cost": 0.0}
+
+
+def _add(m: dict[str, Any], counts: dict[str, Any], cost: float | None) -> None:
+    for k in USAGE_KEYS:
+        m[k] = int(m.get(k, 0)) + int(counts.get(k, 0) or 0)
+    m["cost"] = None if m.get("cost") is None or cost is None else m["cost"] + cost
+
+
+def read_usage(folder: Path) -> dict[str, Any] | None:
+    """What every run into ``folder`` used: ``usage.json`` (the summary the last run that ended
+    wrote, up to ``log_bytes`` of the log) plus the events of ``usage.jsonl`` past it (those of
+    a run that was killed). ``{runs, models: {spec: counts}, total}``, cost None where a call had
+    no price; None when the folder has neither file. A torn or unreadable event line is skipped."""
+    summary, log = folder / "usage.json", folder / USAGE_LOG
     try:
-        rec: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
+        rec: dict[str, Any] = json.loads(summary.read_text()) if summary.is_file() else {}
     except (OSError, json.JSONDecodeError):
-        rec = {}  # an unreadable record is started again rather than stopping the run
-    models: dict[str, dict[str, Any]] = rec.get("models") or {}
-    for spec, now in after.items():
-        was = before.get(spec, {})
-        delta = {k: int(now.get(k, 0)) - int(was.get(k, 0)) for k in USAGE_KEYS}
-        if not any(delta.values()):
-            continue
-        cost = (
-            None
-            if now.get("cost") is None or was.get("cost", 0.0) is None
-            else now["cost"] - was.get("cost", 0.0)
-        )
-        m = models.setdefault(spec, {**dict.fromkeys(USAGE_KEYS, 0), "cost": 0.0})
-        for k in USAGE_KEYS:
-            m[k] = int(m.get(k, 0)) + delta[k]
-        m["cost"] = None if m.get("cost") is None or cost is None else m["cost"] + cost
-    total: dict[str, Any] = {k: sum(int(m.get(k, 0)) for m in models.values()) for k in USAGE_KEYS}
-    total["cost"] = (
-        None
-        if any(m.get("cost") is None for m in models.values())
-        else sum(m["cost"] for m in models.values())
-    )
-    rec = {"runs": int(rec.get("runs", 0)) + 1, "models": models, "total": total}
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(rec, indent=2))
-    os.replace(tmp, path)
+        rec = {}  # unreadable: the log still holds every event since it began
+    if not isinstance(rec, dict):
+        rec = {}
+    if not rec and not log.is_file():
+        return None
+    runs = int(rec.get("runs", 0))
+    models: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (rec.get("models") or {}).items()}
+    if log.is_file():
+        with open(log, "rb") as f:
+            f.seek(int(rec.get("log_bytes", 0)))
+            for raw in f:
+                try:
+                    ev = json.loads(raw) if raw.endswith(b"\n") else None
+                except ValueError:
+                    ev = None
+                if not isinstance(ev, dict):
+                    continue
+                if "run" in ev:
+                    runs += 1
+                elif isinstance(ev.get("model"), str):
+                    _add(models.setdefault(ev["model"], _zero()), ev, ev.get("cost", 0.0))
+    total = _zero()
+    for m in models.values():
+        _add(total, m, m.get("cost"))
+    return {"runs": runs, "models": models, "total": total}
+
+
+def write_usage_summary(folder: Path) -> dict[str, Any] | None:
+    """Rewrite ``folder``'s ``usage.json`` from :func:`read_usage` (atomically), recording how
+    much of the log it holds; returns what was written."""
+    from seerbench._lock import tmp_name
+
+    log = folder / USAGE_LOG
+    size = log.stat().st_size if log.is_file() else 0
+    rec = read_usage(folder)
+    if rec is None:
+        return None
+    rec["log_bytes"] = size
+    path = folder / "usage.json"
+    tmp = tmp_name(path)
+    try:
+        tmp.write_text(json.dumps(rec, indent=2))
+        os.replace(tmp, path)
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, str(path)) from None
     return rec

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from seerbench._lock import tmp_name
 from seerbench.errors import DataError
 
 __all__ = [
@@ -144,7 +145,7 @@ def write_critiques(path: str | Path, answers: Iterable[CritiquedAnswer]) -> Pat
     """Write ``answers`` to ``path`` atomically, one line each."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = tmp_name(path)  # named for this process
     with open(tmp, "w", encoding="utf-8") as f:
         for a in answers:
             f.write(dump_answer(a) + "\n")

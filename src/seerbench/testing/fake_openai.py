@@ -10,7 +10,10 @@ SDK talks to it exactly as to vLLM or api.openai.com::
         assert len(srv.requests) == 2
 
 Behaviour per request, in order: a wrong ``Authorization`` key gets 401; an unknown model gets
-404; a queued failure (:meth:`fail_next`) is served; otherwise, after ``delay`` seconds, a normal
+404; the failure ``fail_if(body)`` returns, if any, is served (e.g. llama.cpp's HTTP 400 for a
+prompt longer than the context: :data:`CONTEXT_EXCEEDED`); a queued failure (:meth:`fail_next`)
+is served (a status of 200 serves an error body with HTTP 200, as some servers and proxies do);
+otherwise, after ``delay`` seconds, a normal
 completion whose text is ``reply`` (a string or a function of the request body). When the request
 asks for ``logprobs``, every completion token carries ``top_logprobs`` built from the
 ``top_logprobs`` mapping (token -> logprob), cut to the number the request asked for.
@@ -43,6 +46,10 @@ class Failure:
     status: int
     message: str = "simulated failure"
     retry_after: float | None = None
+
+
+#: llama.cpp's answer to a prompt longer than the context (vLLM also answers HTTP 400).
+CONTEXT_EXCEEDED = Failure(400, "the request exceeds the available context size, try increasing it")
 
 
 def _error(message: str, kind: str) -> dict[str, Any]:
@@ -112,8 +119,10 @@ class FakeOpenAIServer:
         api_key: str | None = "test-key",
         delay: float = 0.0,
         port: int = 0,
+        fail_if: Callable[[dict[str, Any]], Failure | None] | None = None,
     ) -> None:
         self.reply = reply
+        self.fail_if = fail_if
         self.top_logprobs = dict(top_logprobs or {})
         self.models = models
         self.api_key = api_key
@@ -193,7 +202,9 @@ class FakeOpenAIServer:
                 {},
                 0.0,
             )
-        failure = self._next_failure()
+        failure = self.fail_if(body) if self.fail_if is not None else None
+        if failure is None:
+            failure = self._next_failure()
         if failure is not None:
             extra = {"Retry-After": str(failure.retry_after)} if failure.retry_after is not None else {}
             return failure.status, _error(failure.message, "server_error"), extra, 0.0
