@@ -1,0 +1,58 @@
+"""A cell's identity: everything that decides its results line for a given question. Two runs of a
+cell with the same identity may share a results file; ``cell.json`` records it and its hash."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seerbench.experiment._components import entry_code, init_hints, keyword_code
+from seerbench.experiment._config import REPLAY, ExperimentConfig
+from seerbench.experiment._grid import RunSpec
+from seerbench.plugins import code_hash
+from seerbench.prompts import template_hashes
+from seerbench.protocols import PROTOCOLS
+
+
+def prompt_hashes(config: ExperimentConfig) -> dict[str, str]:
+    """Hash of each prompt template the config's cells read (its ``prompts_dir`` or the defaults)."""
+    return template_hashes(config.resolved_prompts_dir())
+
+
+def cell_identity(config: ExperimentConfig, spec: RunSpec) -> dict[str, Any]:
+    """Everything that decides a cell's results line for a given question. (The question itself is
+    checked per line.) The one place a cell's identity is computed: what it holds goes into
+    ``cell.json`` and decides whether a folder can be resumed."""
+    c = config
+    cls = PROTOCOLS[spec.protocol]
+    base = c._base_dir
+    ident: dict[str, Any] = {
+        "protocol": spec.protocol,
+        # a protocol's own model (e.g. a referee) is here as its spec, its judges as their entries
+        "keywords": {"both_orders": c.both_orders, **spec.kwargs},
+        "judge": spec.judge_model if spec.judge_entry is None else spec.judge_entry,
+        "seed": c.seed,
+        "binary_seed": c.binary_seed,
+        "eps": c.eps,
+        "parse_failures": c.parse_failures,
+        "prompts": prompt_hashes(c),
+    }
+    code = {}
+    h = code_hash(cls)
+    if h:  # a user's protocol: its source file is part of what the results depend on
+        code[f"{cls.__module__}:{cls.__name__}"] = h
+    code.update(keyword_code(spec.kwargs, init_hints(cls), base))  # judges/agents among its keywords
+    if spec.judge_entry is not None:
+        ident["elicitation"] = c.elicitation.model_dump(mode="json")
+        code.update(entry_code(spec.judge_entry, "judge", base))
+    if cls.needs_agent:
+        ident.update(agent=spec.agent_entry, tools=list(spec.tools), best_of_n=spec.best_of_n)
+        if spec.agent_entry != REPLAY:
+            ident["agent_generation"] = c.agent_generation.model_dump(mode="json")
+        if spec.agent_entry is not None:
+            code.update(entry_code(spec.agent_entry, "agent", base))
+    if code:
+        ident["code"] = code
+    return ident
+
+
+__all__ = ["cell_identity", "prompt_hashes"]
