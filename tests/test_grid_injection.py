@@ -225,3 +225,53 @@ def test_a_protocol_entry_pairs_with_its_own_judges(tmp_path: Path) -> None:
         ExperimentConfig.parse(
             {"dataset": "arithmetic", "protocols": [{"name": "Consultancy", "judge_models": []}]}
         )
+
+
+OLDER = """
+from seerbench import AgentContext, CaseRun, OversightProtocol, register_protocol
+
+
+@register_protocol("OldStyle{tag}")
+class OldStyle(OversightProtocol):
+    keywords = ("style",)
+
+    def __init__(self, judge, agent=None, *, style="plain", **kw):
+        super().__init__(judge, agent, **kw)
+        self.style = style
+        self.label = judge.name  # touches its judge
+
+    def _name_parts(self):
+        return [self.style.upper()]
+
+    async def run(self, question, answer_case):
+        raise NotImplementedError
+
+
+class Exploding:
+    def __init__(self) -> None:
+        raise RuntimeError("built")
+"""
+
+
+def test_the_grid_builds_nothing_and_an_older_name_hook_still_names_the_folder(tmp_path: Path) -> None:
+    (tmp_path / "old_o.py").write_text(textwrap.dedent(OLDER.format(tag="o")))
+    base = {"plugins": ["old_o.py"], "dataset": "arithmetic", "agent_models": ["scripted:coin"]}
+    # a judge whose constructor raises: naming the cells builds no judge
+    cfg = ExperimentConfig.parse(
+        {**base, "judge_models": [{"class": "old_o.py:Exploding"}], "protocols": ["Consultancy"]},
+        base_dir=tmp_path,
+    )
+    assert [s.key for s in Experiment(cfg).grid()] == ["Consultancy_t1/A_scripted-coin_J_Exploding"]
+    # an instance _name_parts (before name_parts): built whole on stand-in models to read it
+    cfg = ExperimentConfig.parse(
+        {
+            **base,
+            "judge_models": ["scripted:coin"],
+            "protocols": [{"name": "OldStyleo", "style": ["a", "b"]}],
+        },
+        base_dir=tmp_path,
+    )
+    assert [s.key for s in Experiment(cfg).grid()] == [
+        "OldStyleo_A/A_scripted-coin_J_scripted-coin",
+        "OldStyleo_B/A_scripted-coin_J_scripted-coin",
+    ]
