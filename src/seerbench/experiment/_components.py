@@ -5,7 +5,9 @@ model; ``replay`` for agents: the dataset's human arguments) or a mapping
 ``{class: <registered name or module:Class>, <constructor arguments>}``. A constructor parameter
 annotated ``Judge``, ``Agent`` or ``Model`` takes an entry (or a model spec) and receives the
 built object, so ``{class: my_protocols:ShrinkJudge, base: local, factor: 0.5}`` builds
-``ShrinkJudge(base=ModelJudge(local), factor=0.5)``.
+``ShrinkJudge(base=ModelJudge(local), factor=0.5)``; one annotated ``list[Judge]`` (``Agent``,
+``Model``) takes a list of them and receives the list of built objects (a judge panel). A
+protocol's keywords are injected the same way (:func:`inject`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +51,7 @@ def resolve_class(ref: str, role: str, base_dir: str | Path | None) -> type:
 def entry_code(entry: Entry, role: str, base_dir: str | Path | None) -> dict[str, dict[str, str]]:
     """Class reference -> its :func:`seerbench.provenance.code_files` (its source file and the
     user modules it imports, each file's hash), for every user class in an entry (nested ones
-    too), so an edited plugin or helper module counts as a changed cell."""
+    too, in lists as well), so an edited plugin or helper module counts as a changed cell."""
     out: dict[str, dict[str, str]] = {}
     if isinstance(entry, dict):
         ref = str(entry.get("class"))
@@ -57,19 +59,47 @@ def entry_code(entry: Entry, role: str, base_dir: str | Path | None) -> dict[str
         files = code_files(cls)
         if files:
             out[ref] = files
-        hints = _hints(cls)
-        for k, v in entry.items():
-            if isinstance(v, dict):
-                sub = "judge" if _is(hints.get(k), Judge) else "agent"
-                out.update(entry_code(v, sub, base_dir))
+        out.update(keyword_code(entry, init_hints(cls), base_dir))
     return out
 
 
+def keyword_code(
+    kwargs: dict[str, Any], hints: dict[str, Any], base_dir: str | Path | None
+) -> dict[str, dict[str, str]]:
+    """:func:`entry_code` of every class entry among constructor arguments ``kwargs`` (a judge or
+    agent entry's, or a protocol's keywords), by their annotations in ``hints``."""
+    out: dict[str, dict[str, str]] = {}
+    for k, v in kwargs.items():
+        if k == "class":
+            continue
+        ann = hints.get(k)
+        kind = component_kind(ann) or component_kind(list_element(ann))
+        if kind not in ("judge", "agent"):
+            continue
+        for item in v if isinstance(v, list) else [v]:
+            if isinstance(item, dict):
+                out.update(entry_code(item, kind, base_dir))
+    return out
+
+
+def init_hints(cls: type) -> dict[str, Any]:
+    """The constructor annotations of ``cls``, merged over its MRO (a subclass's win)."""
+    merged: dict[str, Any] = {}
+    if not isinstance(cls, type):
+        return merged
+    for klass in reversed(cls.__mro__):
+        init = klass.__dict__.get("__init__")
+        if init is None or klass is object:
+            continue
+        try:
+            merged.update(typing.get_type_hints(init))
+        except Exception:
+            continue
+    return merged
+
+
 def _hints(cls: type) -> dict[str, Any]:
-    try:
-        return typing.get_type_hints(cls.__dict__.get("__init__") or type.__getattribute__(cls, "__init__"))
-    except Exception:
-        return {}
+    return init_hints(cls)
 
 
 def _is(ann: Any, target: type) -> bool:
@@ -80,6 +110,74 @@ def _is(ann: Any, target: type) -> bool:
     if isinstance(ann, types.UnionType) or typing.get_origin(ann) is typing.Union:
         return any(_is(a, target) for a in typing.get_args(ann))
     return False
+
+
+def component_kind(ann: Any) -> str | None:
+    """'judge', 'agent' or 'model' for an annotation of that type (or an optional one)."""
+    for kind, target in (("judge", Judge), ("agent", Agent), ("model", Model)):
+        if _is(ann, target):
+            return kind
+    return None
+
+
+def list_element(ann: Any) -> Any:
+    """X for an annotation ``list[X]`` / ``Sequence[X]`` (or an optional one), else None."""
+    if ann is None:
+        return None
+    if isinstance(ann, types.UnionType) or typing.get_origin(ann) is typing.Union:
+        for a in typing.get_args(ann):
+            el = list_element(a)
+            if el is not None:
+                return el
+        return None
+    origin = typing.get_origin(ann)
+    if origin in (list, tuple, Sequence, typing.Sequence) or (
+        isinstance(origin, type) and origin is not str and issubclass(origin, Sequence)
+    ):
+        args = typing.get_args(ann)
+        return args[0] if args else None
+    return None
+
+
+def is_component_list(ann: Any) -> bool:
+    """Whether ``ann`` is a list of judges, agents or models (a list value is one value, not a
+    grid axis)."""
+    return component_kind(list_element(ann)) is not None
+
+
+def inject(
+    owner: str,
+    name: str,
+    ann: Any,
+    value: Any,
+    *,
+    make_judge: Callable[[Entry], Judge],
+    make_agent: Callable[[Entry], Agent],
+    make_model: Callable[[str, str], Model],
+) -> Any:
+    """The constructor argument ``name`` of ``owner`` (for errors): the built judge, agent or
+    model when ``ann`` says it is one (or a list of them), else ``value`` as it is.
+    ``make_model(spec, name)`` builds a model for the argument ``name``."""
+    kind = component_kind(ann)
+    if kind is None:
+        el = list_element(ann)
+        if component_kind(el) is None:
+            return value
+        if not isinstance(value, list):
+            raise ConfigError(
+                f"{owner}: argument {name} is a list of {component_kind(el)}s: give a list, e.g. [local, local]"
+            )
+        return [
+            inject(owner, name, el, v, make_judge=make_judge, make_agent=make_agent, make_model=make_model)
+            for v in value
+        ]
+    if kind == "judge":
+        return make_judge(value)
+    if kind == "agent":
+        return make_agent(value)
+    if not isinstance(value, str):
+        raise ConfigError(f"{owner}: argument {name} is a model: give a model spec string, e.g. local")
+    return make_model(value, name)
 
 
 def build(
@@ -111,21 +209,18 @@ def build(
         raise ConfigError(
             f"{role} {ref}: unknown argument(s) {', '.join(unknown)}; it takes: {', '.join(allowed) or 'none'}"
         )
-    kwargs: dict[str, Any] = {}
-    for k, v in d.items():
-        ann = hints.get(k)
-        if _is(ann, Judge):
-            kwargs[k] = make_judge(v)
-        elif _is(ann, Agent):
-            kwargs[k] = make_agent(v)
-        elif _is(ann, Model):
-            if not isinstance(v, str):
-                raise ConfigError(
-                    f"{role} {ref}: argument {k} is a model: give a model spec string, e.g. local"
-                )
-            kwargs[k] = make_model(v)
-        else:
-            kwargs[k] = v
+    kwargs = {
+        k: inject(
+            f"{role} {ref}",
+            k,
+            hints.get(k),
+            v,
+            make_judge=make_judge,
+            make_agent=make_agent,
+            make_model=lambda spec, _name: make_model(spec),
+        )
+        for k, v in d.items()
+    }
     try:
         obj = cls(**kwargs)
     except TypeError as e:
@@ -141,4 +236,16 @@ def build(
     return obj
 
 
-__all__ = ["Entry", "build", "entry_code", "entry_label", "resolve_class"]
+__all__ = [
+    "Entry",
+    "build",
+    "component_kind",
+    "entry_code",
+    "entry_label",
+    "init_hints",
+    "inject",
+    "is_component_list",
+    "keyword_code",
+    "list_element",
+    "resolve_class",
+]

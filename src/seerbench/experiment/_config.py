@@ -43,9 +43,17 @@ class GenerationSpec(BaseModel):
     max_words: int = Field(default=120, ge=1)
 
 
+#: Keys of a protocol entry that are not constructor keywords: the entry's own judges and agents,
+#: used instead of the config's ``judge_models`` / ``agent_models`` for this protocol's cells.
+ENTRY_KEYS = ("judge_models", "agent_models")
+
+
 class ProtocolSpec(BaseModel):
     """A protocol and its keyword grid: any extra key is a protocol keyword; a list value is an axis
-    of the grid (e.g. ``{name: EvidenceDebate, condition: [SA, PSA]}``)."""
+    of the grid (e.g. ``{name: EvidenceDebate, condition: [SA, PSA]}``), except for a keyword the
+    protocol annotates as a list of judges, agents or models (a panel), whose list is one value (a
+    list of such lists is an axis). ``judge_models`` / ``agent_models`` on the entry pair this
+    protocol with its own judges / agents instead of the config's."""
 
     model_config = ConfigDict(extra="allow")
     name: str
@@ -56,9 +64,43 @@ class ProtocolSpec(BaseModel):
         get_protocol(v)
         return v
 
+    @model_validator(mode="after")
+    def _own_entries(self) -> ProtocolSpec:
+        for key in ENTRY_KEYS:
+            v = (self.model_extra or {}).get(key)
+            if v is None:
+                continue
+            if not isinstance(v, list) or not v:
+                raise ValueError(f"{key} of protocol {self.name}: give a non-empty list of entries")
+            for e in v:
+                if not isinstance(e, str | dict) or (
+                    isinstance(e, dict) and not isinstance(e.get("class"), str)
+                ):
+                    raise ValueError(
+                        f"{key} of protocol {self.name}: an entry is a model spec or "
+                        f"{{class: ..., <arguments>}}; got {e!r}"
+                    )
+        return self
+
+    def entries(self, key: str) -> list[str | dict[str, Any]] | None:
+        """The entry's own ``judge_models`` or ``agent_models`` (None: the config's)."""
+        v = (self.model_extra or {}).get(key)
+        return list(v) if v is not None else None
+
     def keyword_grid(self) -> list[dict[str, Any]]:
-        extra = dict(self.model_extra or {})
-        axes = {k: (v if isinstance(v, list) else [v]) for k, v in extra.items()}
+        from seerbench.experiment._components import init_hints, is_component_list
+
+        hints = init_hints(get_protocol(self.name))
+        extra = {k: v for k, v in (self.model_extra or {}).items() if k not in ENTRY_KEYS}
+
+        def axis(k: str, v: Any) -> list[Any]:
+            if not isinstance(v, list):
+                return [v]
+            if is_component_list(hints.get(k)) and not all(isinstance(x, list) for x in v):
+                return [v]  # one panel
+            return v
+
+        axes = {k: axis(k, v) for k, v in extra.items()}
         keys = sorted(axes)
         return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(axes[k] for k in keys))]
 

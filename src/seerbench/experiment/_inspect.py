@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import string
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from seerbench.errors import ModelError
@@ -19,6 +19,7 @@ from seerbench.models import (
     TokenLogprob,
     TopLogprob,
     Usage,
+    UsageTracker,
     to_messages,
 )
 
@@ -148,3 +149,30 @@ class RecordingModel(Model):
                 }
             )
         return res
+
+
+def counting_factory(base: Callable[[str, str], Model], usage: UsageTracker) -> Callable[[str, str], Model]:
+    """A model factory for planning: each model answers at once through a :class:`CountingBackend`
+    with the capabilities of ``base``'s model of that spec (nothing is loaded or called), uncached,
+    its calls counted in ``usage``."""
+
+    def make(spec: str, role: str) -> Model:
+        return Model(spec, CountingBackend(base(spec, role).backend), cache=False, usage=usage)
+
+    return make
+
+
+def stand_in_factory() -> Callable[[str, str], Model]:
+    """A model factory that resolves nothing and calls nothing: for building a protocol only to
+    read what it says about itself (an older protocol's folder name)."""
+    usage = UsageTracker()
+    return lambda spec, role: Model(spec, CountingBackend(), cache=False, usage=usage)
+
+
+def recording_factory(
+    base: Callable[[str, str], Model], log: list[dict[str, Any]], allow_calls: bool
+) -> Callable[[str, str], Model]:
+    """A model factory for ``seerbench show --prompts``: ``base``'s models, each request logged in
+    ``log`` (with the role: judge, agent, or the protocol keyword it was built for); with
+    ``allow_calls=False`` a cache miss raises instead of calling the model."""
+    return lambda spec, role: RecordingModel(base(spec, role), role, log, allow_calls)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import ClassVar
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from seerbench.agents import Agent, AgentContext
 from seerbench.errors import ConfigError, DataError
@@ -78,6 +79,10 @@ class OversightProtocol(ABC):
       :func:`seerbench.agents.capabilities`), checked when a config is read;
     - ``fixed_judge``: a judge name that replaces the configured judges (BlindTrust: ``trust``);
     - ``keywords``: extra constructor keywords a config may give (EvidenceDebate: ``condition``).
+
+    A cell's folder name comes from the class and the config entry's keywords, never from a
+    half-built instance: override the class method :meth:`name_parts` to show your keywords
+    there, and :meth:`check_keywords` to refuse bad values when the config is read.
     """
 
     name: ClassVar[str]
@@ -118,19 +123,73 @@ class OversightProtocol(ABC):
         run serves both answer cases."""
         return False
 
-    def config_name(self) -> str:
-        """Directory name of this protocol configuration, e.g. ``Consultancy_t2``."""
-        parts = [self.name]
-        if self.takes_turns:
-            parts.append(f"t{self.num_turns}")
-        parts.extend(self._name_parts())
-        if self.judge_sees_source:
+    @classmethod
+    def keyword_value(cls, keywords: Mapping[str, Any], name: str) -> Any:
+        """``keywords[name]``, else the default of the constructor parameter ``name`` (the first
+        ``__init__`` in the class's MRO that names it), else None."""
+        if name in keywords:
+            return keywords[name]
+        for klass in cls.__mro__:
+            init = klass.__dict__.get("__init__")
+            if init is None:
+                continue
+            p = inspect.signature(init).parameters.get(name)
+            if p is not None and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                return None if p.default is p.empty else p.default
+        return None
+
+    @classmethod
+    def name_parts(cls, keywords: Mapping[str, Any]) -> list[str]:
+        """The parts of the folder name that show this protocol's own ``keywords`` (the config
+        entry's values; :meth:`keyword_value` gives a default). Shown after ``t<num_turns>``."""
+        return []
+
+    @classmethod
+    def check_keywords(cls, keywords: Mapping[str, Any]) -> None:
+        """Refuse keyword values this protocol cannot run (raise :class:`ConfigError`); called
+        when the grid is built from a config, and by the constructor."""
+        return None
+
+    @classmethod
+    def cell_name(cls, keywords: Mapping[str, Any]) -> str:
+        """Directory name of the configuration ``keywords`` describe (``num_turns``,
+        ``both_orders``, ``judge_sees_source`` and the class's own), e.g. ``Consultancy_t2``."""
+        parts = [cls.name]
+        if cls.takes_turns:
+            parts.append(f"t{keywords.get('num_turns', 1)}")
+        parts.extend(cls.name_parts(keywords))
+        if keywords.get("judge_sees_source"):
             parts.append("src")
-        if self.both_orders:
+        if keywords.get("both_orders"):
             parts.append("swap")
         return "_".join(parts)
 
+    def keyword_values(self) -> dict[str, Any]:
+        """This instance's keywords, as a config entry would give them."""
+        own = {k: getattr(self, k) for k in self.keywords if hasattr(self, k)}
+        return {
+            "num_turns": self.num_turns,
+            "both_orders": self.both_orders,
+            "judge_sees_source": self.judge_sees_source,
+            **own,
+        }
+
+    def config_name(self) -> str:
+        """Directory name of this protocol configuration, e.g. ``Consultancy_t2``."""
+        if type(self)._name_parts is not OversightProtocol._name_parts:  # an older protocol's instance hook
+            parts = [self.name]
+            if self.takes_turns:
+                parts.append(f"t{self.num_turns}")
+            parts.extend(self._name_parts())
+            if self.judge_sees_source:
+                parts.append("src")
+            if self.both_orders:
+                parts.append("swap")
+            return "_".join(parts)
+        return type(self).cell_name(self.keyword_values())
+
     def _name_parts(self) -> list[str]:
+        """Deprecated instance hook (before :meth:`name_parts`); still honoured by :meth:`config_name`."""
         return []
 
     @abstractmethod

@@ -8,6 +8,7 @@ in accuracy and ASD with its interval.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from seerbench.errors import ConfigError, DataError
@@ -54,16 +55,22 @@ class CritiqueJudge(OversightProtocol):
 
     def __init__(self, *args: Any, top_k: int = 3, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if not isinstance(top_k, int) or top_k < 1:
-            raise ConfigError(f"CritiqueJudge: top_k must be an integer >= 1, got {top_k!r}")
+        self.check_keywords({"top_k": top_k})
         self.top_k = top_k
+
+    @classmethod
+    def check_keywords(cls, keywords: Mapping[str, Any]) -> None:
+        top_k = cls.keyword_value(keywords, "top_k")
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
+            raise ConfigError(f"CritiqueJudge: top_k must be an integer >= 1, got {top_k!r}")
 
     @property
     def symmetric(self) -> bool:
         return True
 
-    def _name_parts(self) -> list[str]:
-        return [f"k{self.top_k}"]
+    @classmethod
+    def name_parts(cls, keywords: Mapping[str, Any]) -> list[str]:
+        return [f"k{cls.keyword_value(keywords, 'top_k')}"]
 
     async def run(self, question: Question, answer_case: str) -> CaseRun:
         turns = critique_turns(question, self.top_k)

@@ -4,7 +4,8 @@ evidence quotes (seed 004)."""
 from __future__ import annotations
 
 import asyncio
-from typing import ClassVar, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 from seerbench.agents import AgentContext
 from seerbench.conditions import EVIDENCE_CONDITIONS, JUDGING_CONDITIONS
@@ -117,23 +118,26 @@ class EvidenceDebate(OversightProtocol):
 
     def __init__(self, *args: object, condition: str = "SA", **kw: object) -> None:
         super().__init__(*args, **kw)  # type: ignore[arg-type]
+        self.check_keywords({**kw, "condition": condition})
+        self.condition = condition
+        self.judge_sees_source = JUDGING_CONDITIONS[condition].passage
+
+    @classmethod
+    def check_keywords(cls, keywords: Mapping[str, Any]) -> None:
+        condition = cls.keyword_value(keywords, "condition")
         if condition not in CONDITIONS:
             raise ConfigError(f"EvidenceDebate condition {condition!r} is not one of {list(CONDITIONS)}")
-        shows = JUDGING_CONDITIONS[condition]
-        if kw.get("judge_sees_source") and not shows.passage:
+        if keywords.get("judge_sees_source") and not JUDGING_CONDITIONS[condition].passage:
             raise ConfigError(
                 f"EvidenceDebate: judge_sees_source: true contradicts condition {condition} (no passage); "
                 f"the condition decides what the judge sees: use condition P{condition} to show the passage"
             )
-        self.condition = condition
-        self.judge_sees_source = shows.passage
 
-    def _name_parts(self) -> list[str]:
-        return [self.condition]
-
-    def config_name(self) -> str:
-        parts = [self.name, self.condition]
-        if self.both_orders:
+    @classmethod
+    def cell_name(cls, keywords: Mapping[str, Any]) -> str:
+        """``EvidenceDebate_<condition>[_swap]``: the condition says whether the judge sees the passage."""
+        parts = [cls.name, str(cls.keyword_value(keywords, "condition"))]
+        if keywords.get("both_orders"):
             parts.append("swap")
         return "_".join(parts)
 
