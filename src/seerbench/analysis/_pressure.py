@@ -50,8 +50,9 @@ from typing import Any
 
 import numpy as np
 
-from seerbench.analysis._summary import DEFAULT_N_BOOT, Summary, _bootstrap_means
 from seerbench.errors import ConfigError
+from seerbench.stats import DEFAULT_N_BOOT, Summary
+from seerbench.stats import bootstrap_means as _bootstrap_means
 
 __all__ = [
     "PRESSURE_METRICS",
@@ -216,8 +217,8 @@ def _accuracy_intervals(
     1, where a percentile interval collapses onto the estimate: Wilson's at the effective sample
     size the bootstrap variance implies (the number of clusters when that variance says nothing,
     at 0 or 1; at most ``n_max[j]``, the verdicts behind the accuracies at step j), and for a difference between successive N the MOVER combination of the two with
-    the replicates' correlation (:mod:`seerbench.complementarity._bootstrap`)."""
-    from seerbench.complementarity._bootstrap import Interval, difference_interval, proportion_interval
+    the replicates' correlation (:mod:`seerbench.stats`)."""
+    from seerbench.stats import Interval, difference_interval, proportion_interval
 
     if n == 0:
         return {(m, j): (math.nan, math.nan) for m in ("accuracy", "d_accuracy") for j in range(k)}

@@ -14,7 +14,7 @@ from seerbench.datasets import read_questions_jsonl
 from seerbench.errors import ConfigError, DataError
 from seerbench.estimators import (
     INTERVALS,
-    Interval,
+    IntervalKind,
     cluster_design_effect,
     estimate_all,
     partition_questions,
@@ -75,7 +75,7 @@ def estimate(
             n: cluster_design_effect(label_set, cluster, n, weight=weight)
             for n in ("ord", "comp", "ivw", "mix", "ml")
         }
-    kind: Interval = "wald" if interval == "wald" else "score"
+    kind: IntervalKind = "wald" if interval == "wald" else "score"
     report = estimate_all(
         counts, weight=weight, delta=delta, alpha=alpha, interval=kind, design_effects=deffs
     )

@@ -11,15 +11,6 @@ Typical use::
 Pure functions returning pydantic result objects; see ``docs/complementarity.md``.
 """
 
-from seerbench.complementarity._bootstrap import (
-    ClusterBootstrap,
-    Interval,
-    cluster_group_means,
-    cluster_mean_interval,
-    difference_interval,
-    proportion_interval,
-    wilson,
-)
 from seerbench.complementarity._calibration import (
     HUMAN_CONFIDENCE_PROBABILITY,
     Calibration,
@@ -55,6 +46,15 @@ from seerbench.complementarity._simulate import (
     expected_unassisted_accuracy,
     simulate_ai_ratings,
     simulate_judgments,
+)
+from seerbench.stats import (
+    ClusterBootstrap,
+    Interval,
+    cluster_group_means,
+    cluster_mean_interval,
+    difference_interval,
+    proportion_interval,
+    wilson,
 )
 
 __all__ = [

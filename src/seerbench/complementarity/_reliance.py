@@ -17,15 +17,15 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel
 
-from seerbench.complementarity._bootstrap import (
+from seerbench.complementarity._data import AIItems, HumanData
+from seerbench.complementarity._hybrid import Estimate
+from seerbench.errors import ConfigError
+from seerbench.stats import (
     cluster_group_means,
     correlation,
     difference_interval,
     group_interval,
 )
-from seerbench.complementarity._data import AIItems, HumanData
-from seerbench.complementarity._hybrid import Estimate
-from seerbench.errors import ConfigError
 
 
 class SliceAccuracy(BaseModel):

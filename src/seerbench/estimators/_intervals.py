@@ -65,8 +65,10 @@ def linear_score_bounds(
     c = est * est - z2 * v0
     # The discriminant is >= 0 in exact arithmetic (A = est satisfies the inequality); guard rounding.
     d = np.sqrt(np.maximum(b * b - 4.0 * p * c, 0.0))
-    low = np.clip((-b - d) / (2.0 * p), 0.0, 1.0)
-    high = np.clip((-b + d) / (2.0 * p), 0.0, 1.0)
+    # the estimate satisfies the inequality exactly: rounding must not push a bound past it (at
+    # A_hat = 1 the closed form gives 1 - 2e-15, an interval that excludes its own estimate)
+    low = np.clip(np.minimum((-b - d) / (2.0 * p), est), 0.0, 1.0)
+    high = np.clip(np.maximum((-b + d) / (2.0 * p), est), 0.0, 1.0)
     return low, high
 
 
@@ -108,7 +110,8 @@ def ml_score_bounds(
         hi_in, hi_out = np.where(out, hi_in, mid), np.where(out, mid, hi_out)
     low = np.where(excess(np.full_like(m, _EPS)) <= 0.0, 0.0, lo_in)
     high = np.where(excess(np.full_like(m, 1.0 - _EPS)) <= 0.0, 1.0, hi_in)
-    return low, high
+    e = np.clip(np.asarray(estimate, dtype=float), 0.0, 1.0)  # the interval holds its estimate
+    return np.minimum(low, e), np.maximum(high, e)
 
 
 def ml_root(s_o: Any, n_o: Any, s_c: Any, n_c: Any, k: Any) -> FloatArray:

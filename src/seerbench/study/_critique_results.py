@@ -7,7 +7,7 @@ critique written in a task. Measures per task (critiques per answer, share of an
 critique, Likert, time, intended flaw found, valid and valid-novel critiques per answer) are
 resampled with their items (answers) and raters; measures per critique (share of used critiques
 edited, share valid) likewise, by the item and rater of their task
-(:mod:`seerbench.complementarity._bootstrap`: items + raters - judgments).
+(:mod:`seerbench.stats`: items + raters - judgments).
 """
 
 from __future__ import annotations
@@ -20,8 +20,11 @@ from typing import Any
 import numpy as np
 from scipy.stats import t as student_t
 
-from seerbench.complementarity._bootstrap import (
-    DEFAULT_N_BOOT,
+from seerbench.errors import DataError
+from seerbench.stats import (
+    CLUSTER_N_BOOT as DEFAULT_N_BOOT,
+)
+from seerbench.stats import (
     Interval,
     cluster_group_means,
     codes,
@@ -29,7 +32,6 @@ from seerbench.complementarity._bootstrap import (
     difference_interval,
     group_interval,
 )
-from seerbench.errors import DataError
 from seerbench.study._critique_items import answer_of
 from seerbench.study._results import EXPORT_FIELDS, rater_columns
 from seerbench.study._storage import StudyStore

@@ -1,3 +1,6 @@
+"""Means of per-question values with their spread and a seeded percentile-bootstrap CI (i.i.d. over
+questions), and paired differences."""
+
 from __future__ import annotations
 
 import math
@@ -7,6 +10,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+
+from seerbench.stats._interval import Interval
 
 DEFAULT_N_BOOT = 2000
 #: Resample indices drawn at once, at most (about 16 MB of int64): the bootstrap draws its
@@ -31,6 +36,19 @@ class Summary:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def interval(self) -> Interval:
+        """The mean and its CI as the shared :class:`~seerbench.stats.Interval`."""
+        return Interval(
+            self.mean,
+            self.ci_low,
+            self.ci_high,
+            float(self.n),
+            "percentile bootstrap",
+            self.n,
+            self.confidence,
+        )
 
 
 def _nan_summary(n: int, confidence: float, n_boot: int, seed: int) -> Summary:
@@ -126,3 +144,7 @@ def paired_difference(a: Sequence[float], b: Sequence[float], **kw: Any) -> Summ
     if len(a) != len(b):
         raise ValueError(f"paired difference needs equal lengths, got {len(a)} and {len(b)}")
     return summarize([x - y for x, y in zip(a, b, strict=True)], **kw)
+
+
+#: Public name of the seeded resampler the other bootstraps of means share (same draws).
+bootstrap_means = _bootstrap_means
