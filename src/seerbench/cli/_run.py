@@ -363,9 +363,18 @@ def stats_table(
             row += [_fmt(m.get("asd", {}).get(score), digits), _fmt(m.get("judge_accuracy"), digits)]
         t.add_row(*row)
     if stats:
+        clustered = [s for s in stats if s.get("clusters")]
         t.caption = (
-            f"mean [95% bootstrap CI]; eps={stats[0]['eps']}; parse failures {stats[0]['parse_failure_policy']}d"
+            "mean [95% CI: bootstrap over questions; accuracy: Wilson]; "
+            f"eps={stats[0]['eps']}; parse failures {stats[0]['parse_failure_policy']}d"
             + ("" if wide else "; --wide for JSE/ASE")
+            + (
+                f"\nquestions sharing a passage are resampled together in {len(clustered)} of "
+                f"{len(stats)} cell(s) ({', '.join(sorted({str(s['clusters']) for s in clustered}))} "
+                "clusters); accuracy there is Wilson at the effective n"
+                if clustered
+                else ""
+            )
         )
     return t
 

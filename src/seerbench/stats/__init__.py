@@ -7,6 +7,8 @@ here; docs/statistics.md has the table of which method each quantity gets.
 - :class:`Interval`: estimate, bounds, method, n, n_eff, confidence (and a note when empty);
 - :func:`z_value` / :func:`confidence_of_alpha`: the one confidence convention (coverage, not alpha);
 - :func:`wilson`, :func:`wilson_interval`: score interval of a proportion; :func:`t_interval`;
+- :func:`clustered_summary` (one-way cluster bootstrap of a mean: questions sharing a passage),
+  :func:`accuracy_summary` (Wilson, at the effective n when clustered): the main stats table;
 - :func:`summarize`, :func:`summarize_many`, :func:`paired_difference`: i.i.d. and paired
   percentile bootstraps of means (:class:`Summary`);
 - :class:`ClusterBootstrap`, :func:`cluster_mean_interval`, :func:`cluster_group_means`: the
@@ -30,6 +32,12 @@ from seerbench.stats._cluster import (
     group_interval,
     proportion_interval,
     run_bootstrap,
+)
+from seerbench.stats._clustered import (
+    accuracy_summary,
+    cluster_codes,
+    clustered_summary,
+    sandwich_se,
 )
 from seerbench.stats._interval import (
     Interval,
@@ -61,10 +69,13 @@ __all__ = [
     "ItemSums",
     "Summary",
     "Weights",
+    "accuracy_summary",
     "bootstrap_means",
     "check_confidence",
+    "cluster_codes",
     "cluster_group_means",
     "cluster_mean_interval",
+    "clustered_summary",
     "codes",
     "combine",
     "confidence_of_alpha",
@@ -74,6 +85,7 @@ __all__ = [
     "paired_difference",
     "proportion_interval",
     "run_bootstrap",
+    "sandwich_se",
     "summarize",
     "summarize_many",
     "t_interval",

@@ -33,6 +33,11 @@ class Summary:
     confidence: float
     n_boot: int
     seed: int
+    #: how the CI was made; ``n_eff`` the effective sample size of a Wilson interval; ``clusters``
+    #: the number of independent clusters a clustered method resampled (None: every value its own)
+    method: str = "percentile bootstrap"
+    n_eff: float | None = None
+    clusters: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
