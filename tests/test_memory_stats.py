@@ -19,8 +19,8 @@ from seerbench.experiment import Experiment, ExperimentConfig
 from seerbench.experiment._files import _finalise, _load_done
 from seerbench.models import register_scripted
 from seerbench.results import CellStats, paired, rescore, run_stats
-from seerbench.stats import _summary
 from seerbench.runs import ResultsFile, read_results, summarize_run
+from seerbench.stats import _summary
 
 
 def _reference_ci(x: np.ndarray, n_boot: int, seed: int) -> tuple[float, float]:
