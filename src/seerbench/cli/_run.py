@@ -232,6 +232,8 @@ def run(
             console.print(
                 f"[yellow]{exp.n_skipped} questions without exactly one true option were left out.[/]"
             )
+        if exp.questions().merged_note:
+            console.print(f"[yellow]{escape(str(exp.questions().merged_note))}.[/]")
         console.print(f"results: {exp.out}/  (seerbench stats {exp.out})")
     if failed:
         n_runs = sum(r.n_done + r.n_errors for r in results)

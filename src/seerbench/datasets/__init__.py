@@ -11,7 +11,7 @@ human-written arguments.
 from seerbench.datasets import _factcheck  # noqa: F401  (registers factcheck, factcheck_files)
 from seerbench.datasets._arithmetic import generate_arithmetic
 from seerbench.datasets._binary import binary_view
-from seerbench.datasets._common import Questions
+from seerbench.datasets._common import DuplicateQuestions, Questions, question_content_key
 from seerbench.datasets._conditions import (
     CONDITIONS,
     JudgeMaterial,
@@ -44,6 +44,7 @@ from seerbench.quotes import verify_quote
 __all__ = [
     "CONDITIONS",
     "DatasetInfo",
+    "DuplicateQuestions",
     "JudgeMaterial",
     "OptionMaterial",
     "Questions",
@@ -67,6 +68,7 @@ __all__ = [
     "load_truthfulqa",
     "make_catch_trials",
     "quality_articles",
+    "question_content_key",
     "read_questions_jsonl",
     "register_dataset",
     "strip_html",
