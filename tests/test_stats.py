@@ -200,3 +200,32 @@ def test_clustered_mean_coverage(n: int, g: int) -> None:
         s = stats.clustered_summary(x, cl, n_boot=400, seed=r)
         hit += s.ci_low <= 0.0 <= s.ci_high
     assert 0.91 <= hit / reps <= 0.99, hit / reps
+
+
+def test_impossible_counts_give_an_empty_interval_with_a_note_not_zero_zero() -> None:
+    # K = 4: q = (A + 2) / 3 >= 2/3 for any A in [0, 1]; 100 of 300 avoided (q = 1/3) is far below
+    est = complementary_accuracy(LabelCounts(k=4, n_c=300, s_c=100))
+    assert est.estimate == pytest.approx(3 * (1 / 3) - 2)
+    assert math.isnan(est.ci_low) and math.isnan(est.ci_high)
+    assert any("impossible" in n for n in est.notes)
+    iv = est.as_interval()
+    assert iv.empty and iv.note and "impossible" in iv.note
+    # merely unlikely counts still get an interval, clipped to [0, 1]
+    ok = complementary_accuracy(LabelCounts(k=4, n_c=30, s_c=19))  # q = 0.633 < 2/3
+    assert ok.ci_low == 0.0 and 0.0 < ok.ci_high < 1.0
+
+
+def test_eq16_uses_eq8_variances_when_a_plug_in_variance_is_zero() -> None:
+    from seerbench.estimators import ml_accuracy
+    from seerbench.estimators._bounds import bernstein_ivw_bound
+
+    # K = 10, 484/500 ordinary correct, 500/500 complementary avoided: var_comp's plug-in is 0
+    c = LabelCounts(k=10, n_o=500, s_o=484, n_c=500, s_c=500)
+    b = bernstein_ivw_bound(c)
+    a = ml_accuracy(c).estimate  # the pilot of Eq. 8
+    v_o, v_c = a * (1 - a) / 500, (a + 8) * (1 - a) / 500
+    w = (a + 8) * 500 / (a * 500 + (a + 8) * 500)  # Eq. 8
+    log = math.log(2 / 0.05)
+    want = math.sqrt(2 * log * v_o * v_c / (v_o + v_c)) + log * max(w / 500, (1 - w) * 9 / 500)
+    assert b.half_width == pytest.approx(want, rel=1e-9)
+    assert b.half_width > log * max(w / 500, (1 - w) * 9 / 500)  # not the zero-variance width

@@ -102,7 +102,9 @@ def estimate(
             row.label,
             est_txt,
             _fmt(e.se),
-            f"[{e.ci_low:.4f}, {e.ci_high:.4f}]",
+            "empty: no accuracy in [0, 1] fits (impossible under Eq. 1)"
+            if math.isnan(e.ci_low)
+            else f"[{e.ci_low:.4f}, {e.ci_high:.4f}]",
             _fmt(e.weight, 3),
             bound_txt,
             used,

@@ -253,14 +253,19 @@ def _result(
             )
     else:
         low, high = float(score_bounds[0]), float(score_bounds[1])
+        if math.isnan(low) or math.isnan(high):
+            notes.append(
+                "no accuracy in [0, 1] fits these counts (impossible under uniform complementary labels, "
+                "Eq. 1): the score interval is empty; check how the complementary labels were drawn"
+            )
     if deff != 1.0:
         notes.append(f"variances multiplied by the design effect {deff:.4g} (clustered labels)")
     return AccuracyEstimate(
         method=method,
         estimate=float(estimate),
         se=float(se),
-        ci_low=float(min(1.0, max(0.0, low))),
-        ci_high=float(max(0.0, min(1.0, high))),
+        ci_low=math.nan if math.isnan(low) else float(min(1.0, max(0.0, low))),
+        ci_high=math.nan if math.isnan(high) else float(max(0.0, min(1.0, high))),
         alpha=float(alpha),
         k=counts.k,
         n_o=counts.n_o,

@@ -67,8 +67,13 @@ def linear_score_bounds(
     d = np.sqrt(np.maximum(b * b - 4.0 * p * c, 0.0))
     # the estimate satisfies the inequality exactly: rounding must not push a bound past it (at
     # A_hat = 1 the closed form gives 1 - 2e-15, an interval that excludes its own estimate)
-    low = np.clip(np.minimum((-b - d) / (2.0 * p), est), 0.0, 1.0)
-    high = np.clip(np.maximum((-b + d) / (2.0 * p), est), 0.0, 1.0)
+    r_lo = np.minimum((-b - d) / (2.0 * p), est)
+    r_hi = np.maximum((-b + d) / (2.0 * p), est)
+    # no accuracy in [0, 1] passes the test: the data are impossible under the model (e.g. fewer
+    # complementary labels avoided than Eq. 1 allows); an empty set (NaN), not [0, 0]
+    empty = (r_hi < 0.0) | (r_lo > 1.0)
+    low = np.where(empty, np.nan, np.clip(r_lo, 0.0, 1.0))
+    high = np.where(empty, np.nan, np.clip(r_hi, 0.0, 1.0))
     return low, high
 
 

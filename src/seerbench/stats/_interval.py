@@ -123,3 +123,16 @@ def t_interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -
         return Interval(mean, math.nan, math.nan, float(n), "t", n, confidence, "no spread in the values")
     half = float(student_t.ppf(0.5 + check_confidence(confidence) / 2, n - 1)) * sd / math.sqrt(n)
     return Interval(mean, mean - half, mean + half, float(n), "t", n, confidence)
+
+
+def t_interval_of(
+    estimate: float, variance: float, df: float, confidence: float = 0.95, method: str = "t"
+) -> Interval:
+    """``estimate`` +- t * sqrt(``variance``) with Student's t at ``df`` degrees of freedom (at least
+    1): for a variance from a (cluster) bootstrap, ``df`` the number of clusters behind it less one
+    (with few clusters that variance is itself uncertain and the normal quantile undercovers)."""
+    if math.isnan(estimate) or math.isnan(variance):
+        return Interval(estimate, math.nan, math.nan, None, method, None, confidence)
+    q = float(student_t.ppf(0.5 + check_confidence(confidence) / 2, max(df, 1.0)))
+    half = q * math.sqrt(max(variance, 0.0))
+    return Interval(estimate, estimate - half, estimate + half, None, method, None, confidence)
