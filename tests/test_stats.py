@@ -229,3 +229,25 @@ def test_eq16_uses_eq8_variances_when_a_plug_in_variance_is_zero() -> None:
     want = math.sqrt(2 * log * v_o * v_c / (v_o + v_c)) + log * max(w / 500, (1 - w) * 9 / 500)
     assert b.half_width == pytest.approx(want, rel=1e-9)
     assert b.half_width > log * max(w / 500, (1 - w) * 9 / 500)  # not the zero-variance width
+
+
+def test_paired_accuracy_difference_keeps_a_width_at_the_boundary() -> None:
+    s = stats.paired_proportion_difference(np.ones(12), np.ones(12), n_boot=200)
+    assert s.mean == 0.0 and s.ci_low < -0.1 and s.ci_high > 0.1  # the percentile one is [0, 0]
+    # MOVER by hand: each side is Wilson(12/12) = [0.7575, 1]; rho = 0 (no spread) -> +-0.2425
+    lw = 1 - _wilson(1.0, 12)[0]
+    assert (s.ci_low, s.ci_high) == pytest.approx((-lw, lw), abs=1e-9)
+
+
+@pytest.mark.parametrize("pa, pb, n", [(0.97, 0.92, 30), (0.9, 0.9, 12)])
+def test_paired_accuracy_difference_coverage(pa: float, pb: float, n: int) -> None:
+    """Two judges on the same questions, their verdicts correlated through question difficulty."""
+    rng = np.random.default_rng(3)
+    reps, hit = 300, 0
+    for r in range(reps):
+        u = rng.random(n)
+        x = (u < pa).astype(float)  # a shared uniform: a hard question is hard for both
+        y = (np.where(rng.random(n) < 0.5, u, rng.random(n)) < pb).astype(float)
+        s = stats.paired_proportion_difference(x, y, n_boot=200, seed=r)
+        hit += s.ci_low <= pa - pb <= s.ci_high
+    assert hit / reps >= 0.91, hit / reps

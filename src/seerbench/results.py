@@ -28,7 +28,13 @@ from seerbench.metrics import (
     scores,
 )
 from seerbench.protocols import QuestionRun
-from seerbench.stats import Summary, accuracy_summary, clustered_summary, summarize
+from seerbench.stats import (
+    Summary,
+    accuracy_summary,
+    clustered_summary,
+    paired_proportion_difference,
+    summarize,
+)
 from seerbench.types import Verdict
 
 # Per-run facts that must not enter results lines (they differ between a fresh and a resumed run).
@@ -468,4 +474,7 @@ def paired(
     common = sorted(set(va) & set(vb))
     if not common:
         return None
-    return paired_difference([va[q] for q in common], [vb[q] for q in common], **kw).as_dict()
+    xa, xb = [va[q] for q in common], [vb[q] for q in common]
+    if key == "judge_accuracy":  # a percentile interval is [0, 0] when both are all correct
+        return paired_proportion_difference(xa, xb, **kw).as_dict()
+    return paired_difference(xa, xb, **kw).as_dict()

@@ -37,6 +37,7 @@ from seerbench.stats._clustered import (
     accuracy_summary,
     cluster_codes,
     clustered_summary,
+    paired_proportion_difference,
     sandwich_se,
 )
 from seerbench.stats._interval import (
@@ -84,6 +85,7 @@ __all__ = [
     "difference_interval",
     "group_interval",
     "paired_difference",
+    "paired_proportion_difference",
     "proportion_interval",
     "run_bootstrap",
     "sandwich_se",
