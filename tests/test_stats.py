@@ -251,3 +251,47 @@ def test_paired_accuracy_difference_coverage(pa: float, pb: float, n: int) -> No
         s = stats.paired_proportion_difference(x, y, n_boot=200, seed=r)
         hit += s.ci_low <= pa - pb <= s.ci_high
     assert hit / reps >= 0.91, hit / reps
+
+
+def test_stats_table_clusters_by_passage_and_says_so_under_the_table() -> None:
+    import io
+    import json
+
+    from rich.console import Console
+
+    from seerbench.cli._run import stats_table
+    from seerbench.results import run_stats
+
+    def line(i: int, correct: float, passage: int | None) -> dict[str, object]:
+        meta = {} if passage is None else {"passage_id": passage}
+        return {
+            "question_id": f"q{i}",
+            "question": {"metadata": meta, "answer_cases": [{"short": "A"}]},  # one case: no diagnostics
+            "answer_cases": [],
+            "excluded": False,
+            "parse_failures": 0,
+            "judge_accuracy": correct,
+            "protocol": "NaiveJudge",
+        }
+
+    acc = [1, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0, 0]
+    rec = run_stats(
+        [line(i, a, i // 4) for i, a in enumerate(acc)], {}, eps=1e-6, policy="exclude", scored=True
+    )
+    assert rec["clusters"] == 3
+    s = rec["metrics"]["judge_accuracy"]
+    assert s["method"] == "wilson at n_eff (3 clusters)" and s["clusters"] == 3
+    plain = run_stats(
+        [line(i, a, None) for i, a in enumerate(acc)], {}, eps=1e-6, policy="exclude", scored=True
+    )
+    assert plain["clusters"] is None and plain["metrics"]["judge_accuracy"]["method"] == "wilson"
+    assert (
+        s["ci_high"] - s["ci_low"]
+        > plain["metrics"]["judge_accuracy"]["ci_high"] - plain["metrics"]["judge_accuracy"]["ci_low"]
+    )
+    meta = {"protocol": "NaiveJudge", "agent": None, "judge": "j", "tools": None, "best_of_n": 1}
+    out = io.StringIO()
+    Console(file=out, width=200).print(stats_table([{**meta, **rec}, {**meta, **plain}], title="t"))
+    text = " ".join(out.getvalue().split())  # the caption wraps at the table's width
+    assert "questions sharing a passage are resampled together in 1 of 2 cell(s) (3 clusters)" in text
+    json.dumps(rec)  # the record stays plain JSON
