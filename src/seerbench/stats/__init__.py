@@ -57,6 +57,7 @@ from seerbench.stats._summary import (
     paired_difference,
     summarize,
     summarize_many,
+    widen_to_t,
 )
 
 #: The shared type under its other name: a point estimate with its interval.
@@ -93,6 +94,7 @@ __all__ = [
     "summarize_many",
     "t_interval",
     "t_interval_of",
+    "widen_to_t",
     "wilson",
     "wilson_interval",
     "z_value",
