@@ -91,9 +91,8 @@ def summarize(
         return Summary(n, mean, std, se, mean, mean, confidence, n_boot, seed)
     (means,) = _bootstrap_means([x], n_boot, seed)
     alpha = (1 - confidence) / 2
-    lo, hi = widen_to_t(
-        mean, se, *(float(v) for v in np.quantile(means, [alpha, 1 - alpha])), n - 1, confidence
-    )
+    q_lo, q_hi = (float(v) for v in np.quantile(means, [alpha, 1 - alpha]))
+    lo, hi = widen_to_t(mean, se, q_lo, q_hi, n - 1, confidence)
     return Summary(n, mean, std, se, lo, hi, confidence, n_boot, seed, METHOD)
 
 
@@ -158,8 +157,8 @@ def summarize_many(
             n = int(x.size)
             std = float(x.std(ddof=1))
             mean, se = float(x.mean()), std / math.sqrt(n)
-            q = (float(v) for v in np.quantile(means, [alpha, 1 - alpha]))
-            lo, hi = widen_to_t(mean, se, *q, n - 1, confidence)
+            q_lo, q_hi = (float(v) for v in np.quantile(means, [alpha, 1 - alpha]))
+            lo, hi = widen_to_t(mean, se, q_lo, q_hi, n - 1, confidence)
             out[name] = Summary(n, mean, std, se, lo, hi, confidence, n_boot, seed, METHOD)
     return {name: out[name] for name in columns}
 
