@@ -61,17 +61,11 @@ LAYERS: list[tuple[str, set[str]]] = [
 ]
 
 #: Imports that break the contract for now, each with the reason; (importing unit, imported unit).
-#: The statistics home (seerbench/stats) is being built in parallel: once the bootstrap of
-#: complementarity/_bootstrap.py and the intervals of analysis/_summary.py live there, these go.
-KNOWN_EXCEPTIONS: set[tuple[str, str]] = {
-    ("results", "analysis"),  # summarize_many, paired_difference: analysis/_summary.py -> stats
-    ("critique", "complementarity"),  # cluster_mean_interval: complementarity/_bootstrap.py -> stats
-}
+#: Empty: the statistics home (seerbench/stats) took the bootstrap and the intervals.
+KNOWN_EXCEPTIONS: set[tuple[str, str]] = set()
 
-#: Private modules that other packages may still import, each with the reason (same story).
-KNOWN_PRIVATE: set[str] = {
-    "seerbench.complementarity._bootstrap",  # the bootstrap and intervals -> seerbench.stats
-}
+#: Private modules that other packages may still import, each with the reason (none now).
+KNOWN_PRIVATE: set[str] = set()
 
 #: Packages whose modules still import each other in a loop (lazily), not yet untangled: the study
 #: app dispatches by task between _items/_critique_items and _results/_critique_results, and the

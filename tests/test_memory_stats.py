@@ -13,23 +13,28 @@ from typing import Any
 
 import numpy as np
 import pytest
+from scipy.stats import t as student_t
 
-from seerbench.analysis import _summary, summarize, summarize_many
+from seerbench.analysis import summarize, summarize_many
 from seerbench.analysis.run import summarize_run
 from seerbench.experiment import Experiment, ExperimentConfig
 from seerbench.experiment._files import _finalise, _load_done
 from seerbench.models import register_scripted
 from seerbench.results import CellStats, paired, rescore, run_stats
 from seerbench.runs import ResultsFile, read_results
+from seerbench.stats import _summary
 
 
 def _reference_ci(x: np.ndarray, n_boot: int, seed: int) -> tuple[float, float]:
     """The percentile interval as the seed's bootstrap defines it, drawing the whole
-    n_boot x n index matrix at once (what seerbench did before blocks)."""
+    n_boot x n index matrix at once (what seerbench did before blocks), widened to t."""
     idx = np.random.default_rng(seed).integers(0, len(x), size=(n_boot, len(x)))
     alpha = (1 - 0.95) / 2  # the 95% interval's tails, as the library computes them
     lo, hi = np.quantile(x[idx].mean(axis=1), [alpha, 1 - alpha])
-    return float(lo), float(hi)
+    # widened where needed to Student's t interval on n - 1 df (t quantile from scipy)
+    mean, se = float(x.mean()), float(x.std(ddof=1)) / math.sqrt(len(x))
+    half = float(student_t.ppf(0.975, len(x) - 1)) * se
+    return min(float(lo), mean - half), max(float(hi), mean + half)
 
 
 @pytest.mark.parametrize("block", [1, 7, 1000, 1 << 21])
@@ -95,6 +100,12 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def _wilson(p: float, n: float, z: float = 1.959963984540054) -> tuple[float, float]:
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
 def _naive(run_dir: Path) -> Path:
     return run_dir / "NaiveJudge" / "J_scripted-mem-judge" / "results.jsonl"
 
@@ -116,10 +127,15 @@ def test_streamed_stats_match_the_definition(run_dir: Path) -> None:
         assert (s["metrics"]["asd"]["log"]["ci_low"], s["metrics"]["asd"]["log"]["ci_high"]) == pytest.approx(
             _reference_ci(asd, 100, 0), rel=1e-12
         )
+        # accuracy: Wilson's score interval (a percentile interval collapses at 0 and 1), at n for
+        # 0/1 values, else at n_eff = p(1 - p) / (s^2 / n), capped at n
+        p, n = float(acc.mean()), acc.size
+        binary = bool(np.all((acc == 0) | (acc == 1)))
+        n_eff = n if binary else min(p * (1 - p) / (acc.var(ddof=1) / n), n)
         assert (
             s["metrics"]["judge_accuracy"]["ci_low"],
             s["metrics"]["judge_accuracy"]["ci_high"],
-        ) == pytest.approx(_reference_ci(acc, 100, 0), rel=1e-12)
+        ) == pytest.approx(_wilson(p, n_eff), rel=1e-9)
     # the same lines given whole, as a generator, or gathered one at a time give one record
     meta = {"cell": "x"}
     whole = run_stats(lines, meta, eps=1e-6, policy="exclude", n_boot=100)

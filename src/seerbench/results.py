@@ -8,13 +8,15 @@ recomputed from the stored probabilities, so statistics for another beta or eps 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from seerbench.analysis import paired_difference, summarize_many
+import numpy as np
+
 from seerbench.metrics import (
     BETAS,
     SCORE_TYPES,
@@ -25,6 +27,15 @@ from seerbench.metrics import (
     scores,
 )
 from seerbench.records import QuestionRun
+from seerbench.stats import (
+    Summary,
+    accuracy_summary,
+    clustered_summary,
+    paired_difference,
+    paired_proportion_difference,
+    summarize,
+    summarize_many,
+)
 from seerbench.types import Verdict
 
 # Per-run facts that must not enter results lines (they differ between a fresh and a resumed run).
@@ -155,6 +166,24 @@ def run_stats(
     return acc.stats(meta, eps=eps, policy=policy, n_boot=n_boot, seed=seed)
 
 
+def question_cluster(question: dict[str, Any]) -> str | None:
+    """The cluster a question's values are resampled with in ``seerbench stats``: a dataset's own
+    ``metadata['cluster']``, else its passage (``metadata['passage_id']``, else the passage text);
+    None (its own cluster) without any of them."""
+    meta = question.get("metadata") or {}
+    for key in ("cluster", "passage_id"):
+        v = meta.get(key)
+        if v is not None and str(v) != "":
+            return f"{key}:{v}"
+    text = " ".join((question.get("source_text") or "").split())
+    return "text:" + hashlib.sha256(text.encode()).hexdigest() if text else None
+
+
+def _own(codes: list[int]) -> list[int | None]:
+    """Cluster labels for the stats package: code -1 (no passage) is the value's own cluster."""
+    return [None if c < 0 else c for c in codes]
+
+
 #: Grid axes a cell is described by, in the order tables show them.
 CELL_AXES = ("protocol", "agent", "judge", "tools", "best_of_n")
 
@@ -174,6 +203,11 @@ class CellStats:
             k: {st: array("d") for st in SCORE_TYPES} for k in self.keys
         }
         self._accuracy: array[float] = array("d")
+        # cluster code of every kept line (-1: its own cluster), kept only once a line has one; and
+        # per metric whether each kept line has a value (one byte a line)
+        self._cluster_ids: dict[str, int] = {}
+        self._line_codes: array[int] | None = None
+        self._present: dict[str, array[int]] = {k: array("b") for k in self.keys}
         self.n_lines = 0
         self.n_kept = 0
         self.parse_failures = 0
@@ -208,24 +242,58 @@ class CellStats:
         if ln["excluded"]:
             return
         self.n_kept += 1
+        label = question_cluster(ln.get("question") or {})
+        if label is not None and self._line_codes is None:
+            self._line_codes = array("q", [-1]) * (self.n_kept - 1)
+        if self._line_codes is not None:
+            code = -1 if label is None else self._cluster_ids.setdefault(label, len(self._cluster_ids))
+            self._line_codes.append(code)
         for k, cols in self._values.items():
             v = ln.get(k)
+            self._present[k].append(1 if v else 0)
             if v:
                 for st, col in cols.items():
                     col.append(v[st])
         acc = ln["judge_accuracy"]
         self._accuracy.append(math.nan if acc is None else acc)
 
+    def _clusters(self, key: str) -> list[int] | None:
+        """Cluster codes of ``key``'s values where two of them share a cluster, else None."""
+        if self._line_codes is None:
+            return None
+        lines = self._line_codes
+        codes = (
+            list(lines)
+            if key == "judge_accuracy"
+            else [c for c, p in zip(lines, self._present[key], strict=True) if p]
+        )
+        labelled = [c for c in codes if c >= 0]
+        return codes if len(set(labelled)) < len(labelled) else None
+
     def stats(
         self, meta: dict[str, Any], *, eps: float, policy: FailurePolicy, n_boot: int = 2000, seed: int = 0
     ) -> dict[str, Any]:
         """The cell's stats record (what ``stats.json`` holds)."""
         columns: dict[str, array[float]] = {}
+        clustered: dict[str, Summary] = {}
         for k, cols in self._values.items():
-            if len(cols[SCORE_TYPES[0]]):
+            if not len(cols[SCORE_TYPES[0]]):
+                continue
+            cl = self._clusters(k)
+            if cl is None:  # no shared cluster: the i.i.d. bootstrap, draws shared across columns
                 columns.update({f"{k}\t{st}": col for st, col in cols.items()})
-        columns["judge_accuracy"] = self._accuracy
-        summaries = summarize_many(columns, n_boot=n_boot, seed=seed)
+            else:
+                for st, col in cols.items():
+                    clustered[f"{k}\t{st}"] = clustered_summary(col, _own(cl), n_boot=n_boot, seed=seed)
+        summaries = {**summarize_many(columns, n_boot=n_boot, seed=seed), **clustered}
+        acc = np.frombuffer(self._accuracy, dtype=float) if len(self._accuracy) else np.zeros(0)
+        acc_cl = self._clusters("judge_accuracy")
+        summaries["judge_accuracy"] = (
+            accuracy_summary(acc, None if acc_cl is None else _own(acc_cl), n_boot=n_boot, seed=seed)
+            if np.all(np.isfinite(acc))
+            else summarize(acc, n_boot=n_boot, seed=seed)  # a verdict-less line: NaN, as it was
+        )
+        n_clusters = {s.clusters for s in summaries.values() if s.clusters is not None and s.n == self.n_kept}
         metrics: dict[str, Any] = {}
         for name, summary in summaries.items():
             k, _, st = name.partition("\t")
@@ -245,6 +313,8 @@ class CellStats:
             "parse_failure_policy": policy,
             "eps": eps,
             "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": 0.95},
+            # questions sharing a passage (or a dataset's cluster) are resampled together
+            "clusters": max(n_clusters) if n_clusters else None,
             "metrics": metrics,
             "diagnostics": self._diagnostics(policy),
         }
@@ -405,4 +475,7 @@ def paired(
     common = sorted(set(va) & set(vb))
     if not common:
         return None
-    return paired_difference([va[q] for q in common], [vb[q] for q in common], **kw).as_dict()
+    xa, xb = [va[q] for q in common], [vb[q] for q in common]
+    if key == "judge_accuracy":  # a percentile interval is [0, 0] when both are all correct
+        return paired_proportion_difference(xa, xb, **kw).as_dict()
+    return paired_difference(xa, xb, **kw).as_dict()

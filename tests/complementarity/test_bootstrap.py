@@ -9,7 +9,7 @@ import pytest
 
 from seerbench.analysis import summarize
 from seerbench.complementarity import cluster_mean_interval, difference_interval, proportion_interval, wilson
-from seerbench.complementarity._bootstrap import Interval, combine
+from seerbench.stats import Interval, combine
 
 
 def _truth(mu: float, sd_item: float, sd_rater: float) -> float:
@@ -108,7 +108,7 @@ def test_combine_is_items_plus_raters_minus_judgments() -> None:
 
 def test_study_stats_uses_the_cluster_bootstrap() -> None:
     from seerbench.complementarity import ai_items, simulate_ai_ratings, simulate_judgments
-    from seerbench.complementarity._bootstrap import codes
+    from seerbench.stats import codes
     from seerbench.study import study_stats
 
     ai = simulate_ai_ratings(120, seed=5)

@@ -221,8 +221,14 @@ def _check(report: Any) -> None:
     assert (
         by["trace"].ai_right.accuracy.estimate == pytest.approx(1.0) and by["trace"].ai_right.judgments == 3
     )
-    assert by["trace"].over_reliance.estimate == pytest.approx(-0.75)
-    assert by["trace"].under_reliance.estimate == pytest.approx(0.5)
+    # the seed's rates: the assisted error rate where the AI is wrong (1 - 0.25) and right (1 - 1)
+    assert by["trace"].over_reliance.estimate == pytest.approx(0.75)
+    assert by["trace"].under_reliance.estimate == pytest.approx(0.0)
+    assert by["trace"].under_reliance.ci_low == 0.0 < by["trace"].under_reliance.ci_high
+    assert by["baseline"].over_reliance is None
+    # and the accuracy changes against unassisted
+    assert by["trace"].accuracy_change_ai_wrong.estimate == pytest.approx(0.25 - 1.0)
+    assert by["trace"].accuracy_change_ai_right.estimate == pytest.approx(1.0 - 0.5)
     cal = {c.source: c for c in report.calibration}
     # AI rater, items with a rating: f0 (0.9, right), f1 (0.55, wrong), f2 (0.7, right)
     assert cal["AI rater"].n == 3

@@ -14,7 +14,7 @@ from seerbench.analysis._pressure import (
     pressure_from_values,
     pressure_section,
 )
-from seerbench.analysis._summary import Summary, paired_difference, summarize, summarize_many
+from seerbench.stats import Summary, paired_difference, summarize, summarize_many
 
 __all__ = [
     "PressureGroup",

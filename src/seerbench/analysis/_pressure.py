@@ -20,7 +20,8 @@ every question its own cluster the draws are exactly those of :func:`seerbench.a
 (same seed, same indices), so a per-N CI of ASD or ASE equals ``summarize`` of its values (the
 cell's own stats CI when no question was dropped) and a difference CI equals
 :func:`seerbench.analysis.paired_difference`. The slope's CI is the percentile interval of the
-replicates' slopes.
+replicates' slopes. Every percentile interval of a mean or difference is widened where needed to
+the t interval on (clusters - 1) df with the cluster-robust SE, as summarize's is.
 
 Judge accuracy is a mean of values in [0, 1], often near 1, where a percentile interval collapses
 onto an all-correct sample. Its per-N interval is Wilson's at the effective sample size the
@@ -50,8 +51,9 @@ from typing import Any
 
 import numpy as np
 
-from seerbench.analysis._summary import DEFAULT_N_BOOT, Summary, _bootstrap_means
 from seerbench.errors import ConfigError
+from seerbench.stats import DEFAULT_N_BOOT, Summary, widen_to_t
+from seerbench.stats import bootstrap_means as _bootstrap_means
 
 __all__ = [
     "PRESSURE_METRICS",
@@ -216,8 +218,8 @@ def _accuracy_intervals(
     1, where a percentile interval collapses onto the estimate: Wilson's at the effective sample
     size the bootstrap variance implies (the number of clusters when that variance says nothing,
     at 0 or 1; at most ``n_max[j]``, the verdicts behind the accuracies at step j), and for a difference between successive N the MOVER combination of the two with
-    the replicates' correlation (:mod:`seerbench.complementarity._bootstrap`)."""
-    from seerbench.complementarity._bootstrap import Interval, difference_interval, proportion_interval
+    the replicates' correlation (:mod:`seerbench.stats`)."""
+    from seerbench.stats import Interval, difference_interval, proportion_interval
 
     if n == 0:
         return {(m, j): (math.nan, math.nan) for m in ("accuracy", "d_accuracy") for j in range(k)}
@@ -310,6 +312,9 @@ def pressure_from_values(
             lo = hi = mean if n <= 1 else math.nan
         else:
             lo, hi = (float(v) for v in np.quantile(boot[r], [alpha, 1 - alpha]))
+            # as summarize: widened to t on (clusters - 1) df; with one question a cluster exactly
+            # summarize's (its SE is std / sqrt(n), bit for bit)
+            lo, hi = widen_to_t(mean, std / math.sqrt(n) if g == n else se, lo, hi, g - 1, confidence)
         if m == "accuracy":
             lo, hi = acc_iv[(m, j)]
         elif m == "d_accuracy":  # the wider of the two: each undercovers where the other holds

@@ -203,13 +203,19 @@ def _print(report: object, shown: str) -> None:
     console.print(t)
 
     if r.reliance is not None:
-        t = Table(title=Text(f"reliance (seed 000 2.4.3), against unassisted '{r.reliance.unassisted}'"))
+        t = Table(
+            title=Text(f"reliance (seed 000 2.4.3), against unassisted '{r.reliance.unassisted}'"),
+            caption="over-reliance / under-reliance: the assisted error rate where the AI is wrong / right; "
+            "change: assisted minus unassisted accuracy",
+        )
         for col in (
             "condition",
             "acc. AI wrong",
             "acc. AI right",
-            "over-reliance (<0: over)",
-            "under-reliance (gain AI right)",
+            "over-rel.",
+            "under-rel.",
+            "change AI wrong",
+            "change AI right",
         ):
             t.add_column(col, justify="right")
         for c in r.reliance.conditions:
@@ -220,6 +226,8 @@ def _print(report: object, shown: str) -> None:
                 _ci(c.ai_right.accuracy),
                 _ci(c.over_reliance),
                 _ci(c.under_reliance),
+                _ci(c.accuracy_change_ai_wrong),
+                _ci(c.accuracy_change_ai_right),
             )
         console.print(t)
 

@@ -14,7 +14,7 @@ from seerbench.datasets import read_questions_jsonl
 from seerbench.errors import ConfigError, DataError
 from seerbench.estimators import (
     INTERVALS,
-    Interval,
+    IntervalKind,
     cluster_design_effect,
     estimate_all,
     partition_questions,
@@ -75,7 +75,7 @@ def estimate(
             n: cluster_design_effect(label_set, cluster, n, weight=weight)
             for n in ("ord", "comp", "ivw", "mix", "ml")
         }
-    kind: Interval = "wald" if interval == "wald" else "score"
+    kind: IntervalKind = "wald" if interval == "wald" else "score"
     report = estimate_all(
         counts, weight=weight, delta=delta, alpha=alpha, interval=kind, design_effects=deffs
     )
@@ -102,7 +102,9 @@ def estimate(
             row.label,
             est_txt,
             _fmt(e.se),
-            f"[{e.ci_low:.4f}, {e.ci_high:.4f}]",
+            "empty: no accuracy in [0, 1] fits (impossible under Eq. 1)"
+            if math.isnan(e.ci_low)
+            else f"[{e.ci_low:.4f}, {e.ci_high:.4f}]",
             _fmt(e.weight, 3),
             bound_txt,
             used,

@@ -248,6 +248,8 @@ def run(
             console.print(
                 f"[yellow]{exp.n_skipped} questions without exactly one true option were left out.[/]"
             )
+        if exp.questions().merged_note:
+            console.print(f"[yellow]{escape(str(exp.questions().merged_note))}.[/]")
         console.print(f"results: {exp.out}/  (seerbench stats {exp.out})")
     if failed:
         n_runs = sum(r.n_done + r.n_errors for r in results)
@@ -379,9 +381,18 @@ def stats_table(
             row += [_fmt(m.get("asd", {}).get(score), digits), _fmt(m.get("judge_accuracy"), digits)]
         t.add_row(*row)
     if stats:
+        clustered = [s for s in stats if s.get("clusters")]
         t.caption = (
-            f"mean [95% bootstrap CI]; eps={stats[0]['eps']}; parse failures {stats[0]['parse_failure_policy']}d"
+            "mean [95% CI: bootstrap over questions; accuracy: Wilson]; "
+            f"eps={stats[0]['eps']}; parse failures {stats[0]['parse_failure_policy']}d"
             + ("" if wide else "; --wide for JSE/ASE")
+            + (
+                f"\nquestions sharing a passage are resampled together in {len(clustered)} of "
+                f"{len(stats)} cell(s) ({', '.join(sorted({str(s['clusters']) for s in clustered}))} "
+                "clusters); accuracy there is Wilson at the effective n"
+                if clustered
+                else ""
+            )
         )
     return t
 

@@ -12,15 +12,6 @@ Typical use::
 Pure functions returning pydantic result objects; see ``docs/complementarity.md``.
 """
 
-from seerbench.complementarity._bootstrap import (
-    ClusterBootstrap,
-    Interval,
-    cluster_group_means,
-    cluster_mean_interval,
-    difference_interval,
-    proportion_interval,
-    wilson,
-)
 from seerbench.complementarity._calibration import (
     HUMAN_CONFIDENCE_PROBABILITY,
     Calibration,
@@ -54,6 +45,15 @@ from seerbench.complementarity._simulate import (
     simulate_judgments,
 )
 from seerbench.records import AIRating, binarize, rating_correct, read_ai_ratings, write_ai_ratings
+from seerbench.stats import (
+    ClusterBootstrap,
+    Interval,
+    cluster_group_means,
+    cluster_mean_interval,
+    difference_interval,
+    proportion_interval,
+    wilson,
+)
 
 __all__ = [
     "DEFAULT_THRESHOLDS",

@@ -22,7 +22,16 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel
 
-from seerbench.complementarity._bootstrap import (
+from seerbench.complementarity._data import (
+    ACCURATE,
+    VOTE_ACCURATE,
+    VOTE_INACCURATE,
+    VOTE_NONE,
+    AIItems,
+    HumanData,
+)
+from seerbench.errors import ConfigError
+from seerbench.stats import (
     ClusterBootstrap,
     Interval,
     ItemSums,
@@ -33,15 +42,6 @@ from seerbench.complementarity._bootstrap import (
     run_bootstrap,
     wilson,
 )
-from seerbench.complementarity._data import (
-    ACCURATE,
-    VOTE_ACCURATE,
-    VOTE_INACCURATE,
-    VOTE_NONE,
-    AIItems,
-    HumanData,
-)
-from seerbench.errors import ConfigError
 
 Aggregate = Literal["individual", "majority"]
 
@@ -192,9 +192,12 @@ def hybrid_sweep(
     ai_acc = float(a.mean())
     hyb = ai_acc + diff_cum[routed_n] / n
 
-    # --- bootstrap: items, raters and judgments of this condition (see _bootstrap)
-    n_r = len(humans.raters)
-    sums = ItemSums(h.item, h.rater, n, n_r)
+    # --- bootstrap: items, raters and judgments of this condition (seerbench.stats). Only this
+    # condition's raters are resampled: drawing from every condition's raters would give each
+    # replicate a random number of this condition's raters and inflate the variance.
+    cond_raters, rater_codes = np.unique(h.rater, return_inverse=True)
+    n_r = int(cond_raters.size)
+    sums = ItemSums(h.item, rater_codes.astype(np.int64), n, n_r)
     kk = np.where(has, k, 1.0)
     if aggregate == "individual":
         vals = [h.correct]

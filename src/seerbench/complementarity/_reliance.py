@@ -3,29 +3,37 @@
 For an assisted condition A and the unassisted condition U, with ``acc_X(S)`` the mean accuracy of
 the individual judgments in condition X on the items of slice S:
 
-- over-reliance  ``O_A = acc_A(AI wrong) - acc_U(AI wrong)``: negative when the assistant drags
-  raters to its wrong ratings (the seed's over-reliance);
-- under-reliance ``R_A = acc_A(AI right) - acc_U(AI right)``: how much raters gain where the
-  assistant is right; near 0 (no gain) means they do not use a correct assistant.
+- **over-reliance** (the seed's): how often an assisted rater gives the incorrect judgment where the
+  AI is wrong, the assisted error rate ``1 - acc_A(AI wrong)`` (deferring to a wrong assistant);
+- **under-reliance** (the seed's): how often an assisted rater still gives the incorrect judgment
+  where the AI is right, ``1 - acc_A(AI right)`` (ignoring a correct assistant); near 0 is good;
+- the accuracy changes against unassisted, under names that say what they are:
+  ``accuracy_change_ai_wrong = acc_A(AI wrong) - acc_U(AI wrong)`` (negative when the assistant
+  drags raters to its wrong ratings) and ``accuracy_change_ai_right = acc_A(AI right) -
+  acc_U(AI right)`` (the gain where the assistant is right).
 
 Each comes with a 95% interval from the cluster bootstrap (items and raters resampled together
-for both conditions, so the two accuracies are paired replicate by replicate).
+for both conditions, so the two accuracies are paired replicate by replicate); an error rate's
+interval is its accuracy's, flipped.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from pydantic import BaseModel
 
-from seerbench.complementarity._bootstrap import (
+from seerbench.complementarity._data import AIItems, HumanData
+from seerbench.complementarity._hybrid import Estimate
+from seerbench.errors import ConfigError
+from seerbench.stats import (
+    Interval,
     cluster_group_means,
     correlation,
     difference_interval,
     group_interval,
 )
-from seerbench.complementarity._data import AIItems, HumanData
-from seerbench.complementarity._hybrid import Estimate
-from seerbench.errors import ConfigError
 
 
 class SliceAccuracy(BaseModel):
@@ -39,10 +47,13 @@ class ConditionReliance(BaseModel):
     condition: str
     ai_wrong: SliceAccuracy
     ai_right: SliceAccuracy
-    over_reliance: (
-        Estimate | None
-    )  # assisted minus unassisted accuracy where the AI is wrong; None for the unassisted condition
-    under_reliance: Estimate | None  # the same where the AI is right
+    #: seed 000's rates, for an assisted condition (None for the unassisted one): the assisted
+    #: error rate where the AI is wrong (over-reliance) and where it is right (under-reliance)
+    over_reliance: Estimate | None
+    under_reliance: Estimate | None
+    #: assisted minus unassisted accuracy where the AI is wrong / right
+    accuracy_change_ai_wrong: Estimate | None
+    accuracy_change_ai_right: Estimate | None
 
 
 class Reliance(BaseModel):
@@ -50,6 +61,17 @@ class Reliance(BaseModel):
     conditions: list[ConditionReliance]
     n_boot: int
     seed: int
+
+
+def _error_rate(acc: Interval) -> Estimate:
+    """1 - accuracy, with the accuracy's interval flipped."""
+    if math.isnan(acc.estimate):
+        return Estimate.none()
+    return Estimate.of(
+        Interval(
+            1 - acc.estimate, 1 - acc.ci_high, 1 - acc.ci_low, acc.n_eff, acc.method, acc.n, acc.confidence
+        )
+    )
 
 
 def reliance(
@@ -78,12 +100,13 @@ def reliance(
     out = []
     for c, name in enumerate(humans.conditions):
         counts = [int((groups == 2 * c + k).sum()) for k in (0, 1)]
-        over = under = None
+        over = under = d_wrong = d_right = None
         if c != b:
-            over = Estimate.of(
+            d_wrong = Estimate.of(
                 difference_interval(ivs[2 * c + 1], ivs[2 * b + 1], correlation(cov, 2 * c + 1, 2 * b + 1))
             )
-            under = Estimate.of(difference_interval(ivs[2 * c], ivs[2 * b], correlation(cov, 2 * c, 2 * b)))
+            d_right = Estimate.of(difference_interval(ivs[2 * c], ivs[2 * b], correlation(cov, 2 * c, 2 * b)))
+            over, under = _error_rate(ivs[2 * c + 1]), _error_rate(ivs[2 * c])
         out.append(
             ConditionReliance(
                 condition=name,
@@ -91,6 +114,8 @@ def reliance(
                 ai_right=SliceAccuracy(judgments=counts[0], accuracy=Estimate.of(ivs[2 * c])),
                 over_reliance=over,
                 under_reliance=under,
+                accuracy_change_ai_wrong=d_wrong,
+                accuracy_change_ai_right=d_right,
             )
         )
     # unassisted first, then the others in study order

@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from seerbench.complementarity._bootstrap import DEFAULT_N_BOOT, cluster_mean_interval, codes
 from seerbench.critique._answers import answer_correct
 from seerbench.errors import DataError
 from seerbench.models import ElicitConfig, Model, elicit
 from seerbench.records import Critique, CritiquedAnswer, Refinement
+from seerbench.stats import CLUSTER_N_BOOT as DEFAULT_N_BOOT
+from seerbench.stats import cluster_mean_interval, codes
 from seerbench.types import Question
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ human-written arguments.
 from seerbench.datasets import _critiques, _factcheck  # noqa: F401
 from seerbench.datasets._arithmetic import generate_arithmetic
 from seerbench.datasets._binary import binary_view
-from seerbench.datasets._common import Questions
+from seerbench.datasets._common import DuplicateQuestions, Questions, question_content_key
 from seerbench.datasets._conditions import (
     CONDITIONS,
     JudgeMaterial,
@@ -48,6 +48,7 @@ __all__ = [
     "CONDITIONS",
     "DATASETS",
     "DatasetInfo",
+    "DuplicateQuestions",
     "JudgeMaterial",
     "OptionMaterial",
     "Questions",
@@ -72,6 +73,7 @@ __all__ = [
     "load_truthfulqa",
     "make_catch_trials",
     "quality_articles",
+    "question_content_key",
     "read_questions_jsonl",
     "register_dataset",
     "strip_html",

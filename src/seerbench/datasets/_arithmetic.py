@@ -8,6 +8,7 @@ finds both plausible: a reasoning gap. Deterministic given ``seed``; any ``n``; 
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -155,7 +156,8 @@ def _more_wrong(p: _Problem, need: int, r: random.Random) -> list[int]:
 
 def generate_arithmetic(n: int = 100, *, seed: int = 0, k: int = 2) -> Questions:
     """``n`` arithmetic word problems with ``k`` numeric options each; one is right, one is a
-    classic slip (``metadata['best_distractor']``), the rest are near misses. Positions shuffled."""
+    classic slip (``metadata['best_distractor']``), the rest are near misses. Positions shuffled.
+    No problem text repeats within a set (a repeat would count one question twice)."""
     return Questions(iter_arithmetic(n, seed=seed, k=k))
 
 
@@ -166,12 +168,36 @@ def iter_arithmetic(n: int = 100, *, seed: int = 0, k: int = 2) -> Iterator[Ques
         raise ConfigError(f"n must be >= 0, got {n}")
     if not 2 <= k <= 10:
         raise ConfigError(f"k must be between 2 and 10, got {k}")
-    return (_arithmetic_question(i, seed, k) for i in range(n))
+    return _distinct_questions(n, seed, k)
 
 
-def _arithmetic_question(i: int, seed: int, k: int) -> Question:
-    # One generator per question: question i is the same whatever n is.
-    r = random.Random(f"arithmetic:{seed}:{i}")
+#: Draws for one question before the generator gives up (the templates hold about 4 x 10^5
+#: distinct problems; the small ones, e.g. the 130 fence problems, run out first).
+MAX_ATTEMPTS = 1000
+
+
+def _distinct_questions(n: int, seed: int, k: int) -> Iterator[Question]:
+    """Questions 0..n-1, none repeating an earlier one's text: question i is its first draw whose
+    text is new, so it is the same whatever n is. Keeps an 8-byte digest per question."""
+    seen: set[bytes] = set()
+    for i in range(n):
+        for attempt in range(MAX_ATTEMPTS):
+            q = _arithmetic_question(i, seed, k, attempt)
+            key = hashlib.blake2b(q.text.encode(), digest_size=8).digest()
+            if key not in seen:
+                seen.add(key)
+                yield q
+                break
+        else:
+            raise ConfigError(
+                f"arithmetic: no new problem for question {i} after {MAX_ATTEMPTS} draws; "
+                f"the generator makes at most about {len(seen)} distinct problems: ask for fewer"
+            )
+
+
+def _arithmetic_question(i: int, seed: int, k: int, attempt: int = 0) -> Question:
+    # One generator per question (and draw): question i is the same whatever n is.
+    r = random.Random(f"arithmetic:{seed}:{i}" if attempt == 0 else f"arithmetic:{seed}:{i}:{attempt}")
     p = r.choice(_TEMPLATES)(r)
     assert p.slip != p.answer and p.slip >= 0, p  # guaranteed by the templates' ranges
     values = [p.answer, p.slip, *_more_wrong(p, k - 2, r)]

@@ -3,6 +3,8 @@ errors, strict/lenient collection with duplicate-id detection, and the optional 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import random
 import string
@@ -201,3 +203,58 @@ def shuffled_question(
         case.metadata["original_index"] = orig
     q.metadata["option_seed"] = seed
     return q
+
+
+# ---- duplicate questions (one home: `seerbench run` and `seerbench study create`) ----------------
+
+
+def _norm_text(s: str | None) -> str:
+    return " ".join((s or "").split()).casefold()
+
+
+def question_content_key(q: Question) -> tuple[str, str, tuple[str, ...]]:
+    """What makes two questions the same question under different ids: their text, passage
+    (``source_text``, or ``metadata.passage_id`` when there is no text) and option texts, ignoring
+    case, white space and option order."""
+    return (
+        _norm_text(q.text),
+        _norm_text(q.source_text) or str(q.metadata.get("passage_id") or ""),
+        tuple(sorted(_norm_text(c.long) for c in q.answer_cases)),
+    )
+
+
+class DuplicateQuestions:
+    """Finds questions that repeat an earlier one's content (:func:`question_content_key`), one
+    question at a time, keeping a 16-byte digest per distinct question. :meth:`first` returns the
+    id of the earlier question a repeat merges into (None for a new question); ``merged`` holds the
+    (dropped id, kept id) pairs. Duplicates that disagree about the true answer are refused
+    (:class:`DataError`): which one is right cannot be told."""
+
+    def __init__(self) -> None:
+        self._first: dict[bytes, tuple[str, bytes]] = {}
+        self.merged: list[tuple[str, str]] = []
+
+    @staticmethod
+    def _digest(x: object) -> bytes:
+        return hashlib.blake2b(json.dumps(x).encode(), digest_size=16).digest()
+
+    def first(self, q: Question) -> str | None:
+        key = self._digest(question_content_key(q))
+        truth = self._digest(sorted(_norm_text(c.long) for c in q.true_cases))
+        kept_id, kept_truth = self._first.setdefault(key, (q.id, truth))
+        if kept_id == q.id:
+            return None
+        if truth != kept_truth:
+            raise DataError(
+                f"questions {kept_id!r} and {q.id!r} have the same text and options but different true "
+                "answers; fix the data or remove one of them"
+            )
+        self.merged.append((q.id, kept_id))
+        return kept_id
+
+    def summary(self) -> str | None:
+        """One line saying how many questions were merged (None when none was)."""
+        if not self.merged:
+            return None
+        eg = ", ".join(f"{a} -> {b}" for a, b in self.merged[:3])
+        return f"{len(self.merged)} duplicate question(s) (same text, options and passage) merged into the first: {eg}"

@@ -28,7 +28,7 @@ from seerbench.estimators._clusters import cluster_design_effect, clustered_accu
 from seerbench.estimators._core import (
     INTERVALS,
     AccuracyEstimate,
-    Interval,
+    IntervalKind,
     LabelCounts,
     complementary_accuracy,
     complementary_variance,
@@ -70,7 +70,7 @@ __all__ = [
     "EstimateReport",
     "EstimatorRow",
     "HalfWidthPlan",
-    "Interval",
+    "IntervalKind",
     "LabelCounts",
     "LabelSet",
     "Partition",

@@ -29,6 +29,7 @@ from seerbench.estimators._core import (
     _accuracy_arg,
     _check_counts,
     _ivw_weight_notes,
+    _ml_root,
     _need_complementary,
     _need_ordinary,
     _weight_arg,
@@ -316,6 +317,14 @@ def bernstein_ivw_bound(counts: LabelCounts, delta: float = 0.05) -> DeviationBo
         )
     w, notes = _ivw_weight_notes(counts)
     v_o, v_c = counts.var_ord, counts.var_comp
+    if not (v_o > 0.0 and v_c > 0.0):
+        # a plug-in variance of 0 (an arm all correct / all avoided) would make h_min 0 and the
+        # bound hold with less than 1 - delta: take both variances at the pilot A_ML, as Eq. 8 does
+        # for the weight (A(1-A)/n_o and Eq. 3's (A+K-2)(1-A)/n_c)
+        a = min(1.0, max(0.0, _ml_root(counts)))
+        v_o = a * (1.0 - a) / counts.n_o
+        v_c = (a + counts.k - 2) * (1.0 - a) / counts.n_c
+        notes = [*notes, f"a plug-in variance is 0: variances at the pilot A_ML = {a:.6g} (Eq. 8)"]
     h_min = v_o * v_c / (v_o + v_c) if v_o + v_c > 0.0 else 0.0
     est = w * counts.a_ord + (1.0 - w) * counts.a_comp
     half = _bernstein_half(h_min, _range_c(counts, w), delta)

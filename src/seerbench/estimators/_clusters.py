@@ -26,7 +26,7 @@ from seerbench.errors import ConfigError, DataError
 from seerbench.estimators import _intervals
 from seerbench.estimators._core import (
     AccuracyEstimate,
-    Interval,
+    IntervalKind,
     LabelCounts,
     _ivw_weight_notes,
     _ml_root,
@@ -152,7 +152,7 @@ def clustered_accuracy(
     *,
     weight: float | None = None,
     alpha: float = 0.05,
-    interval: Interval = "score",
+    interval: IntervalKind = "score",
 ) -> AccuracyEstimate:
     """``method``'s estimate with every variance multiplied by the clusters' design effect.
 

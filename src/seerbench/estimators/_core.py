@@ -15,15 +15,14 @@ import numbers
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from scipy.stats import norm
-
+import seerbench.stats as stats
 from seerbench.errors import ConfigError, DataError
 from seerbench.estimators import _intervals
 
 __all__ = [
     "INTERVALS",
     "AccuracyEstimate",
-    "Interval",
+    "IntervalKind",
     "LabelCounts",
     "complementary_accuracy",
     "complementary_variance",
@@ -37,7 +36,7 @@ __all__ = [
 ]
 
 
-Interval = Literal["score", "wald"]
+IntervalKind = Literal["score", "wald"]
 #: Interval kinds: "score" (the default: Wilson-type, variance at the hypothesised accuracy; never
 #: degenerate) and "wald" (the paper's plug-in normal interval, estimate -/+ z * se).
 INTERVALS: tuple[str, ...] = ("score", "wald")
@@ -54,7 +53,7 @@ def z_value(alpha: float) -> float:
     """Two-sided standard-normal quantile z_{1 - alpha/2} (1.959964 for alpha = 0.05)."""
     if not (isinstance(alpha, numbers.Real) and 0.0 < float(alpha) < 1.0):
         raise ConfigError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
-    return float(norm.ppf(1.0 - float(alpha) / 2.0))
+    return stats.z_value(stats.confidence_of_alpha(float(alpha)))
 
 
 @dataclass(frozen=True)
@@ -195,8 +194,22 @@ class AccuracyEstimate:
         d["notes"] = list(self.notes)
         return d
 
+    def as_interval(self) -> stats.Interval:
+        """The estimate (clipped to [0, 1], where its interval lies) and its interval as the shared
+        :class:`seerbench.stats.Interval`."""
+        return stats.Interval(
+            min(1.0, max(0.0, self.estimate)),
+            self.ci_low,
+            self.ci_high,
+            None,
+            f"{self.interval} ({self.method})",
+            self.n_o + self.n_c,
+            self.confidence,
+            "; ".join(self.notes) or None,
+        )
 
-def _interval_arg(interval: Any) -> Interval:
+
+def _interval_arg(interval: Any) -> IntervalKind:
     if interval == "score" or interval == "wald":
         return "score" if interval == "score" else "wald"
     raise ConfigError(f"interval must be one of {list(INTERVALS)}, got {interval!r}")
@@ -240,14 +253,19 @@ def _result(
             )
     else:
         low, high = float(score_bounds[0]), float(score_bounds[1])
+        if math.isnan(low) or math.isnan(high):
+            notes.append(
+                "no accuracy in [0, 1] fits these counts (impossible under uniform complementary labels, "
+                "Eq. 1): the score interval is empty; check how the complementary labels were drawn"
+            )
     if deff != 1.0:
         notes.append(f"variances multiplied by the design effect {deff:.4g} (clustered labels)")
     return AccuracyEstimate(
         method=method,
         estimate=float(estimate),
         se=float(se),
-        ci_low=float(min(1.0, max(0.0, low))),
-        ci_high=float(max(0.0, min(1.0, high))),
+        ci_low=math.nan if math.isnan(low) else float(min(1.0, max(0.0, low))),
+        ci_high=math.nan if math.isnan(high) else float(max(0.0, min(1.0, high))),
         alpha=float(alpha),
         k=counts.k,
         n_o=counts.n_o,
@@ -304,7 +322,7 @@ def _need_complementary(counts: LabelCounts, what: str) -> None:
 
 
 def ordinary_accuracy(
-    counts: LabelCounts, *, alpha: float = 0.05, interval: Interval = "score", design_effect: float = 1.0
+    counts: LabelCounts, *, alpha: float = 0.05, interval: IntervalKind = "score", design_effect: float = 1.0
 ) -> AccuracyEstimate:
     """A_ord = S_o / n_o with plug-in SE sqrt(A_ord (1 - A_ord) / n_o); the score interval is Wilson's.
 
@@ -317,7 +335,7 @@ def ordinary_accuracy(
 
 
 def complementary_accuracy(
-    counts: LabelCounts, *, alpha: float = 0.05, interval: Interval = "score", design_effect: float = 1.0
+    counts: LabelCounts, *, alpha: float = 0.05, interval: IntervalKind = "score", design_effect: float = 1.0
 ) -> AccuracyEstimate:
     """A_comp = (K-1) q_hat - (K-2) (Eq. 2), unbiased under uniform complementary labels (Eq. 1).
 
@@ -333,7 +351,7 @@ def complementary_accuracy(
 
 
 def raw_complementary_accuracy(
-    counts: LabelCounts, *, alpha: float = 0.05, interval: Interval = "score", design_effect: float = 1.0
+    counts: LabelCounts, *, alpha: float = 0.05, interval: IntervalKind = "score", design_effect: float = 1.0
 ) -> AccuracyEstimate:
     """q_hat = S_c / n_c, the share of predictions avoiding the complementary label.
 
@@ -386,7 +404,7 @@ def mixture_accuracy(
     weight: float,
     *,
     alpha: float = 0.05,
-    interval: Interval = "score",
+    interval: IntervalKind = "score",
     design_effect: float = 1.0,
 ) -> AccuracyEstimate:
     """A_mix = w A_ord + (1 - w) A_comp at a user-fixed weight w on the ordinary estimate.
@@ -458,7 +476,7 @@ def _ivw_weight_notes(counts: LabelCounts) -> tuple[float, list[str]]:
 
 
 def ivw_accuracy(
-    counts: LabelCounts, *, alpha: float = 0.05, interval: Interval = "score", design_effect: float = 1.0
+    counts: LabelCounts, *, alpha: float = 0.05, interval: IntervalKind = "score", design_effect: float = 1.0
 ) -> AccuracyEstimate:
     """A_IVW = w_hat A_ord + (1 - w_hat) A_comp with the plug-in weight of Eq. 7.
 
@@ -513,7 +531,7 @@ def log_likelihood(accuracy: float, counts: LabelCounts) -> float:
 
 
 def ml_accuracy(
-    counts: LabelCounts, *, alpha: float = 0.05, interval: Interval = "score", design_effect: float = 1.0
+    counts: LabelCounts, *, alpha: float = 0.05, interval: IntervalKind = "score", design_effect: float = 1.0
 ) -> AccuracyEstimate:
     """Closed-form maximum-likelihood accuracy (Eq. 9) with its large-sample standard error.
 

@@ -65,8 +65,15 @@ def linear_score_bounds(
     c = est * est - z2 * v0
     # The discriminant is >= 0 in exact arithmetic (A = est satisfies the inequality); guard rounding.
     d = np.sqrt(np.maximum(b * b - 4.0 * p * c, 0.0))
-    low = np.clip((-b - d) / (2.0 * p), 0.0, 1.0)
-    high = np.clip((-b + d) / (2.0 * p), 0.0, 1.0)
+    # the estimate satisfies the inequality exactly: rounding must not push a bound past it (at
+    # A_hat = 1 the closed form gives 1 - 2e-15, an interval that excludes its own estimate)
+    r_lo = np.minimum((-b - d) / (2.0 * p), est)
+    r_hi = np.maximum((-b + d) / (2.0 * p), est)
+    # no accuracy in [0, 1] passes the test: the data are impossible under the model (e.g. fewer
+    # complementary labels avoided than Eq. 1 allows); an empty set (NaN), not [0, 0]
+    empty = (r_hi < 0.0) | (r_lo > 1.0)
+    low = np.where(empty, np.nan, np.clip(r_lo, 0.0, 1.0))
+    high = np.where(empty, np.nan, np.clip(r_hi, 0.0, 1.0))
     return low, high
 
 
@@ -108,7 +115,8 @@ def ml_score_bounds(
         hi_in, hi_out = np.where(out, hi_in, mid), np.where(out, mid, hi_out)
     low = np.where(excess(np.full_like(m, _EPS)) <= 0.0, 0.0, lo_in)
     high = np.where(excess(np.full_like(m, 1.0 - _EPS)) <= 0.0, 1.0, hi_in)
-    return low, high
+    e = np.clip(np.asarray(estimate, dtype=float), 0.0, 1.0)  # the interval holds its estimate
+    return np.minimum(low, e), np.maximum(high, e)
 
 
 def ml_root(s_o: Any, n_o: Any, s_c: Any, n_c: Any, k: Any) -> FloatArray:

@@ -16,7 +16,7 @@ from seerbench.estimators._bounds import (
 )
 from seerbench.estimators._core import (
     AccuracyEstimate,
-    Interval,
+    IntervalKind,
     LabelCounts,
     complementary_accuracy,
     ivw_accuracy,
@@ -90,7 +90,7 @@ def estimate_all(
     weight: float = 0.5,
     delta: float = 0.05,
     alpha: float = 0.05,
-    interval: Interval = "score",
+    interval: IntervalKind = "score",
     design_effects: dict[str, float] | None = None,
 ) -> EstimateReport:
     """Compute every estimator and bound; ones the data cannot support (e.g. A_comp without

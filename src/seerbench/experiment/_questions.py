@@ -55,6 +55,10 @@ class QuestionStore(_Lazy):
         self.n_skipped = 0  # questions without exactly one true option, left out
         self.no_source: list[str] = []  # ids of questions without source_text (the first 3)
         self.n_no_source = 0
+        #: questions repeating an earlier one's text, options and passage under another id, merged
+        #: into the first (a repeat would count one question twice and narrow every interval)
+        self.merged: list[tuple[str, str]] = []
+        self.merged_note: str | None = None
 
     @classmethod
     def build(
@@ -62,13 +66,16 @@ class QuestionStore(_Lazy):
     ) -> QuestionStore:
         """The questions a run uses, taken one at a time: those with exactly one true option
         (the rest counted in ``n_skipped``), each through the seeded binary view, the first
-        ``limit``. Raises :class:`DataError` for an empty dataset, one without usable
-        questions, or duplicate ids (anywhere in the dataset, also past ``limit``)."""
-        from seerbench.datasets import binary_view
+        ``limit``. A question repeating an earlier one's content under another id is merged into it
+        (``merged``; :class:`seerbench.datasets.DuplicateQuestions`, as ``study create`` does).
+        Raises :class:`DataError` for an empty dataset, one without usable questions, duplicate
+        ids (anywhere in the dataset, also past ``limit``), or repeats with different answers."""
+        from seerbench.datasets import DuplicateQuestions, binary_view
 
         store = cls()
         seen = store.dataset_order
         dups: set[str] = set()
+        same = DuplicateQuestions()
         n_any = n_usable = 0
         for q in questions:
             n_any += 1
@@ -76,6 +83,8 @@ class QuestionStore(_Lazy):
                 store.n_skipped += 1
                 continue
             n_usable += 1
+            if q.id not in seen and same.first(q) is not None:
+                continue  # the same question under another id: merged into the first
             # The seeded binary view depends only on (seed, id): one question at a time is the same.
             (view,) = binary_view([q], seed=binary_seed)
             if view.id in seen:
@@ -93,6 +102,7 @@ class QuestionStore(_Lazy):
             )
         if dups:
             raise DataError(f"duplicate question ids in the dataset: {sorted(dups)[:5]}")
+        store.merged, store.merged_note = same.merged, same.summary()
         return store
 
     def _add(self, q: Question) -> None:

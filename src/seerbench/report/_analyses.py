@@ -22,9 +22,10 @@ HOW_HYBRID = (
     "also gives T chosen on held-out folds (cross-validated), which is the honest headline."
 )
 HOW_RELIANCE = (
-    "Seed 000 (2.4.3): accuracy of each assisted condition minus the unassisted one on the items the AI "
-    "got wrong (over-reliance: negative means raters followed its mistakes) and on those it got right "
-    "(under-reliance: near 0 means raters did not use a correct assistant), with 95% CIs."
+    "Seed 000 (2.4.3): over-reliance is an assisted condition's error rate on the items the AI got wrong "
+    "(raters following its mistakes), under-reliance its error rate on those the AI got right (raters "
+    "ignoring a correct assistant; near 0 is good); beside them the accuracy changes against the unassisted "
+    "condition on each slice, with 95% CIs."
 )
 HOW_CRITIQUE = (
     "Seed 002: over misleading answers, the share where a critique covers the planted flaw (any, and the "
@@ -116,7 +117,12 @@ def complementarity_sections(reports: list[tuple[str, dict[str, Any]]]) -> str:
         if rep.get("reliance"):
             rows = []
             for c in rep["reliance"]["conditions"]:
-                for key in ("over_reliance", "under_reliance"):
+                for key in (
+                    "over_reliance",
+                    "under_reliance",
+                    "accuracy_change_ai_wrong",
+                    "accuracy_change_ai_right",
+                ):
                     if c.get(key) is not None:
                         rows.append(
                             _estimate_row(

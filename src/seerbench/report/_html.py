@@ -319,11 +319,12 @@ def part_pressure(r: RunData, i: int) -> str:
 HOW = {
     "asd": "Agent score difference: the score of the agent arguing for the truth minus that of the agent arguing "
     "against it (log score; seed 003). Above 0 the protocol favours the truth; a CI that excludes 0 says so "
-    "with 95% confidence. Points are means, bars 95% bootstrap CIs over questions.",
+    "with 95% confidence. Points are means, bars 95% bootstrap CIs over questions (over passages where "
+    "questions share one; docs/statistics.md).",
     "judge": "ASD for each judge (rows) and agent (columns) model, per protocol: where oversight holds up as the agent "
     "gets stronger or the judge weaker.",
     "accuracy": "Share of verdicts that put the most probability on the true answer (ties count 1/k). 0.5 is chance on "
-    "two options.",
+    "two options. Bars: Wilson 95% intervals (at the effective n where questions share a passage).",
     "betas": "JSE: the judge's expected score (BlindTrust, whose judge adopts the argued answer, is in the table, not the figure); ASE: the expected score of an agent that picks its side with softmax "
     "temperature β over its own probabilities (β=0 always argues its best guess, β=∞ picks at random).",
     "calibration": "For each model judge: verdicts bucketed by the judge's largest probability; a point's height is "

@@ -7,7 +7,7 @@ critique written in a task. Measures per task (critiques per answer, share of an
 critique, Likert, time, intended flaw found, valid and valid-novel critiques per answer) are
 resampled with their items (answers) and raters; measures per critique (share of used critiques
 edited, share valid) likewise, by the item and rater of their task
-(:mod:`seerbench.complementarity._bootstrap`: items + raters - judgments).
+(:mod:`seerbench.stats`: items + raters - judgments).
 """
 
 from __future__ import annotations
@@ -18,18 +18,20 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import t as student_t
 
-from seerbench.complementarity._bootstrap import (
-    DEFAULT_N_BOOT,
+from seerbench.errors import DataError
+from seerbench.stats import (
+    CLUSTER_N_BOOT as DEFAULT_N_BOOT,
+)
+from seerbench.stats import (
     Interval,
     cluster_group_means,
     codes,
     correlation,
     difference_interval,
     group_interval,
+    t_interval_of,
 )
-from seerbench.errors import DataError
 from seerbench.study._critique_items import answer_of
 from seerbench.study._results import EXPORT_FIELDS, rater_columns
 from seerbench.study._storage import StudyStore
@@ -250,14 +252,9 @@ def _interval_dict(iv: Interval, n: int, kind: str) -> dict[str, Any]:
 
 
 def _t_interval(estimate: float, variance: float, df: float, confidence: float = 0.95) -> Interval:
-    """``estimate`` +- t * sqrt(``variance``) with Student's t at ``df`` degrees of freedom (the
-    number of clusters behind the variance, less one: with few raters the bootstrap variance is
-    itself uncertain, and the normal quantile undercovers)."""
-    if math.isnan(estimate) or math.isnan(variance):
-        return Interval(estimate, math.nan, math.nan, None)
-    q = float(student_t.ppf(0.5 + confidence / 2, max(df, 1.0)))
-    half = q * math.sqrt(max(variance, 0.0))
-    return Interval(estimate, estimate - half, estimate + half, None)
+    """:func:`seerbench.stats.t_interval_of`: ``estimate`` +- t * sqrt(``variance``) at ``df``
+    degrees of freedom (the number of clusters behind the variance, less one)."""
+    return t_interval_of(estimate, variance, df, confidence, "cluster bootstrap, t")
 
 
 # the range a mean's interval is clipped to: seconds are positive, the Likert scale is 1-7

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from seerbench.conditions import has_passage, make_catch_trials
-from seerbench.datasets import read_questions_jsonl
+from seerbench.datasets import DuplicateQuestions, read_questions_jsonl
 from seerbench.errors import ConfigError, DataError
 from seerbench.study._manifest import Condition, ItemSource, StudyManifest
 from seerbench.tables import iter_jsonl
@@ -266,41 +266,19 @@ def eligible(item: StudyItem, cond: Condition, task: str) -> bool:
     return True
 
 
-def _norm(s: str | None) -> str:
-    return " ".join((s or "").split()).casefold()
-
-
 def dedupe_items(items: list[StudyItem]) -> tuple[list[StudyItem], list[tuple[str, str]]]:
     """Drop questions that repeat an earlier question's content under another id.
 
     Two questions are the same when their text, option texts and passage (``source_text``, or
-    ``metadata.passage_id`` when there is no text) agree, ignoring case and white space; the
+    ``metadata.passage_id`` when there is no text) agree, ignoring case and white space
+    (:class:`seerbench.datasets.DuplicateQuestions`, the rule ``seerbench run`` merges by too); the
     published single_turn_debate data has such pairs (e.g. 20006_10 and 20006_12). Left in, one
     rater could judge the same question twice. The first id is kept; returns the kept items and
     (dropped id, kept id) pairs. Raises :class:`DataError` when duplicates disagree about the answer.
     """
-    first: dict[tuple[Any, ...], tuple[str, frozenset[str]]] = {}
-    merged: dict[str, str] = {}
-    out = []
-    for it in items:
-        q = it.question
-        key = (
-            _norm(q.text),
-            _norm(q.source_text) or str(q.metadata.get("passage_id") or ""),
-            tuple(sorted(_norm(c.long) for c in q.answer_cases)),
-        )
-        truth = frozenset(_norm(c.long) for c in q.true_cases)
-        kept_id, kept_truth = first.setdefault(key, (q.id, truth))
-        if kept_id == q.id:
-            out.append(it)
-            continue
-        if truth != kept_truth:
-            raise DataError(
-                f"questions {kept_id!r} and {q.id!r} have the same text and options but different true "
-                "answers; fix the data or remove one of them"
-            )
-        merged[q.id] = kept_id
-    return out, sorted(merged.items())
+    same = DuplicateQuestions()
+    out = [it for it in items if same.first(it.question) is None]
+    return out, sorted(same.merged)
 
 
 def missing_passages(items: list[StudyItem], manifest: StudyManifest) -> dict[str, list[str]]:

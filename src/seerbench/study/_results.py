@@ -16,10 +16,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from seerbench.analysis import summarize
 from seerbench.errors import ConfigError, DataError
 from seerbench.metrics import question_scores, score
 from seerbench.records import rating_correct
+from seerbench.stats import summarize
 from seerbench.study._schema import Assignment
 from seerbench.study._storage import StudyStore
 from seerbench.types import AnswerCase, Question, Verdict
@@ -346,12 +346,13 @@ def _summary(values: Sequence[float], seed: int) -> dict[str, Any]:
 def _judgment_summary(scored: Sequence[tuple[float, dict[str, Any]]], seed: int) -> dict[str, Any]:
     """Mean accuracy of judgments with a cluster-bootstrap 95% CI (items and raters resampled:
     judgments of one item or by one rater are not independent; see
-    :mod:`seerbench.complementarity._bootstrap`)."""
+    :mod:`seerbench.stats`)."""
     if not scored:
         return {"n": 0, "mean": math.nan}
     import numpy as np
 
-    from seerbench.complementarity._bootstrap import DEFAULT_N_BOOT, cluster_mean_interval, codes
+    from seerbench.stats import CLUSTER_N_BOOT as DEFAULT_N_BOOT
+    from seerbench.stats import cluster_mean_interval, codes
 
     values = np.array([a for a, _ in scored], dtype=float)
     items, _ = codes([str(r.get("item")) for _, r in scored])

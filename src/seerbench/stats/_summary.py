@@ -1,3 +1,6 @@
+"""Means of per-question values with their spread and a seeded percentile-bootstrap CI (i.i.d. over
+questions), and paired differences."""
+
 from __future__ import annotations
 
 import math
@@ -7,8 +10,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from scipy.stats import t as student_t
+
+from seerbench.stats._interval import Interval
 
 DEFAULT_N_BOOT = 2000
+#: How :func:`summarize` makes its CI.
+METHOD = "percentile bootstrap, widened to t on n - 1 df"
 #: Resample indices drawn at once, at most (about 16 MB of int64): the bootstrap draws its
 #: ``n_boot x n`` index matrix in blocks of whole rows, so memory stays flat in ``n``. A block of
 #: rows continues the same random stream, so the intervals are bit-identical to one full draw.
@@ -17,7 +25,8 @@ BLOCK_ELEMENTS = 1 << 21
 
 @dataclass(frozen=True)
 class Summary:
-    """Mean of per-question values with its spread and a seeded percentile-bootstrap CI."""
+    """Mean of per-question values with its spread and a seeded percentile-bootstrap CI (widened to
+    t where needed; ``method`` says how the CI was made)."""
 
     n: int
     mean: float
@@ -28,9 +37,27 @@ class Summary:
     confidence: float
     n_boot: int
     seed: int
+    #: how the CI was made; ``n_eff`` the effective sample size of a Wilson interval; ``clusters``
+    #: the number of independent clusters a clustered method resampled (None: every value its own)
+    method: str = METHOD
+    n_eff: float | None = None
+    clusters: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def interval(self) -> Interval:
+        """The mean and its CI as the shared :class:`~seerbench.stats.Interval`."""
+        return Interval(
+            self.mean,
+            self.ci_low,
+            self.ci_high,
+            float(self.n),
+            "percentile bootstrap",
+            self.n,
+            self.confidence,
+        )
 
 
 def _nan_summary(n: int, confidence: float, n_boot: int, seed: int) -> Summary:
@@ -44,7 +71,8 @@ def summarize(
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
 ) -> Summary:
-    """Mean, sample std (ddof=1), standard error and percentile bootstrap CI of ``values``.
+    """Mean, sample std (ddof=1), standard error and percentile bootstrap CI of ``values``, widened
+    where needed to Student's t interval on n - 1 degrees of freedom (:func:`widen_to_t`).
 
     Non-finite values are kept (a mean over an infinite score is infinite, honestly); an empty
     input gives NaNs. The CI is reproducible given ``seed``.
@@ -63,8 +91,22 @@ def summarize(
         return Summary(n, mean, std, se, mean, mean, confidence, n_boot, seed)
     (means,) = _bootstrap_means([x], n_boot, seed)
     alpha = (1 - confidence) / 2
-    lo, hi = np.quantile(means, [alpha, 1 - alpha])
-    return Summary(n, mean, std, se, float(lo), float(hi), confidence, n_boot, seed)
+    q_lo, q_hi = (float(v) for v in np.quantile(means, [alpha, 1 - alpha]))
+    lo, hi = widen_to_t(mean, se, q_lo, q_hi, n - 1, confidence)
+    return Summary(n, mean, std, se, lo, hi, confidence, n_boot, seed, METHOD)
+
+
+def widen_to_t(
+    mean: float, se: float, lo: float, hi: float, df: float, confidence: float
+) -> tuple[float, float]:
+    """The wider, on each side, of a percentile interval (lo, hi) and the t interval
+    ``mean -/+ t_{df} se``. A percentile bootstrap of a mean is too narrow at small n (its variance
+    is (n - 1) / n of ``s^2 / n``, its tails normal): on skewed values at n = 12 it covered 0.89;
+    the t interval alone is symmetric where the percentile one follows the skew."""
+    if not (math.isfinite(se) and df >= 1):
+        return lo, hi
+    half = float(student_t.ppf(0.5 + confidence / 2, df)) * se
+    return min(lo, mean - half), max(hi, mean + half)
 
 
 def _bootstrap_means(columns: Sequence[np.ndarray], n_boot: int, seed: int) -> list[np.ndarray]:
@@ -114,10 +156,10 @@ def summarize_many(
         for (name, x), means in zip(group, all_means, strict=True):
             n = int(x.size)
             std = float(x.std(ddof=1))
-            lo, hi = np.quantile(means, [alpha, 1 - alpha])
-            out[name] = Summary(
-                n, float(x.mean()), std, std / math.sqrt(n), float(lo), float(hi), confidence, n_boot, seed
-            )
+            mean, se = float(x.mean()), std / math.sqrt(n)
+            q_lo, q_hi = (float(v) for v in np.quantile(means, [alpha, 1 - alpha]))
+            lo, hi = widen_to_t(mean, se, q_lo, q_hi, n - 1, confidence)
+            out[name] = Summary(n, mean, std, se, lo, hi, confidence, n_boot, seed, METHOD)
     return {name: out[name] for name in columns}
 
 
@@ -126,3 +168,7 @@ def paired_difference(a: Sequence[float], b: Sequence[float], **kw: Any) -> Summ
     if len(a) != len(b):
         raise ValueError(f"paired difference needs equal lengths, got {len(a)} and {len(b)}")
     return summarize([x - y for x, y in zip(a, b, strict=True)], **kw)
+
+
+#: Public name of the seeded resampler the other bootstraps of means share (same draws).
+bootstrap_means = _bootstrap_means

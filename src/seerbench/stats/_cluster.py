@@ -32,21 +32,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
-from scipy.stats import norm
+
+from seerbench.stats._interval import Interval, wilson
 
 DEFAULT_N_BOOT = 1000
 MODES = ("items", "raters", "judgments")
-
-
-@dataclass(frozen=True)
-class Interval:
-    """An estimate with its confidence interval and the effective sample size it was built with
-    (None for a difference)."""
-
-    estimate: float
-    ci_low: float
-    ci_high: float
-    n_eff: float | None = None
 
 
 @dataclass(frozen=True)
@@ -169,22 +159,6 @@ def run_bootstrap(boot: ClusterBootstrap, stat: Callable[[Weights], np.ndarray])
     return combine({m: np.concatenate(v, axis=0) for m, v in reps.items() if v})
 
 
-def _z(confidence: float) -> float:
-    return float(norm.ppf(0.5 + confidence / 2))
-
-
-def wilson(p: float, n: float, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a proportion ``p`` observed on ``n`` (possibly fractional,
-    effective) trials."""
-    if n <= 0 or math.isnan(p):
-        return (math.nan, math.nan)
-    z = _z(confidence)
-    z2 = z * z
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = z * math.sqrt(max(p * (1 - p), 0.0) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
 def proportion_interval(
     estimate: float, variance: float, *, n_max: float, n_boundary: float, confidence: float = 0.95
 ) -> Interval:
@@ -202,7 +176,7 @@ def proportion_interval(
     n_eff = min(pq / variance, n_max) if pq > 1e-12 and variance > 1e-15 else n_boundary
     n_eff = max(n_eff, 1.0)
     lo, hi = wilson(estimate, n_eff, confidence)
-    return Interval(estimate, lo, hi, n_eff)
+    return Interval(estimate, lo, hi, n_eff, "wilson at n_eff", round(n_max), confidence)
 
 
 def correlation(cov: np.ndarray, i: int, j: int) -> float:
@@ -220,7 +194,7 @@ def difference_interval(a: Interval, b: Interval, rho: float) -> Interval:
     lb, ub = b.estimate - b.ci_low, b.ci_high - b.estimate
     lo = d - math.sqrt(max(la * la + ub * ub - 2 * rho * la * ub, 0.0))
     hi = d + math.sqrt(max(ua * ua + lb * lb - 2 * rho * ua * lb, 0.0))
-    return Interval(d, max(lo, -1.0), min(hi, 1.0), None)
+    return Interval(d, max(lo, -1.0), min(hi, 1.0), None, "mover", None, a.confidence)
 
 
 def cluster_group_means(
