@@ -31,7 +31,7 @@ from seerbench.complementarity._bootstrap import (
 )
 from seerbench.errors import DataError
 from seerbench.study._critique_items import answer_of
-from seerbench.study._results import EXPORT_FIELDS, rater_columns
+from seerbench.study._export import EXPORT_FIELDS, rater_columns
 from seerbench.study._storage import StudyStore
 
 __all__ = [
