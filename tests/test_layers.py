@@ -1,9 +1,10 @@
-"""The layer contract of docs/ARCHITECTURE.md ("Layers, bottom up"), checked over the import graph
-of ``src/seerbench`` read with :mod:`ast`: every import counts, at module level, inside a function
+"""The layer contract of ARCHITECTURE.md ("Layers, bottom up"), checked over the import graph of
+``src/seerbench`` read with :mod:`ast`: every import counts, at module level, inside a function
 (a lazy import) or under ``TYPE_CHECKING``.
 
 - no cycle between the top-level units (a package such as ``protocols`` or a module such as
-  ``results.py``), and none between the modules of one package;
+  ``results.py``), and none between the modules of one package (there, annotation-only imports
+  under ``TYPE_CHECKING`` are allowed);
 - a unit imports only units of its own layer or of the layers below it (:data:`LAYERS`).
 
 A failure names the offending import as ``file:line``.
@@ -260,7 +261,9 @@ def test_no_cycle_between_the_modules_of_a_package() -> None:
 
 def test_imports_point_down_the_layers() -> None:
     found = upward(imports())
-    assert not found, "imports against the layers of docs/ARCHITECTURE.md:\n" + "\n".join(found)
+    assert not found, (
+        "imports against the layers of ARCHITECTURE.md (tests/test_layers.py LAYERS):\n" + "\n".join(found)
+    )
 
 
 def test_known_exceptions_are_still_needed() -> None:
