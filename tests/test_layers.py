@@ -1,9 +1,10 @@
-"""The layer contract of docs/ARCHITECTURE.md ("Layers, bottom up"), checked over the import graph
-of ``src/seerbench`` read with :mod:`ast`: every import counts, at module level, inside a function
+"""The layer contract of ARCHITECTURE.md ("Layers, bottom up"), checked over the import graph of
+``src/seerbench`` read with :mod:`ast`: every import counts, at module level, inside a function
 (a lazy import) or under ``TYPE_CHECKING``.
 
 - no cycle between the top-level units (a package such as ``protocols`` or a module such as
-  ``results.py``), and none between the modules of one package;
+  ``results.py``), and none between the modules of one package (there, annotation-only imports
+  under ``TYPE_CHECKING`` are allowed);
 - a unit imports only units of its own layer or of the layers below it (:data:`LAYERS`).
 
 A failure names the offending import as ``file:line``.
@@ -66,12 +67,6 @@ KNOWN_EXCEPTIONS: set[tuple[str, str]] = set()
 
 #: Private modules that other packages may still import, each with the reason (none now).
 KNOWN_PRIVATE: set[str] = set()
-
-#: Packages whose modules still import each other in a loop (lazily), not yet untangled: the study
-#: app dispatches by task between _items/_critique_items and _results/_critique_results, and the
-#: critique modules read exports through _results. Not one of issue 24's listed cycles; the lead
-#: empties this with a follow-up (move StudyItem and the export reader below both sides).
-KNOWN_MODULE_CYCLES: set[str] = {"study"}
 
 
 @dataclass(frozen=True)
@@ -214,7 +209,7 @@ def unit_cycles(found: Sequence[Import]) -> list[str]:
     return [describe(c, kept, unit) for c in cycles(edges)]
 
 
-def module_cycles(found: Sequence[Import], known: Iterable[str] = ()) -> list[str]:
+def module_cycles(found: Sequence[Import]) -> list[str]:
     """Cycles between the modules of one package (a module importing its own package's
     ``__init__``, which imports it, counts).
     Inside a package, an import under ``TYPE_CHECKING`` (for annotations only) is no edge; between
@@ -225,7 +220,7 @@ def module_cycles(found: Sequence[Import], known: Iterable[str] = ()) -> list[st
     ]
     for i in kept:
         edges[i.source].add(i.target)
-    return [describe(c, kept, lambda m: m) for c in cycles(edges) if unit(c[0]) not in known]
+    return [describe(c, kept, lambda m: m) for c in cycles(edges)]
 
 
 def upward(found: Sequence[Import], layers: Sequence[tuple[str, set[str]]] = LAYERS) -> list[str]:
@@ -256,13 +251,15 @@ def test_no_cycle_between_packages_or_top_level_modules() -> None:
 
 
 def test_no_cycle_between_the_modules_of_a_package() -> None:
-    found = module_cycles(imports(), KNOWN_MODULE_CYCLES)
+    found = module_cycles(imports())
     assert not found, "import cycles inside a package:\n" + "\n".join(found)
 
 
 def test_imports_point_down_the_layers() -> None:
     found = upward(imports())
-    assert not found, "imports against the layers of docs/ARCHITECTURE.md:\n" + "\n".join(found)
+    assert not found, (
+        "imports against the layers of ARCHITECTURE.md (tests/test_layers.py LAYERS):\n" + "\n".join(found)
+    )
 
 
 def test_known_exceptions_are_still_needed() -> None:
@@ -272,10 +269,6 @@ def test_known_exceptions_are_still_needed() -> None:
     assert not KNOWN_EXCEPTIONS - used, f"no longer needed, remove: {sorted(KNOWN_EXCEPTIONS - used)}"
     private = {i.target for i in found if unit(i.source) != unit(i.target)}
     assert not KNOWN_PRIVATE - private, f"no longer needed, remove: {sorted(KNOWN_PRIVATE - private)}"
-    cyclic = {unit(c.split()[1]) for c in module_cycles(found)}  # "  cycle seerbench.study._x <-> ..."
-    assert not KNOWN_MODULE_CYCLES - cyclic, (
-        f"no longer needed, remove: {sorted(KNOWN_MODULE_CYCLES - cyclic)}"
-    )
 
 
 def test_no_private_module_of_another_package_is_imported() -> None:

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from seerbench.errors import DataError
-from seerbench.study._items import StudyItem
+from seerbench.study._export import read_export
+from seerbench.study._item import StudyItem
 from seerbench.types import AnswerCase, Question
 
 __all__ = ["answer_of", "critique_items", "passage_group", "validation_items"]
@@ -91,7 +92,6 @@ def critique_items(path: Path) -> list[StudyItem]:
 def validation_items(judgments: Path, critiques: Path) -> list[StudyItem]:
     """One item per critique task in ``judgments`` (a critique study's ``.jsonl`` export: one row
     per written critique) that holds critiques; its answer comes from ``critiques``."""
-    from seerbench.study._results import read_export
 
     answers = {str(a["answer_id"]): a for a in _read_answers(critiques)}
     rows = read_export(judgments)

@@ -33,7 +33,7 @@ from seerbench.stats import (
     t_interval_of,
 )
 from seerbench.study._critique_items import answer_of
-from seerbench.study._results import EXPORT_FIELDS, rater_columns
+from seerbench.study._export import EXPORT_FIELDS, rater_columns
 from seerbench.study._storage import StudyStore
 
 __all__ = [

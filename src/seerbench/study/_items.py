@@ -6,9 +6,7 @@ material) and, for items from a finished protocol run, the transcript of one ans
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,53 +15,13 @@ from pydantic import ValidationError
 from seerbench.conditions import has_passage, make_catch_trials
 from seerbench.datasets import DuplicateQuestions, read_questions_jsonl
 from seerbench.errors import ConfigError, DataError
+from seerbench.study._critique_items import critique_items, validation_items
+from seerbench.study._item import StudyItem
 from seerbench.study._manifest import Condition, ItemSource, StudyManifest
 from seerbench.tables import iter_jsonl
 from seerbench.types import Question, Transcript
 
 __all__ = ["StudyItem", "build_catch_trials", "eligible", "load_items"]
-
-
-@dataclass
-class StudyItem:
-    """One judgeable unit.
-
-    ``answer_case`` is the option the transcript argues for (items from a results file), ``catch``
-    is ``None`` for real items, ``"mismatch"`` for catch trials built as in seed 004 and
-    ``"explicit"`` for ready-made ones.
-    """
-
-    key: str
-    question: Question
-    transcript: Transcript | None = None
-    answer_case: str | None = None
-    catch: str | None = None
-
-    @property
-    def correct(self) -> str:
-        """The true option's label ('' when a question has no single true option)."""
-        t = self.question.true_cases
-        return t[0].short if len(t) == 1 else ""
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "question": self.question.model_dump(mode="json"),
-                "transcript": self.transcript.model_dump(mode="json") if self.transcript else None,
-            }
-        )
-
-    @classmethod
-    def from_row(cls, key: str, data: str, answer_case: str | None, catch: str | None) -> StudyItem:
-        d = json.loads(data)
-        tr = d.get("transcript")
-        return cls(
-            key=key,
-            question=Question.model_validate(d["question"]),
-            transcript=Transcript.model_validate(tr) if tr else None,
-            answer_case=answer_case,
-            catch=catch,
-        )
 
 
 def _resolve(path: str, base: Path) -> Path:
@@ -168,8 +126,6 @@ def _source_items(src: ItemSource, base: Path, index: int) -> list[StudyItem]:
         q = _question(src.question, f"items.{index}.question")
         return [StudyItem(prefix + q.id, q, catch=kind)]
     if src.critiques is not None:
-        from seerbench.study._critique_items import critique_items, validation_items
-
         crit = _existing(_resolve(src.critiques, base), f"items.{index}.critiques")
         if src.judgments is None:
             return critique_items(crit)
