@@ -60,12 +60,19 @@ from seerbench.estimators._planning import (
     variance_ratio,
 )
 from seerbench.estimators._protocol import SimulatedPartition, expand_complementary, simulate_protocol
+from seerbench.estimators._sequential import (
+    ConfidenceSequence,
+    confidence_sequence,
+    hedged_log_capital,
+    paired_sequence,
+)
 from seerbench.estimators._summary import EstimateReport, EstimatorRow, estimate_all
 
 __all__ = [
     "ESTIMATORS",
     "INTERVALS",
     "AccuracyEstimate",
+    "ConfidenceSequence",
     "DeviationBound",
     "EstimateReport",
     "EstimatorRow",
@@ -86,10 +93,12 @@ __all__ = [
     "complementary_bound",
     "complementary_labels_to_match",
     "complementary_variance",
+    "confidence_sequence",
     "estimate_all",
     "estimate_by_name",
     "expand_complementary",
     "fitness",
+    "hedged_log_capital",
     "ivw_accuracy",
     "ivw_weight",
     "labels_for_half_width",
@@ -98,6 +107,7 @@ __all__ = [
     "ml_accuracy",
     "option_index",
     "ordinary_accuracy",
+    "paired_sequence",
     "partition_questions",
     "plan_labels",
     "rank_systems",
