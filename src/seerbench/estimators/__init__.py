@@ -59,6 +59,12 @@ from seerbench.estimators._planning import (
     plan_labels,
     variance_ratio,
 )
+from seerbench.estimators._power import (
+    design_effect,
+    power_at,
+    questions_for_half_width,
+    questions_for_power,
+)
 from seerbench.estimators._protocol import SimulatedPartition, expand_complementary, simulate_protocol
 from seerbench.estimators._sequential import (
     ConfidenceSequence,
@@ -94,6 +100,7 @@ __all__ = [
     "complementary_labels_to_match",
     "complementary_variance",
     "confidence_sequence",
+    "design_effect",
     "estimate_all",
     "estimate_by_name",
     "expand_complementary",
@@ -110,6 +117,9 @@ __all__ = [
     "paired_sequence",
     "partition_questions",
     "plan_labels",
+    "power_at",
+    "questions_for_half_width",
+    "questions_for_power",
     "rank_systems",
     "raw_complementary_accuracy",
     "read_labels_csv",
