@@ -128,3 +128,35 @@ def test_label_plan_still_works_and_misuse_is_one_line(pilot: Path) -> None:
         r = runner.invoke(app, ["plan", *args])
         assert isinstance(r.exception, SeerbenchError), (args, r.output)
         assert msg in str(r.exception) and "\n" not in str(r.exception)
+
+
+def test_stats_shows_the_anytime_interval_beside_the_fixed_n_one(pilot: Path) -> None:
+    from seerbench.estimators import confidence_sequence
+
+    r = runner.invoke(app, ["stats", str(pilot), "--baseline", "NaiveJudge", "--anytime", "--json"])
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)
+    naive_dir = next(pilot.glob("NaiveJudge/*"))
+    lines = [json.loads(x) for x in (naive_dir / "results.jsonl").read_text().splitlines()]
+    x = [ln["judge_accuracy"] for ln in lines]  # in the file's order, as written
+    (cell,) = [c for c in s["cells"] if c["protocol"] == "NaiveJudge"]
+    cs = confidence_sequence(x)
+    got = cell["anytime"]["judge_accuracy"]
+    assert (got["ci_low"], got["ci_high"]) == pytest.approx(cs.interval)
+    assert got["mean"] == pytest.approx(sum(x) / len(x)) and got["n"] == 40
+    fixed = cell["metrics"]["judge_accuracy"]
+    # wider than the fixed-n interval (the price of free looks), not necessarily around it
+    assert got["ci_high"] - got["ci_low"] > fixed["ci_high"] - fixed["ci_low"]
+    cons = _lines(next(pilot.glob("Consultancy*/*")))
+    order = [ln["question_id"] for ln in lines]
+    d = confidence_sequence(
+        [cons[q]["judge_accuracy"] - ln["judge_accuracy"] for q, ln in zip(order, lines, strict=True)], lo=-1
+    )
+    (p,) = s["paired"]
+    assert (p["accuracy_diff_anytime"]["ci_low"], p["accuracy_diff_anytime"]["ci_high"]) == pytest.approx(
+        d.interval
+    )
+    table = runner.invoke(app, ["stats", str(pilot), "--anytime"])
+    assert table.exit_code == 0 and "anytime-valid" in table.stdout
+    plain = json.loads(runner.invoke(app, ["stats", str(pilot), "--json"]).stdout)
+    assert all("anytime" not in c for c in plain["cells"])
