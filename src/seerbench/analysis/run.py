@@ -29,6 +29,14 @@ __all__ = ["MAX_REASONS", "summarize_run"]
 MAX_REASONS = 20
 
 
+def _anytime(values: list[float], lo: float = 0.0) -> dict[str, Any] | None:
+    from seerbench.estimators import confidence_sequence
+
+    if not values:
+        return None
+    return confidence_sequence(values, lo=lo, hi=1.0).summary()
+
+
 def summarize_run(
     run_dir: str | Path,
     *,
@@ -37,6 +45,7 @@ def summarize_run(
     eps: float | None = None,
     parse_failures: str | None = None,
     baseline: str | None = None,
+    anytime: bool = False,
 ) -> dict[str, Any]:
     """Statistics of every cell of a run folder, rescored with ``eps`` and ``parse_failures``
     (default: the run's own), plus paired differences against the protocol folder ``baseline``
@@ -45,7 +54,13 @@ def summarize_run(
     Returns ``{"run_dir", "cells": [stats...], "paired": [...], "skipped_lines": n}``; when grid
     cells have no finished question yet, ``not_started`` (their keys); when lines were skipped,
     ``skipped_reasons`` (the first 20, ``FILE:LINE: reason``); when cells differ only in
-    best-of-N, ``pressure`` (:func:`seerbench.analysis.optimization_pressure`)."""
+    best-of-N, ``pressure`` (:func:`seerbench.analysis.optimization_pressure`).
+
+    With ``anytime``, every cell also gets ``anytime: {"judge_accuracy": ...}`` and every paired
+    comparison ``accuracy_diff_anytime``: the anytime-valid 95% confidence sequence
+    (:func:`seerbench.estimators.confidence_sequence`) over the questions in the results file's
+    order (dataset order, fixed before any value was seen), valid however often the run was looked
+    at and whenever it stopped."""
     folder = RunFolder(run_dir)
     cfg = folder.config
     check_beta(beta)
@@ -58,7 +73,7 @@ def summarize_run(
     reasons: list[str] = []
     for cell in folder.cells():
         # one line at a time: a cell keeps a few floats per question, never its lines
-        acc = CellStats(betas=betas, paired_score=score if baseline else None)
+        acc = CellStats(betas=betas, paired_score=score if (baseline or anytime) else None)
         f = ResultsFile(cell.results_path, reasons=reasons)
         for ln in f:
             acc.add(rescore(ln, eps=eps_v, policy=policy, betas=betas))
@@ -75,10 +90,21 @@ def summarize_run(
         if not (cell.folder / "stats.json").is_file():
             s["unfinished"] = True
             s["diagnostics"]["warnings"].insert(0, UNFINISHED)
-        cells.append((acc if baseline else [], s))  # the per-question values only for paired differences
+        if anytime:
+            s["anytime"] = {"judge_accuracy": _anytime(list(acc.paired_values("judge_accuracy").values()))}
+        cells.append(
+            (acc if (baseline or anytime) else [], s)
+        )  # the per-question values only for paired differences
     if not cells:
         raise ConfigError(f"no results.jsonl under {folder.path}: the run has not finished a question yet")
     comparisons = paired_comparisons(cells, baseline, score) if baseline else []
+    if anytime:
+        by_key = {m["cell"]: a for a, m in cells if isinstance(a, CellStats)}
+        for c in comparisons:
+            va = by_key[c["cell"]].paired_values("judge_accuracy")
+            vb = by_key[c["baseline_cell"]].paired_values("judge_accuracy")
+            common = [q for q in va if q in vb]  # in the cell's file order
+            c["accuracy_diff_anytime"] = _anytime([va[q] - vb[q] for q in common], lo=-1.0)
     out = {
         "run_dir": str(folder.path),
         "cells": [s for _, s in cells],

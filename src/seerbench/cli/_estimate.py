@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -129,17 +130,56 @@ def estimate(
 
 @app.command()
 def plan(
-    k: int = typer.Option(..., "--k", help="Number of options K."),
-    accuracy: float = typer.Option(..., help="Planning accuracy A in (0, 1], e.g. a pilot A_ord."),
-    n_ordinary: int = typer.Option(..., help="Number of ordinary labels n_o."),
-    half_width: float | None = typer.Option(
-        None, help="Target CI half-width: also report the n that reaches it."
+    run_dir: Path | None = typer.Argument(
+        None,
+        help="A pilot run's output folder: plan questions from its per-question values and usage "
+        "(then --baseline/--effect or --half-width; without it, the label plan of --k/--accuracy).",
     ),
-    alpha: float = typer.Option(0.05, help="1 - confidence level of the intervals."),
+    k: int | None = typer.Option(None, "--k", help="Number of options K (label plan)."),
+    accuracy: float | None = typer.Option(
+        None, help="Planning accuracy A in (0, 1], e.g. a pilot A_ord (label plan)."
+    ),
+    n_ordinary: int | None = typer.Option(None, help="Number of ordinary labels n_o (label plan)."),
+    half_width: float | None = typer.Option(
+        None, help="Target CI half-width: also report the n that reaches it (with RUN_DIR: per cell)."
+    ),
+    alpha: float = typer.Option(0.05, help="1 - confidence level of the intervals (and the test's level)."),
+    baseline: str | None = typer.Option(
+        None, help="With RUN_DIR: the protocol folder each cell is compared with (as in stats --baseline)."
+    ),
+    effect: float | None = typer.Option(
+        None, help="With RUN_DIR: the smallest paired difference (cell - baseline) worth detecting."
+    ),
+    power: float = typer.Option(0.8, help="With RUN_DIR and --effect: the power to detect it."),
+    score: str = typer.Option("log", help="With RUN_DIR: the score of ASD (log, logodds, brier, accuracy)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
-    """Plan label counts: complementary labels matching n_o ordinary ones (Eq. 5), the variance ratio
-    (Eq. 4), interval half-widths, and the labels a target half-width needs."""
+    """Plan sample sizes. With RUN_DIR (a pilot run): the questions each comparison with --baseline
+    needs to detect --effect with --power, or each cell needs for --half-width, with the expected
+    model calls, tokens and cost (docs/budget.md). Without: complementary labels matching n_o
+    ordinary ones (Eq. 5), the variance ratio (Eq. 4), interval half-widths, and the labels a target
+    half-width needs."""
+    if run_dir is not None:
+        given = [
+            f
+            for f, v in (("--k", k), ("--accuracy", accuracy), ("--n-ordinary", n_ordinary))
+            if v is not None
+        ]
+        if given:
+            raise ConfigError(f"{', '.join(given)} belong to the label plan, not to a run's plan (RUN_DIR)")
+        _plan_run(run_dir, baseline, effect, power, half_width, score, alpha, as_json)
+        return
+    run_only = [f for f, v in (("--baseline", baseline), ("--effect", effect)) if v is not None]
+    if run_only:
+        raise ConfigError(f"{', '.join(run_only)} need RUN_DIR, a pilot run's output folder")
+    missing = [
+        f for f, v in (("--k", k), ("--accuracy", accuracy), ("--n-ordinary", n_ordinary)) if v is None
+    ]
+    if missing:
+        raise ConfigError(
+            f"give RUN_DIR (a pilot run) or the label plan's {', '.join(missing)}; see seerbench plan --help"
+        )
+    assert k is not None and accuracy is not None and n_ordinary is not None
     p = plan_labels(accuracy, k, n_ordinary, half_width=half_width, alpha=alpha)
     if as_json:
         print_json(p.to_dict())
@@ -231,3 +271,71 @@ def partition(
             f"({summary['n_ordinary']} ordinary, {summary['n_complementary']} complementary; "
             f"mode={mode}, seed={seed}; true accuracy {summary['true_accuracy']:.4f})"
         )
+
+
+def _plan_run(
+    run_dir: Path,
+    baseline: str | None,
+    effect: float | None,
+    power: float,
+    half_width: float | None,
+    score: str,
+    alpha: float,
+    as_json: bool,
+) -> None:
+    from seerbench.analysis.plan import plan_run
+    from seerbench.runs import json_safe
+
+    p = plan_run(
+        run_dir,
+        baseline=baseline,
+        effect=effect,
+        power=power,
+        half_width=half_width,
+        score=score,
+        alpha=alpha,
+    )
+    if as_json:
+        print_json(json_safe(p))
+        return
+    per_q = p["usage_per_question"]
+    usage = (
+        "no usage recorded in the pilot"
+        if per_q is None
+        else f"pilot usage per question and cell: {per_q['calls']:.2f} calls"
+        + ("" if per_q["tokens"] is None else f", {per_q['tokens']:.0f} tokens")
+        + ("" if per_q["cost"] is None else f", ${per_q['cost']:.4f}")
+    )
+    console.print(f"{run_dir}: pilot of {max(p['pilot_questions'].values())} questions; {usage}")
+
+    def table(title: str, rows: list[dict[str, Any]], first: list[str]) -> None:
+        t = Table(title=title)
+        for col in (*first, "metric", "pilot n", "mean", "sd", "deff", "questions", "calls", "cost"):
+            t.add_column(col, overflow="fold")
+        for r in rows:
+            e = r.get("expected") or {}
+            t.add_row(
+                *[str(r[c]) for c in ("cell", "baseline_cell")[: len(first)]],
+                r["metric"],
+                str(r["pilot_n"]),
+                _fmt(r["pilot_mean"], 3),
+                _fmt(r["sd"], 3),
+                _fmt(r["design_effect"], 2),
+                str(r["questions"]) if r["questions"] is not None else f"- ({r['why']})",
+                "-" if e.get("calls") is None else str(e["calls"]),
+                "-" if e.get("cost") is None else f"${e['cost']:.2f}",
+            )
+        console.print(t)
+
+    conf = f"{100 * (1 - alpha):g}%"
+    if p["comparisons"]:
+        table(
+            f"questions to detect a paired difference of {effect:g} vs {baseline} with power {power:g} "
+            f"(two-sided, level {alpha:g}); ASD under {score}",
+            p["comparisons"],
+            ["cell", "vs"],
+        )
+    elif effect is not None:
+        console.print(f"[yellow]no cell shares a judge with a {baseline} cell: nothing to compare[/]")
+    if p["cells"]:
+        table(f"questions per cell for a {conf} interval of half-width {half_width:g}", p["cells"], ["cell"])

@@ -432,6 +432,14 @@ def stats(
     wide: Annotated[
         bool, typer.Option("--wide", help="Every column (JSE/ASE, parse failures) and 3 decimals.")
     ] = False,
+    anytime: Annotated[
+        bool,
+        typer.Option(
+            "--anytime",
+            help="Also the anytime-valid 95% interval (confidence sequence) of accuracy and Δaccuracy, "
+            "valid however often the run was looked at (docs/budget.md).",
+        ),
+    ] = False,
     json_out: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Table of protocol x agent x judge -> ASD, JSE/ASE(beta), accuracy with 95% CIs."""
@@ -439,7 +447,13 @@ def stats(
     if eps is not None:
         check_eps(eps)
     summary = summarize_run(
-        run_dir, beta=beta, score=score, eps=eps, parse_failures=parse_failures, baseline=baseline
+        run_dir,
+        beta=beta,
+        score=score,
+        eps=eps,
+        parse_failures=parse_failures,
+        baseline=baseline,
+        anytime=anytime,
     )
     if json_out:
         print_json(summary)
@@ -483,6 +497,39 @@ def stats(
         )
     if "pressure" in summary:
         print_pressure(summary["pressure"])
+    if anytime:
+        _print_anytime(summary)
+
+
+def _ci(d: dict[str, Any] | None) -> str:
+    if not d or d.get("ci_low") is None or d.get("mean") is None:
+        return "n/a"
+    return f"{d['mean']:.3f} [{d['ci_low']:.3f}, {d['ci_high']:.3f}]"
+
+
+def _print_anytime(summary: dict[str, Any]) -> None:
+    """Accuracy's fixed-n interval beside the anytime-valid one, per cell and per comparison."""
+    t = Table(title="accuracy: fixed-n 95% interval and anytime-valid 95% confidence sequence")
+    for col in ("cell", "n", "fixed-n", "anytime-valid"):
+        t.add_column(col, overflow="fold")
+    for c in summary["cells"]:
+        a = (c.get("anytime") or {}).get("judge_accuracy")
+        t.add_row(
+            escape(str(c.get("cell"))), str(c.get("n_scored")), _ci(c["metrics"]["judge_accuracy"]), _ci(a)
+        )
+    for p in summary["paired"]:
+        d = p.get("accuracy_diff_anytime")
+        t.add_row(
+            escape(f"Δ {p['cell']} - {p['baseline_cell']}"),
+            str((p.get("accuracy_diff") or {}).get("n", "-")),
+            _ci(p.get("accuracy_diff")),
+            _ci(d),
+        )
+    console.print(t)
+    console.print(
+        "[dim]the anytime-valid interval holds however often the run was looked at and whenever it "
+        "stopped (questions in file order); ASD is unbounded and not covered[/]"
+    )
 
 
 @app.command()

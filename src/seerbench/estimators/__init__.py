@@ -59,13 +59,26 @@ from seerbench.estimators._planning import (
     plan_labels,
     variance_ratio,
 )
+from seerbench.estimators._power import (
+    design_effect,
+    power_at,
+    questions_for_half_width,
+    questions_for_power,
+)
 from seerbench.estimators._protocol import SimulatedPartition, expand_complementary, simulate_protocol
+from seerbench.estimators._sequential import (
+    ConfidenceSequence,
+    confidence_sequence,
+    hedged_log_capital,
+    paired_sequence,
+)
 from seerbench.estimators._summary import EstimateReport, EstimatorRow, estimate_all
 
 __all__ = [
     "ESTIMATORS",
     "INTERVALS",
     "AccuracyEstimate",
+    "ConfidenceSequence",
     "DeviationBound",
     "EstimateReport",
     "EstimatorRow",
@@ -86,10 +99,13 @@ __all__ = [
     "complementary_bound",
     "complementary_labels_to_match",
     "complementary_variance",
+    "confidence_sequence",
+    "design_effect",
     "estimate_all",
     "estimate_by_name",
     "expand_complementary",
     "fitness",
+    "hedged_log_capital",
     "ivw_accuracy",
     "ivw_weight",
     "labels_for_half_width",
@@ -98,8 +114,12 @@ __all__ = [
     "ml_accuracy",
     "option_index",
     "ordinary_accuracy",
+    "paired_sequence",
     "partition_questions",
     "plan_labels",
+    "power_at",
+    "questions_for_half_width",
+    "questions_for_power",
     "rank_systems",
     "raw_complementary_accuracy",
     "read_labels_csv",

@@ -1,0 +1,194 @@
+"""``seerbench plan RUN_DIR``: from a pilot run, the questions each comparison (or each cell's
+precision) needs, with the model calls, tokens and cost they would take (issue 26).
+
+The per-question values are the ones ``seerbench stats`` uses (rescored with the run's ``eps`` and
+parse-failure policy; paired differences on the questions both cells scored, each cell matched to
+its baseline cell as ``stats --baseline`` matches it). Questions that share a passage count as one
+cluster: the design effect of :func:`seerbench.estimators.design_effect` widens the variance.
+Usage comes from the run folder's ``usage.json``/``usage.jsonl``, averaged over every question of
+every cell of the pilot (a cache hit counts as a call a fresh run would make)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seerbench.analysis._pressure import _cluster_label
+from seerbench.errors import ConfigError
+from seerbench.estimators import design_effect, power_at, questions_for_half_width, questions_for_power
+from seerbench.metrics import DEFAULT_EPS
+from seerbench.results import CellStats, rescore
+from seerbench.runs import (
+    ResultsFile,
+    RunFolder,
+    cell_meta,
+    check_eps,
+    check_policy,
+    check_score,
+    paired_comparisons,
+)
+
+__all__ = ["plan_run"]
+
+#: The per-question metrics a plan covers: (name shown, key of CellStats.paired_values).
+METRICS = (("accuracy", "judge_accuracy"), ("asd", "asd"))
+
+
+def _usage_per_question(folder: RunFolder, n_lines: int) -> dict[str, Any] | None:
+    usage = folder.usage()
+    if usage is None or not n_lines:
+        return None
+    t = usage["total"]
+    made = int(t.get("calls", 0))
+    calls = made + int(t.get("cache_hits", 0))
+    tokens = int(t.get("prompt_tokens", 0)) + int(t.get("completion_tokens", 0))
+    per_call = 1 / made if made else math.nan
+    cost = t.get("cost")
+    return {
+        "calls": calls / n_lines,
+        "tokens": tokens * per_call * calls / n_lines if made else None,
+        "cost": cost * per_call * calls / n_lines if (made and cost is not None) else None,
+    }
+
+
+def _expected(per_q: dict[str, Any] | None, questions: int, cells: int) -> dict[str, Any]:
+    if per_q is None:
+        return {"calls": None, "tokens": None, "cost": None}
+    k = questions * cells
+    return {
+        "calls": round(per_q["calls"] * k),
+        "tokens": None if per_q["tokens"] is None else round(per_q["tokens"] * k),
+        "cost": None if per_q["cost"] is None else per_q["cost"] * k,
+    }
+
+
+def _spread(values: dict[str, float], clusters: dict[str, str]) -> tuple[int, float, float, float, int]:
+    ids = sorted(values)
+    x = np.array([values[q] for q in ids])
+    n = int(x.size)
+    sd = float(x.std(ddof=1)) if n > 1 else math.nan
+    labels = [clusters.get(q, q) for q in ids]
+    deff = design_effect(x, labels) if n > 1 else 1.0
+    return n, float(x.mean()) if n else math.nan, sd, deff, len(set(labels))
+
+
+def _unplannable(n: int, sd: float, what: str) -> str | None:
+    if n < 2:
+        return f"{n} {what} in the pilot: a plan needs at least 2"
+    if sd == 0:
+        return f"the {n} pilot values do not vary (sd 0): a larger pilot is needed to plan from"
+    return None
+
+
+def plan_run(
+    run_dir: str | Path,
+    *,
+    baseline: str | None = None,
+    effect: float | None = None,
+    power: float = 0.8,
+    half_width: float | None = None,
+    score: str = "log",
+    alpha: float = 0.05,
+    eps: float | None = None,
+    parse_failures: str | None = None,
+) -> dict[str, Any]:
+    """The plan (see the module docstring): with ``baseline`` and ``effect``, per comparison and
+    metric the questions that detect a paired difference of ``effect`` with ``power``; with
+    ``half_width``, per cell and metric the questions for a ``1 - alpha`` interval that narrow."""
+    if effect is not None and baseline is None:
+        raise ConfigError("--effect needs --baseline P: the protocol folder each cell is compared with")
+    if baseline is not None and effect is None:
+        raise ConfigError("--baseline needs --effect D: the smallest paired difference worth detecting")
+    if effect is None and half_width is None:
+        raise ConfigError("give --effect D (with --baseline P) for comparisons, or --half-width W for cells")
+    if effect is not None and not (math.isfinite(effect) and effect != 0):
+        raise ConfigError(f"--effect must be a non-zero number, got {effect}")
+    if half_width is not None and not (math.isfinite(half_width) and half_width > 0):
+        raise ConfigError(f"--half-width must be a positive number, got {half_width}")
+    if not 0.0 < power < 1.0:
+        raise ConfigError(f"--power must lie strictly between 0 and 1, got {power}")
+    if not 0.0 < alpha < 1.0:
+        raise ConfigError(f"--alpha must lie strictly between 0 and 1, got {alpha}")
+    check_score(score)
+    folder = RunFolder(run_dir)
+    cfg = folder.config
+    eps_v = check_eps(cfg.get("eps", DEFAULT_EPS) if eps is None else eps)
+    policy = check_policy(parse_failures or cfg.get("parse_failures", "exclude"))
+    cells: list[tuple[CellStats, dict[str, Any]]] = []
+    clusters: dict[str, str] = {}
+    n_lines = 0
+    for cell in folder.cells():
+        acc = CellStats(paired_score=score)
+        for ln in ResultsFile(cell.results_path):
+            acc.add(rescore(ln, eps=eps_v, policy=policy))
+            clusters.setdefault(ln["question_id"], _cluster_label(ln, "source"))
+        n_lines += acc.n_lines
+        cells.append((acc, cell_meta(acc, cell)))
+    if not n_lines:
+        raise ConfigError(f"no results under {folder.path}: the pilot has not finished a question yet")
+    per_q = _usage_per_question(folder, n_lines)
+    out: dict[str, Any] = {
+        "run_dir": str(folder.path),
+        "alpha": alpha,
+        "score": score,
+        "pilot_questions": {m["cell"]: a.n_lines for a, m in cells},
+        "usage_per_question": per_q,
+        "comparisons": [],
+        "cells": [],
+    }
+    if effect is not None and baseline is not None:
+        by_key = {m["cell"]: a for a, m in cells}
+        out.update(baseline=baseline, effect=effect, power=power)
+        for comp in paired_comparisons(cells, baseline, score):
+            a, b = by_key[comp["cell"]], by_key[comp["baseline_cell"]]
+            for name, key in METRICS:
+                va, vb = a.paired_values(key), b.paired_values(key)
+                diffs = {q: va[q] - vb[q] for q in va.keys() & vb.keys()}
+                n, mean, sd, deff, n_clusters = _spread(diffs, clusters)
+                row: dict[str, Any] = {
+                    "cell": comp["cell"],
+                    "baseline_cell": comp["baseline_cell"],
+                    "metric": name,
+                    "pilot_n": n,
+                    "pilot_clusters": n_clusters,
+                    "pilot_mean": mean,
+                    "sd": sd,
+                    "design_effect": deff,
+                }
+                why = _unplannable(n, sd, "shared scored question(s)")
+                if why:
+                    row["questions"] = None
+                    row["why"] = why
+                else:
+                    q = questions_for_power(sd, effect, power=power, alpha=alpha, deff=deff)
+                    row["questions"] = q
+                    row["power_at_pilot_n"] = power_at(n, sd, effect, alpha=alpha, deff=deff)
+                    row["expected"] = _expected(per_q, q, 2)
+                out["comparisons"].append(row)
+    if half_width is not None:
+        out["half_width"] = half_width
+        for a, m in cells:
+            for name, key in METRICS:
+                n, mean, sd, deff, n_clusters = _spread(a.paired_values(key), clusters)
+                row = {
+                    "cell": m["cell"],
+                    "metric": name,
+                    "pilot_n": n,
+                    "pilot_clusters": n_clusters,
+                    "pilot_mean": mean,
+                    "sd": sd,
+                    "design_effect": deff,
+                }
+                why = _unplannable(n, sd, "scored question(s)")
+                if why:
+                    row["questions"] = None
+                    row["why"] = why
+                else:
+                    q = questions_for_half_width(sd, half_width, alpha=alpha, deff=deff)
+                    row["questions"] = q
+                    row["expected"] = _expected(per_q, q, 1)
+                out["cells"].append(row)
+    return out

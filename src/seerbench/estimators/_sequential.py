@@ -1,0 +1,212 @@
+"""Anytime-valid confidence sequences for the mean of bounded values (issue 26).
+
+A confidence sequence ``(C_t)`` covers the mean at *every* ``t`` at once with probability at least
+``1 - alpha``: a run may look after each question and stop whenever it likes, and the interval at
+the stopping time still has its coverage. A fixed-n interval (a bootstrap, Wald or t interval)
+watched the same way does not: checked after every question it excludes the true mean at some
+point far more often than ``alpha`` (tests/estimators/test_sequential.py shows both).
+
+The sequence here is the hedged capital process with the predictable plug-in bet of Waudby-Smith
+and Ramdas (2023), "Estimating means of bounded random variables by betting", JRSS-B, Sections
+4-5, written from its formulas. For values ``X_i`` in ``[0, 1]`` (other bounds ``[lo, hi]`` are
+mapped onto it) and a candidate mean ``m``:
+
+- the running mean and variance estimates, with a prior of one pseudo-observation,
+  ``mu_t = (1/2 + sum_{i<=t} X_i) / (t + 1)`` and
+  ``s2_t = (1/4 + sum_{i<=t} (X_i - mu_i)^2) / (t + 1)``;
+- the predictable bet ``b_t = sqrt(2 log(2/alpha) / (s2_{t-1} t log(1 + t)))`` (``s2_0 = 1/4``),
+  truncated per side: ``l+_t(m) = min(b_t, c/m)``, ``l-_t(m) = min(b_t, c/(1 - m))``, ``c = 1/2``;
+- the capital of a bettor on "mean > m" and on "mean < m",
+  ``K+_t(m) = prod_{i<=t} (1 + l+_i(m)(X_i - m))``, ``K-_t(m) = prod_{i<=t} (1 - l-_i(m)(X_i - m))``,
+  hedged: ``K_t(m) = max(theta K+_t(m), (1 - theta) K-_t(m))`` with ``theta = 1/2``;
+- ``C_t = {m : K_t(m) < 1/alpha}``, an interval; by Ville's inequality the true mean leaves it at
+  some ``t`` with probability at most ``alpha``. The running intersection of ``C_1..C_t`` is as
+  valid and never widens.
+
+Covered: any quantity that is the mean of per-question values with known bounds, questions drawn
+independently (or in a fixed random order) from the pool: judge accuracy (``[0, 1]``), the binary
+Brier score (``[0, 1]``; multi-class ``[0, 2]``), and paired differences of such scores between two
+cells on the same questions (``[-1, 1]``, :func:`paired_sequence`). Not covered: the log-score ASD
+and anything else unbounded, unless it is clipped to known bounds first (a log score with
+probabilities clipped to ``[eps, 1 - eps]`` lies in ``[log eps, log(1 - eps)]``, which is valid but
+wide). Questions that share a passage are not independent: the sequence then covers only with
+whole passages as the units (their mean values), which this module leaves to the caller.
+
+Pure numpy. The interval is found on a grid of candidate means and rounded outward by one grid
+step, so it is conservative by at most ``(hi - lo) / grid``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "ConfidenceSequence",
+    "confidence_sequence",
+    "hedged_log_capital",
+    "paired_sequence",
+    "predictable_bets",
+]
+
+#: Truncation of the bets (the ``c`` of Waudby-Smith and Ramdas): a bet never stakes more than
+#: this share of the capital, so ``1 +- l (X - m) >= 1 - c > 0``.
+TRUNCATION = 0.5
+#: Share of the capital on "mean > m" in the hedged process.
+THETA = 0.5
+#: Candidate means on the grid that finds the interval (so rounding widens it by <= 1/GRID).
+GRID = 1000
+#: Grid candidates evaluated at once (bounds the memory of one block: t x block doubles).
+_BLOCK = 128
+
+
+def _check(alpha: float, lo: float, hi: float) -> None:
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha}")
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"bounds must be finite with lo < hi, got [{lo}, {hi}]")
+
+
+def _unit(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """``x`` mapped from ``[lo, hi]`` onto ``[0, 1]``; a value outside the bounds is a ValueError
+    (the guarantee holds only for values that respect them)."""
+    if x.size and (not np.all(np.isfinite(x)) or x.min() < lo or x.max() > hi):
+        bad = x[~(np.isfinite(x) & (x >= lo) & (x <= hi))][0]
+        raise ValueError(
+            f"a confidence sequence needs every value in [{lo:g}, {hi:g}]; got {float(bad):g} "
+            "(clip an unbounded score to known bounds first)"
+        )
+    return (x - lo) / (hi - lo)
+
+
+def predictable_bets(y: np.ndarray, alpha: float) -> np.ndarray:
+    """The predictable plug-in bets ``b_t`` for values ``y`` in ``[0, 1]`` along the last axis:
+    ``b_t`` uses ``y_1 .. y_{t-1}`` only."""
+    t = np.arange(1, y.shape[-1] + 1, dtype=float)
+    mu = (0.5 + np.cumsum(y, axis=-1)) / (t + 1)  # mu_t, after t values
+    s2 = (0.25 + np.cumsum((y - mu) ** 2, axis=-1)) / (t + 1)  # s2_t
+    s2_prev = np.concatenate([np.full((*y.shape[:-1], 1), 0.25), s2[..., :-1]], axis=-1)
+    return np.sqrt(2.0 * math.log(2.0 / alpha) / (s2_prev * t * np.log1p(t)))
+
+
+def hedged_log_capital(
+    y: np.ndarray, m: np.ndarray | float, alpha: float, bets: np.ndarray | None = None
+) -> np.ndarray:
+    """``log K_t(m)`` of the hedged capital process for values ``y`` in ``[0, 1]`` (shape
+    ``(..., T)``) and candidate means ``m`` (shape ``(G,)`` or a scalar): shape ``(..., T, G)``.
+    The candidate ``m`` is rejected at ``t`` when this reaches ``log(1/alpha)``."""
+    y = np.asarray(y, dtype=float)
+    mm = np.atleast_1d(np.asarray(m, dtype=float))
+    b = predictable_bets(y, alpha) if bets is None else bets
+    b = b[..., :, None]
+    d = y[..., :, None] - mm  # X_i - m
+    with np.errstate(divide="ignore"):
+        cap_up = np.minimum(b, TRUNCATION / mm)
+        cap_down = np.minimum(b, TRUNCATION / (1.0 - mm))
+    up = np.cumsum(np.log1p(cap_up * d), axis=-2) + math.log(THETA)
+    down = np.cumsum(np.log1p(-cap_down * d), axis=-2) + math.log(1.0 - THETA)
+    return np.maximum(up, down)
+
+
+@dataclass(frozen=True)
+class ConfidenceSequence:
+    """A confidence sequence over values in ``[lo, hi]``: after ``t`` values (``t = 1..n``) the
+    mean lies in ``[lower[t-1], upper[t-1]]``, for every ``t`` at once with probability
+    ``>= 1 - alpha``. ``lower``/``upper`` are running intersections (they never widen)."""
+
+    alpha: float
+    lo: float
+    hi: float
+    means: np.ndarray  # running means of the values
+    lower: np.ndarray
+    upper: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.means.size)
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The interval after the last value (``(lo, hi)`` before any)."""
+        if not self.n:
+            return (self.lo, self.hi)
+        return (float(self.lower[-1]), float(self.upper[-1]))
+
+    @property
+    def half_width(self) -> float:
+        a, b = self.interval
+        return (b - a) / 2
+
+    def excludes(self, value: float) -> bool:
+        """Whether the interval after the last value excludes ``value`` (e.g. a paired difference
+        whose sign is settled excludes 0)."""
+        a, b = self.interval
+        return not a <= value <= b
+
+    def summary(self) -> dict[str, Any]:
+        a, b = self.interval
+        mean = float(self.means[-1]) if self.n else math.nan
+        return {
+            "n": self.n,
+            "mean": mean,
+            "ci_low": a,
+            "ci_high": b,
+            "confidence": 1 - self.alpha,
+            "method": "betting confidence sequence (anytime-valid)",
+            "bounds": [self.lo, self.hi],
+        }
+
+
+def confidence_sequence(
+    values: Any, *, alpha: float = 0.05, lo: float = 0.0, hi: float = 1.0, grid: int = GRID
+) -> ConfidenceSequence:
+    """The anytime-valid confidence sequence of the mean of ``values`` (in the order given, each
+    in ``[lo, hi]``): see the module docstring. The order matters and must not be chosen after
+    seeing the values (a run's seed-fixed question order is fine)."""
+    _check(alpha, lo, hi)
+    x = np.asarray(values, dtype=float).ravel()
+    y = _unit(x, lo, hi)
+    n = y.size
+    cand = np.linspace(0.0, 1.0, grid + 1)
+    first = np.full(n, grid + 1)  # index of the first candidate kept at each t
+    last = np.full(n, -1)
+    if n:
+        bets = predictable_bets(y, alpha)
+        level = math.log(1.0 / alpha)
+        for start in range(0, cand.size, _BLOCK):
+            block = cand[start : start + _BLOCK]
+            keep = hedged_log_capital(y, block, alpha, bets) < level  # (n, block)
+            anyk = keep.any(axis=1)
+            f = np.where(anyk, start + keep.argmax(axis=1), grid + 1)
+            la = np.where(anyk, start + block.size - 1 - keep[:, ::-1].argmax(axis=1), -1)
+            first = np.minimum(first, f)
+            last = np.maximum(last, la)
+    empty = last < 0  # no candidate kept (a set narrower than the grid): claim nothing there
+    low_i = np.where(empty, 0, np.maximum(first - 1, 0))
+    high_i = np.where(empty, grid, np.minimum(last + 1, grid))
+    lower = np.maximum.accumulate(cand[low_i]) if n else np.empty(0)
+    upper = np.minimum.accumulate(cand[high_i]) if n else np.empty(0)
+    cross = lower > upper  # the running intersection emptied (a miss): keep the last non-empty one
+    if cross.any():
+        i = int(np.argmax(cross))
+        lower[i:], upper[i:] = lower[i - 1] if i else 0.0, upper[i - 1] if i else 1.0
+    scale = hi - lo
+    means = np.cumsum(x) / np.arange(1, n + 1) if n else np.empty(0)
+    return ConfidenceSequence(alpha, lo, hi, means, lo + scale * lower, lo + scale * upper)
+
+
+def paired_sequence(
+    a: Any, b: Any, *, alpha: float = 0.05, lo: float = 0.0, hi: float = 1.0, grid: int = GRID
+) -> ConfidenceSequence:
+    """The confidence sequence of the mean paired difference ``a_i - b_i`` of two scores each in
+    ``[lo, hi]`` on the same questions (element ``i`` of each is question ``i``): differences lie in
+    ``[lo - hi, hi - lo]``."""
+    xa, xb = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
+    if xa.size != xb.size:
+        raise ValueError(f"paired sequence needs equal lengths, got {xa.size} and {xb.size}")
+    _check(alpha, lo, hi)
+    _unit(xa, lo, hi), _unit(xb, lo, hi)
+    return confidence_sequence(xa - xb, alpha=alpha, lo=lo - hi, hi=hi - lo, grid=grid)

@@ -1,0 +1,130 @@
+"""Anytime-valid confidence sequences (issue 26): hand-worked capital values, and Monte Carlo
+coverage under continuous monitoring, beside fixed-n intervals monitored the same way (which miss)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from seerbench.analysis import summarize
+from seerbench.estimators import confidence_sequence, hedged_log_capital, paired_sequence
+
+ALPHA = 0.05
+LEVEL = math.log(1 / ALPHA)
+
+
+def test_capital_by_hand_truncated_bets() -> None:
+    # y = (1, 0), m = 1/2: the plug-in bets (6.5 then 4.6) exceed c/m = c/(1-m) = 1, so both sides
+    # stake 1: K+ = 1.5 then 0.75, K- = 0.5 then 0.75; hedged max(K+/2, K-/2) = 0.75, 0.375
+    lc = hedged_log_capital(np.array([1.0, 0.0]), 0.5, ALPHA)[:, 0]
+    assert lc == pytest.approx([math.log(0.75), math.log(0.375)])
+
+
+def test_capital_by_hand_plug_in_bet() -> None:
+    # y = (1,), m = 0.05: b_1 = sqrt(2 log(2/alpha) / (1/4 * 1 * log 2)); up side stakes b_1 < c/m = 10,
+    # the down side min(b_1, c/0.95)
+    b1 = math.sqrt(2 * math.log(2 / ALPHA) / (0.25 * math.log(2)))
+    assert 6.5 < b1 < 6.6
+    up, down = 0.5 * (1 + b1 * 0.95), 0.5 * (1 - 0.5 / 0.95 * 0.95)
+    lc = hedged_log_capital(np.array([1.0]), 0.05, ALPHA)
+    assert lc[0, 0] == pytest.approx(math.log(max(up, down)))
+
+
+def _monitored_miss_rate(y: np.ndarray, mean: float) -> float:
+    """Share of paths on which the sequence excludes ``mean`` at some t (continuous monitoring)."""
+    return float((hedged_log_capital(y, mean, ALPHA)[..., 0].max(axis=1) >= LEVEL).mean())
+
+
+def _wald_miss_rate(x: np.ndarray, mean: float, first: int = 10) -> float:
+    """The fixed-n normal interval mean +- 1.96 SE, checked after every value from ``first`` on."""
+    t = np.arange(1, x.shape[1] + 1)
+    m = np.cumsum(x, axis=1) / t
+    var = (np.cumsum(x * x, axis=1) - t * m * m) / np.maximum(t - 1, 1)
+    se = np.sqrt(np.maximum(var, 0) / t)
+    return float((np.abs(m - mean) > 1.959964 * se)[:, first - 1 :].any(axis=1).mean())
+
+
+@pytest.mark.parametrize(
+    ("name", "draw", "mean"),
+    [
+        ("accuracy p=0.3", lambda r, s: (r.random(s) < 0.3).astype(float), 0.3),
+        ("accuracy p=0.9", lambda r, s: (r.random(s) < 0.9).astype(float), 0.9),
+        ("Brier-like Beta(2,5)", lambda r, s: r.beta(2, 5, s), 2 / 7),
+    ],
+)
+def test_sequence_covers_under_continuous_monitoring(name: str, draw, mean: float) -> None:
+    rng = np.random.default_rng(26)
+    x = draw(rng, (400, 500))
+    cs_miss = _monitored_miss_rate(x, mean)
+    wald_miss = _wald_miss_rate(x, mean)
+    print(f"{name}: monitored miss rate, sequence {cs_miss:.3f}, fixed-n Wald {wald_miss:.3f}")
+    assert cs_miss <= ALPHA
+    assert wald_miss > 3 * ALPHA  # the fixed-n interval, watched after every question, misses
+
+
+def test_paired_difference_covers_and_fixed_n_bootstrap_does_not() -> None:
+    # correlated pairs of 0/1 scores: a ~ Bernoulli(0.7); b = a with prob 0.6, else Bernoulli(0.5)
+    rng = np.random.default_rng(7)
+    reps, n = 300, 400
+    a = (rng.random((reps, n)) < 0.7).astype(float)
+    same = rng.random((reps, n)) < 0.6
+    b = np.where(same, a, (rng.random((reps, n)) < 0.5).astype(float))
+    true = 0.7 - (0.6 * 0.7 + 0.4 * 0.5)  # E[a] - E[b] = 0.08
+    d = a - b
+    cs_miss = _monitored_miss_rate((d + 1) / 2, (true + 1) / 2)
+    # the project's fixed-n bootstrap (seerbench.analysis.summarize), checked every 20 questions
+    looks = range(20, n + 1, 20)
+    boot_miss = 0
+    for r in range(100):
+        for t in looks:
+            s = summarize(d[r, :t], n_boot=400, seed=r)
+            if not s.ci_low <= true <= s.ci_high:
+                boot_miss += 1
+                break
+    boot_rate = boot_miss / 100
+    print(
+        f"paired difference: monitored miss rate, sequence {cs_miss:.3f}, fixed-n bootstrap {boot_rate:.2f}"
+    )
+    assert cs_miss <= ALPHA
+    assert boot_rate > 2 * ALPHA
+
+
+def test_interval_from_the_grid_covers_and_narrows() -> None:
+    rng = np.random.default_rng(3)
+    misses = 0
+    for _ in range(60):
+        x = (rng.random(300) < 0.6).astype(float)
+        cs = confidence_sequence(x, alpha=ALPHA)
+        assert np.all(np.diff(cs.lower) >= 0) and np.all(np.diff(cs.upper) <= 0)  # running intersection
+        misses += bool(np.any((cs.lower > 0.6) | (cs.upper < 0.6)))
+    assert misses / 60 <= ALPHA
+    x = (rng.random(2000) < 0.5).astype(float)
+    cs = confidence_sequence(x)
+    w = (cs.upper - cs.lower) / 2
+    assert w[1999] < w[499] < w[99]
+    se = math.sqrt(0.25 / 2000)
+    # wider than the fixed-n interval (the price of looking at every t), but within a small factor
+    assert 1.96 * se < w[1999] < 3 * 1.96 * se
+
+
+def test_bounds_map_back_and_paired_bounds() -> None:
+    x = np.array([0.2, 0.4, 0.9, 0.7])
+    unit = confidence_sequence(x)
+    scaled = confidence_sequence(2 * x - 1, lo=-1.0, hi=1.0)
+    assert scaled.interval == pytest.approx((2 * unit.lower[-1] - 1, 2 * unit.upper[-1] - 1))
+    p = paired_sequence([1, 1, 0, 1], [0, 1, 0, 0])
+    assert (p.lo, p.hi) == (-1.0, 1.0) and p.means[-1] == pytest.approx(0.5)
+
+
+def test_refuses_values_outside_the_bounds() -> None:
+    with pytest.raises(ValueError, match=r"in \[0, 1\]; got 1.5"):
+        confidence_sequence([0.2, 1.5])
+    with pytest.raises(ValueError, match="alpha"):
+        confidence_sequence([0.2], alpha=1.0)
+    with pytest.raises(ValueError, match="equal lengths"):
+        paired_sequence([1, 0], [1])
+    with pytest.raises(ValueError, match=r"in \[0, 1\]"):
+        paired_sequence([2.0], [1.0])
+    assert confidence_sequence([]).interval == (0.0, 1.0)
