@@ -68,7 +68,8 @@ def main() -> None:
         times,
     )
     print(
-        f"{len(rows)} human ratings, {args.items} items, {len(THRESHOLDS)} thresholds, n_boot {args.n_boot} x 3"
+        f"{len(rows)} human ratings, {args.items} items, "
+        f"{len(THRESHOLDS)} thresholds, n_boot {args.n_boot} x 3"
     )
     a = ai_items(ai)
     h = _timed("human_data (match rows to AI ratings)", lambda: human_data(rows, a), times)

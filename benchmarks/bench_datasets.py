@@ -51,7 +51,8 @@ def main() -> None:
     print(f"file: {args.path} ({size / 1e6:.2f} MB)")
     print(f"questions: {len(qs)}  arguments: {n_args}  skipped: {qs.skipped}")
     print(
-        f"load: median {statistics.median(times) * 1e3:.1f} ms, best {min(times) * 1e3:.1f} ms over {args.repeat}"
+        f"load: median {statistics.median(times) * 1e3:.1f} "
+        f"ms, best {min(times) * 1e3:.1f} ms over {args.repeat}"
     )
     print(f"load peak traced memory: {peak / 1e6:.1f} MB")
     _, bt, bpeak = _measure(lambda: binary_view(qs, seed=0), args.repeat)
@@ -61,8 +62,9 @@ def main() -> None:
         _, wt, _ = _measure(lambda: write_questions_jsonl(qs, out), args.repeat)
         _, rt, rpeak = _measure(lambda: read_questions_jsonl(out), args.repeat)
         print(
-            f"seerbench JSONL ({out.stat().st_size / 1e6:.2f} MB): write median {statistics.median(wt) * 1e3:.1f} ms, "
-            f"read median {statistics.median(rt) * 1e3:.1f} ms, read peak {rpeak / 1e6:.1f} MB"
+            f"seerbench JSONL ({out.stat().st_size / 1e6:.2f} MB): write median "
+            f"{statistics.median(wt) * 1e3:.1f} ms, read median "
+            f"{statistics.median(rt) * 1e3:.1f} ms, read peak {rpeak / 1e6:.1f} MB"
         )
 
 

@@ -74,7 +74,8 @@ def main() -> None:
             )
             print(
                 f"{n:>6} questions  {attempt:>6} run  {dt:8.2f} s  {calls:>8} model calls  "
-                f"{rows[-1]['calls_per_s']:>7} calls/s  {rows[-1]['question_cells_per_s']:>7} question-cells/s",
+                f"{rows[-1]['calls_per_s']:>7} calls/s  "
+                f"{rows[-1]['question_cells_per_s']:>7} question-cells/s",
                 flush=True,
             )
     if args.json:

@@ -91,7 +91,8 @@ def bench_rater(
                     }
                 )
                 print(
-                    f"rater N={n:<3} {label:<9} {dt / items:8.2f} s/item  (verified share {out[-1]['verified_share']})",
+                    f"rater N={n:<3} {label:<9} {dt / items:8.2f} "
+                    f"s/item  (verified share {out[-1]['verified_share']})",
                     flush=True,
                 )
     return out

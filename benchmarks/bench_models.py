@@ -214,7 +214,8 @@ def bench_throughput(
     """Each level, each client, ``reps`` times interleaved (so load drift hits both alike);
     reports the median CPU per request and the best throughput."""
     print(
-        f"throughput (loopback OpenAI-compatible server in another process, {latency * 1e3:.0f} ms per answer)"
+        "throughput (loopback OpenAI-compatible server in "
+        f"another process, {latency * 1e3:.0f} ms per answer)"
     )
     parent, child = mp.Pipe()
     proc = mp.get_context("spawn").Process(target=_serve, args=(latency, child), daemon=True)

@@ -133,7 +133,8 @@ def main() -> None:
         run = args.run or make_run(Path(tmp), args.questions)
         out = Path(tmp) / "report.html"
         code = (
-            f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import bench_report as b; from pathlib import Path; "
+            f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import bench_report as "
+            "b; from pathlib import Path; "
             f"print(json.dumps(b._child_report(Path({str(run)!r}), Path({str(out)!r}))))"
         )
         child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

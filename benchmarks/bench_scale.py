@@ -123,9 +123,10 @@ def main() -> None:
         row["calls_per_s"] = round(row["run_model_calls"] / row["run_seconds"])
         rows.append(row)
         print(
-            f"{n:>7} questions x {len(PROTOCOLS)}  run {row['run_seconds']:>8} s  {row['run_model_calls']:>8} calls  "
-            f"{row['calls_per_s']:>6} calls/s  peak RSS {row['run_peak_rss_mb']:>5} MB  |  "
-            f"stats {row['stats_seconds']:>6} s  peak RSS {row['stats_peak_rss_mb']:>5} MB",
+            f"{n:>7} questions x {len(PROTOCOLS)}  run {row['run_seconds']:>8} s  "
+            f"{row['run_model_calls']:>8} calls  {row['calls_per_s']:>6} calls/s  peak RSS "
+            f"{row['run_peak_rss_mb']:>5} MB  |  stats {row['stats_seconds']:>6} "
+            f"s  peak RSS {row['stats_peak_rss_mb']:>5} MB",
             flush=True,
         )
     if args.json:

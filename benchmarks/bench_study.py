@@ -304,12 +304,16 @@ def _line(name: str, n: int, mode: str, r: dict[str, Any], workers: int) -> str:
     head = f"{name:10s} w{workers} {n:4d} raters {mode:6s}"
     if mode == "paced":
         return (
-            f"{head} x{r['time_scale']:g} (~{r['equivalent_real_raters']:g} real) | {r['submissions']} submits "
-            f"{r['submissions_per_s']}/s, {r['requests_per_s']} req/s | submit p50 {r['p50_ms']} p99 {r['p99_ms']} ms"
-            f" | all requests p50 {r['all_p50_ms']} p99 {r['all_p99_ms']} ms | errors {r['errors']}{_cpu(r, r['requests'])}"
+            f"{head} x{r['time_scale']:g} (~{r['equivalent_real_raters']:g} real) | {r['submissions']} "
+            f"submits {r['submissions_per_s']}/s, {r['requests_per_s']} req/s | submit p50 {r['p50_ms']} "
+            f"p99 {r['p99_ms']} ms | all requests p50 {r['all_p50_ms']} p99 "
+            f"{r['all_p99_ms']} ms | errors {r['errors']}{_cpu(r, r['requests'])}"
         )
     extra = f" | errors {r['errors']}" if "errors" in r else ""
-    return f"{head} | {r['submissions_per_s']} submissions/s | p50 {r['p50_ms']} p99 {r['p99_ms']} ms{extra}{_cpu(r, None)}"
+    return (
+        f"{head} | {r['submissions_per_s']} submissions/s | p50 "
+        f"{r['p50_ms']} p99 {r['p99_ms']} ms{extra}{_cpu(r, None)}"
+    )
 
 
 def _cpu(r: dict[str, Any], requests: int | None) -> str:
@@ -333,7 +337,9 @@ def main() -> None:
         "--questions",
         type=int,
         default=None,
-        help="questions in the study (x 2 conditions = slots; default: just enough; 1472 = single_turn_debate)",
+        help=(
+            "questions in the study (x 2 conditions = slots; default: just enough; 1472 = single_turn_debate)"
+        ),
     )
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--backends", nargs="+", choices=["sqlite", "postgresql"], default=None)

@@ -320,7 +320,8 @@ def test_prices_option_prices_calls_and_warns_about_unused_entries(
 ) -> None:
     prices = tmp_path / "prices.yaml"
     prices.write_text(
-        "scripted:global-price: {prompt: 1000, completion: 3000}\nopenai/gpt-4o-mnii: {prompt: 1, completion: 1}\n"
+        "scripted:global-price: {prompt: 1000, completion: 3000}\n"
+        "openai/gpt-4o-mnii: {prompt: 1, completion: 1}\n"
     )
     # no model used: nothing to warn about
     code, _, err = run_main(["--prices", str(prices), "models"], capsys, monkeypatch)
@@ -377,7 +378,8 @@ def test_ctrl_c_says_what_was_kept_and_exits_130(
     monkeypatch.setattr(Experiment, "arun", interrupted)
     cfg = tmp_path / "xp.yaml"
     cfg.write_text(
-        f"name: k\ndataset: {{name: arithmetic, n: 2}}\njudge_models: [scripted:coin]\nprotocols: [NaiveJudge]\nout: {tmp_path / 'out'}\n"
+        f"name: k\ndataset: {{name: arithmetic, n: 2}}\njudge_models: [scripted:coin]\n"
+        f"protocols: [NaiveJudge]\nout: {tmp_path / 'out'}\n"
     )
     code, _, err = run_main(["run", str(cfg)], capsys, monkeypatch)
     assert code == 130

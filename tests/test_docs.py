@@ -246,7 +246,9 @@ CASES: tuple[Case, ...] = (
         model=True,
         slow=True,
         run="seerbench run best_of_n_local.yaml --limit 1",
-        reason="best-of-N up to 8 on the embedded model: --limit 1 (two questions took 300 s on 2 busy cores)",
+        reason=(
+            "best-of-N up to 8 on the embedded model: --limit 1 (two questions took 300 s on 2 busy cores)"
+        ),
     ),
     Case(
         "docs/experiments.md",
@@ -496,7 +498,10 @@ def run_shell(cmd: str, cwd: Path, env: dict[str, str], expect: int = 0) -> subp
         timeout=TIMEOUT_S,
         stdin=subprocess.DEVNULL,
     )
-    detail = f"$ {cmd}\n(exit {proc.returncode})\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}"
+    detail = (
+        f"$ {cmd}\n(exit {proc.returncode})\n--- stdout\n"
+        f"{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}"
+    )
     assert proc.returncode == expect, detail
     assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout, detail
     return proc

@@ -34,8 +34,8 @@ def test_unknown_top_level_key_lists_allowed_keys() -> None:
 def test_unknown_nested_key_lists_that_sections_keys() -> None:
     msg = _err(elicitation={"orders": ["vote"]})
     assert (
-        "elicitation.orders: unknown key (did you mean order?); allowed keys: order, vote_samples, vote_temperature"
-        in msg
+        "elicitation.orders: unknown key (did you mean order?); "
+        "allowed keys: order, vote_samples, vote_temperature" in msg
     )
     msg = _err(agent_generation={"temp": 0.3})
     assert "agent_generation.temp: unknown key; allowed keys: max_tokens, max_words, temperature" in msg
@@ -80,9 +80,8 @@ def test_yaml_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as e:
         ExperimentConfig.from_yaml(bad)
     # the file and the place, not pyyaml's "<unicode string>"
-    assert (
-        str(e.value)
-        == f"config file {bad} is not valid YAML (line 2, column 1: expected ',' or ']', but got '<stream end>')"
+    assert str(e.value) == (
+        f"config file {bad} is not valid YAML (line 2, column 1: expected ',' or ']', but got '<stream end>')"
     )
     # a key written twice is refused (pyyaml alone keeps the last one, silently)
     bad.write_text("dataset: arithmetic\nprotocols: [NaiveJudge]\njudges: [scripted]\nprotocols: [Debate]\n")

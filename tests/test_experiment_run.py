@@ -203,7 +203,10 @@ def test_second_run_makes_no_model_calls_and_changes_nothing(finished: Path) -> 
 def test_config_change_refused_unless_new(finished: Path) -> None:
     with pytest.raises(
         ConfigError,
-        match=r"holds results this config would change: 5 cells \(differs in: eps, parse_failures; e\.g\. NaiveJudge/.*--new",
+        match=(
+            r"holds results this config would change: 5 cells \(differs "
+            r"in: eps, parse_failures; e\.g\. NaiveJudge/.*--new"
+        ),
     ):
         Experiment(_cfg(eps=1e-3, parse_failures="half"), questions=QUESTIONS, out=finished).run()
     with pytest.raises(ConfigError) as e:
@@ -488,9 +491,9 @@ def test_parse_failures_that_decide_the_numbers_are_warned_about(tmp_path: Path)
     )
     assert stats["n_scored"] == 4
     assert stats["diagnostics"]["warnings"][0] == (
-        "2 of 6 questions (33%) left out for verdicts that failed to parse (e.g. 'verbalized: no probability found'), "
-        "so the numbers are over the rest; the judge's answers do not fit the elicitation order: add logprobs or vote "
-        "to `elicitation.order`"
+        "2 of 6 questions (33%) left out for verdicts that failed to parse (e.g. 'verbalized: no "
+        "probability found'), so the numbers are over the rest; the judge's answers do not fit the "
+        "elicitation order: add logprobs or vote to `elicitation.order`"
     )
     # a judge that never gives a probability: nothing scored, said first
     stats = (
@@ -545,8 +548,12 @@ def test_baseline_pairs_each_cell_with_the_baseline_cell_of_its_agent_and_n(tmp_
     pairs = {p["cell"]: p["baseline_cell"] for p in json.loads(r.stdout)["paired"]}
     # one row per debate cell (it was the cross product: every debate cell against both baseline Ns)
     assert pairs == {
-        "SimultaneousDebate_t1/A_scripted-xp-agent_J_scripted-xp-judge": "Consultancy_t1/A_scripted-xp-agent_J_scripted-xp-judge",
-        "SimultaneousDebate_t1/A_scripted-xp-agent_bo2_J_scripted-xp-judge": "Consultancy_t1/A_scripted-xp-agent_bo2_J_scripted-xp-judge",
+        "SimultaneousDebate_t1/A_scripted-xp-agent_J_scripted-xp-judge": (
+            "Consultancy_t1/A_scripted-xp-agent_J_scripted-xp-judge"
+        ),
+        "SimultaneousDebate_t1/A_scripted-xp-agent_bo2_J_scripted-xp-judge": (
+            "Consultancy_t1/A_scripted-xp-agent_bo2_J_scripted-xp-judge"
+        ),
     }
     r = runner.invoke(app, ["stats", str(tmp_path / "o"), "--baseline", "Consultancy_t1"], terminal_width=300)
     assert r.exit_code == 0 and "vs" in r.stdout

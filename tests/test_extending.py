@@ -54,7 +54,7 @@ class HalfJudge:
 
 class NotAJudge:
     name = "nope"
-'''
+'''  # noqa: E501
 
 
 def _setup(tmp_path: Path, tag: str, **cfg: Any) -> Path:

@@ -97,7 +97,7 @@ class Panel:
         vs = [await j.judge(question, visible, with_source=with_source) for j in self.judges]
         probs = {{s: sum(v.probabilities[s] for v in vs) / len(vs) for s in question.shorts}}
         return Verdict(probabilities=probs, method="verbalized", raw="panel")
-'''
+'''  # noqa: E501
 
 
 def _setup(tmp_path: Path, tag: str, **cfg: Any) -> Path:

@@ -410,7 +410,8 @@ def test_broken_plugins_through_the_cli(
     code, _, err = run_main(["--plugin", "missing.py", "models"], capsys, monkeypatch, tmp_path)
     assert f"plugin file {tmp_path / 'missing.py'} does not exist" in one_line_error(code, err)
     (tmp_path / "clash.py").write_text(
-        "from seerbench import register_dataset\n\n@register_dataset('arithmetic')\ndef mine():\n    return []\n"
+        "from seerbench import register_dataset\n\n"
+        "@register_dataset('arithmetic')\ndef mine():\n    return []\n"
     )
     code, _, err = run_main(["--plugin", "clash.py", "datasets", "list"], capsys, monkeypatch, tmp_path)
     line = one_line_error(code, err)

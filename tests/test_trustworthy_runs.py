@@ -421,7 +421,10 @@ def test_growing_the_grid_or_the_dataset_only_adds(tmp_path: Path) -> None:
     )
     with pytest.raises(
         ConfigError,
-        match=r"Consultancy_t1/A_scripted-tr-agent_J_scripted-tr-judge \(differs in: agent_generation.max_words\)",
+        match=(
+            r"Consultancy_t1/A_scripted-tr-agent_J_scripted-tr-judge "
+            r"\(differs in: agent_generation.max_words\)"
+        ),
     ):
         Experiment(ExperimentConfig.from_yaml(cfg)).run()
     # a question whose content changed under the same id is refused

@@ -83,8 +83,8 @@ def claim_folder(
             old = None
         if old != fingerprint:
             raise ConfigError(
-                f"{out} holds {what} made with another {meta_name.removesuffix('.json')} config ({differ} differ); "
-                "give a new `out` or delete the folder"
+                f"{out} holds {what} made with another {meta_name.removesuffix('.json')} config ({differ} "
+                "differ); give a new `out` or delete the folder"
             )
     write_lines(meta, [json.dumps({**record, "fingerprint": fingerprint}, indent=2)])
 

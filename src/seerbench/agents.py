@@ -63,7 +63,9 @@ class Agent(Protocol):
             name = "stubborn"
 
             async def __call__(self, question, answer_case, visible, context=None):
-                return Turn(role="agent", speaker="stubborn", content=f"It is {answer_case}.", answer_case=answer_case)
+                return Turn(
+                    role="agent", speaker="stubborn", content=f"It is {answer_case}.", answer_case=answer_case
+                )
     """
 
     name: str

@@ -10,9 +10,10 @@ in this order, stable across versions; new columns are only ever appended):
   ``chosen_case`` (the case a protocol ran alone: OpenConsultancy, RandomConsultancy);
 - per answer case, ``t_`` for the case where the agent argued the true option and ``f_`` for the
   false one: ``p_true`` (the judge's probability of the true option), ``choice`` (the option the
-  judge rated highest; empty on a tie, as the accuracy score counts ties, or a failed verdict), ``judge_log/brier/accuracy`` (judge
-  score JS), ``agent_log/brier/accuracy`` (agent score AS), ``method`` (how the probabilities were
-  elicited), ``parse_status``; empty when that case was not run or could not be scored;
+  judge rated highest; empty on a tie, as the accuracy score counts ties, or a failed verdict),
+  ``judge_log/brier/accuracy`` (judge score JS), ``agent_log/brier/accuracy`` (agent score AS),
+  ``method`` (how the probabilities were elicited), ``parse_status``; empty when that case was not
+  run or could not be scored;
 - the question's metrics: ``asd_log/logodds/brier/accuracy``, ``jse_b0/b1/binf_log``,
   ``ase_b0/b1/binf_log``, ``judge_accuracy``, ``excluded``, ``parse_failures``, ``eps``,
   ``parse_failure_policy``.
@@ -385,8 +386,15 @@ def _inspect_sample(line: dict[str, Any]) -> Any:
             quotes = t.get("quotes") or []
             if quotes:
                 text += "\n\n" + "\n".join(
-                    f"quote ({'verified' if qt.get('verified') else 'unverified' if qt.get('verified') is False else 'unchecked'}): "
-                    f"{qt.get('text')}"
+                    "quote ("
+                    + (
+                        "verified"
+                        if qt.get("verified")
+                        else "unverified"
+                        if qt.get("verified") is False
+                        else "unchecked"
+                    )
+                    + f"): {qt.get('text')}"
                     for qt in quotes
                 )
             meta = {
@@ -405,7 +413,10 @@ def _inspect_sample(line: dict[str, Any]) -> Any:
                         model=str(line.get("agent") or line.get("judge")),
                     )
                 )
-        verdict = f"[judge {line.get('judge')}] {_probs_text(cp.get('probabilities'))} ({cp.get('method')}, {cp.get('parse_status')})"
+        verdict = (
+            f"[judge {line.get('judge')}] {_probs_text(cp.get('probabilities'))} "
+            f"({cp.get('method')}, {cp.get('parse_status')})"
+        )
         if cp.get("error"):
             verdict += f": {cp['error']}"
         messages.append(

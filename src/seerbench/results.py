@@ -324,7 +324,10 @@ class CellStats:
         out = self.diagnostics.result()
         n, failed = self.n_lines, self.n_lines - self.n_kept
         example = f" (e.g. {self.failure_example!r})" if self.failure_example else ""
-        fix = "the judge's answers do not fit the elicitation order: add logprobs or vote to `elicitation.order`"
+        fix = (
+            "the judge's answers do not fit the elicitation "
+            "order: add logprobs or vote to `elicitation.order`"
+        )
         if n and not self.n_kept:
             out["warnings"].insert(
                 0, f"no question scored: all {n} had a verdict that failed to parse{example}; {fix}"
@@ -348,7 +351,8 @@ class CellStats:
         :func:`paired_values` would keep (a later line of the same id wins, as there)."""
         if self.paired_score is None:
             raise ValueError(
-                "CellStats(paired_score=...) keeps the values of paired differences; this one was made without"
+                "CellStats(paired_score=...) keeps the values "
+                "of paired differences; this one was made without"
             )
         return {q: x for q, x in zip(self.ids, self.paired[key], strict=True) if not math.isnan(x)}
 
@@ -428,8 +432,8 @@ class JudgeDiagnostics:
         if share_first is not None and max(share_first, 1 - share_first) > POSITION_BIAS_SHARE:
             pos = "first" if share_first >= 0.5 else "second"
             out["warnings"].append(
-                f"judge picked the {pos} option in {max(share_first, 1 - share_first):.0%} of {len(picks)} verdicts "
-                f"(position bias); {fix}"
+                f"judge picked the {pos} option in {max(share_first, 1 - share_first):.0%} of {len(picks)} "
+                f"verdicts (position bias); {fix}"
             )
         elif max(p_first) - min(p_first) < NARROW_BAND:
             out["warnings"].append(

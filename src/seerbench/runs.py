@@ -30,7 +30,8 @@ from seerbench.schema import LineError, numbered_lines, parse_line
 def check_eps(eps: float) -> float:
     if not (isinstance(eps, int | float) and 0.0 < eps < 0.5):
         raise ConfigError(
-            f"eps must lie strictly between 0 and 0.5 (log scores clip probabilities to [eps, 1-eps]); got {eps}"
+            "eps must lie strictly between 0 and 0.5 (log scores "
+            f"clip probabilities to [eps, 1-eps]); got {eps}"
         )
     return float(eps)
 
@@ -114,7 +115,8 @@ class RunFolder:
             )
         if not meta_path.is_file():
             raise ConfigError(
-                f"{self.path} is not an experiment output folder (no experiment.json); run `seerbench run` first"
+                f"{self.path} is not an experiment output folder "
+                "(no experiment.json); run `seerbench run` first"
             )
         self.meta = read_experiment_json(meta_path)
         self.config: dict[str, Any] = self.meta.get("config") or {}
@@ -153,7 +155,8 @@ class RunFolder:
         if len(match) == 1:
             return match[0]
         raise ConfigError(
-            f"{'no' if not match else 'more than one'} cell {key!r} in {self.path}; cells: {', '.join(c.key for c in self.cells()) or 'none'}"
+            f"{'no' if not match else 'more than one'} cell {key!r} in "
+            f"{self.path}; cells: {', '.join(c.key for c in self.cells()) or 'none'}"
         )
 
 

@@ -37,7 +37,10 @@ SENTENCES = [
     {"id": "s3", "sentence": "Quorvel has three bridges.", "label": "unsupported"},
 ]
 
-ACC = 'EVIDENCE 1: [p1] "Quorvel was founded in 1850."\nREASONING 1: The almanac gives 1850 (E1).\nJUDGMENT 1: accurate\nOVERALL: accurate'
+ACC = (
+    'EVIDENCE 1: [p1] "Quorvel was founded in 1850."\n'
+    "REASONING 1: The almanac gives 1850 (E1).\nJUDGMENT 1: accurate\nOVERALL: accurate"
+)
 # For s1, sample i gives S1[i]: 4 pass the verifier (3 accurate, 1 inaccurate), 3 do not.
 S1 = [
     ACC.replace('1850."', '1851."'),  # 0: quote_not_verbatim
@@ -50,7 +53,10 @@ S1 = [
     ACC,  # 5: verified, accurate
     ACC.replace("JUDGMENT 1: accurate", "JUDGMENT 1: inaccurate"),  # 6: overall_inconsistent
 ]
-VENN = 'EVIDENCE 1: [p2] "lies on the river Venn"\nREASONING 1: The river is the Venn, not the Aldra (E1).\nJUDGMENT 1: inaccurate\nOVERALL: inaccurate'
+VENN = (
+    'EVIDENCE 1: [p2] "lies on the river Venn"\n'
+    "REASONING 1: The river is the Venn, not the Aldra (E1).\nJUDGMENT 1: inaccurate\nOVERALL: inaccurate"
+)
 S2 = [VENN.replace("[p2]", "[p9]"), VENN.replace(" (E1)", ""), VENN, VENN, VENN, VENN, VENN]  # 0, 1 rejected
 
 
@@ -207,7 +213,8 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: py
     s, c = _files(tmp_path)
     cfg = tmp_path / "fc.yaml"
     cfg.write_text(
-        f"model: scripted:fc-hand\nout: run\nsamples: 7\ndataset: {{name: factcheck_files, path: {s}, corpus: {c}}}\n"
+        "model: scripted:fc-hand\nout: run\nsamples: 7\n"
+        f"dataset: {{name: factcheck_files, path: {s}, corpus: {c}}}\n"
     )
     code, out, err = run_main(["rate", str(cfg), "--json"], capsys, monkeypatch)
     assert code == 0, err
@@ -243,7 +250,8 @@ def test_failed_model_calls_exit_nonzero(
     s, c = _files(tmp_path)
     cfg = tmp_path / "fc.yaml"
     cfg.write_text(
-        f"model: scripted:fc-boom\nout: run\nsamples: 2\ndataset: {{name: factcheck_files, path: {s}, corpus: {c}}}\n"
+        "model: scripted:fc-boom\nout: run\nsamples: 2\n"
+        f"dataset: {{name: factcheck_files, path: {s}, corpus: {c}}}\n"
     )
     code, _out, err = run_main(["rate", str(cfg)], capsys, monkeypatch)
     assert code == 1 and "1 sentences failed" in err and "backend down" in err
@@ -303,7 +311,8 @@ def test_unknown_model_writes_nothing(
     s, c = _files(tmp_path)
     cfg = tmp_path / "fc.yaml"
     cfg.write_text(
-        f"model: scripted:nope\nout: run\nsamples: 2\ndataset: {{name: factcheck_files, path: {s}, corpus: {c}}}\n"
+        "model: scripted:nope\nout: run\nsamples: 2\n"
+        f"dataset: {{name: factcheck_files, path: {s}, corpus: {c}}}\n"
     )
     code, _out, err = run_main(["rate", str(cfg)], capsys, monkeypatch)
     assert code == 2 and "unknown scripted responder 'nope'" in one_line_error(err)

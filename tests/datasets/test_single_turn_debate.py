@@ -96,7 +96,10 @@ def test_unpaired_and_inconsistent_questions_fail_or_are_skipped(tmp_path: Path)
     )
     with pytest.raises(
         DataError,
-        match=r"args\.jsonl:1 output_data\[1\] and args\.jsonl:2 output_data\[1\]: question 1_2: both arguments have argue_for_correct=True",
+        match=(
+            r"args\.jsonl:1 output_data\[1\] and args\.jsonl:2 output_data\[1\]: "
+            r"question 1_2: both arguments have argue_for_correct=True"
+        ),
     ):
         load_single_turn_debate(p)
     qs = load_single_turn_debate(p, lenient=True)

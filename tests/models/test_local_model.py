@@ -147,7 +147,8 @@ async def test_xllamacpp_option_probabilities_are_exact() -> None:
     import asyncio
 
     others = [
-        f"Which is larger, {a} or {b}?\nA) {a}\nB) {b}\n\nAnswer with the letter of the correct option only (A or B)."
+        f"Which is larger, {a} or {b}?\nA) {a}\nB) {b}\n\n"
+        "Answer with the letter of the correct option only (A or B)."
         for a, b in ((3, 9), (40, 4), (15, 51))
     ]
     alone = [await b.option_logprobs([_user(p)], ["A", "B"]) for p in others]

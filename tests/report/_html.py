@@ -9,8 +9,9 @@ from typing import Any
 
 
 class Tables(HTMLParser):
-    """Rows of every table whose class is ``stats-*`` or ``cells``: ``{class: [(run, row attrs, {data-k: value})]}``,
-    ``run`` being the label of the run column the table sits in."""
+    """Rows of every table whose class is ``stats-*`` or ``cells``:
+    ``{class: [(run, row attrs, {data-k: value})]}``, ``run`` being the label of the run column the
+    table sits in."""
 
     def __init__(self) -> None:
         super().__init__()

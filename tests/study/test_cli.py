@@ -136,7 +136,8 @@ def test_create_prints_notes_and_refuses_missing_passages(
     ]
     (tmp_path / "items.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
     (tmp_path / "m.yaml").write_text(
-        "name: t\nitems: [{questions: items.jsonl}]\nconditions: [P, PSA]\ntasks_per_rater: 2\ncompletion_code: X\n"
+        "name: t\nitems: [{questions: items.jsonl}]\n"
+        "conditions: [P, PSA]\ntasks_per_rater: 2\ncompletion_code: X\n"
     )
     code, out, err = _main(
         ["study", "create", str(tmp_path / "m.yaml"), "--db", str(tmp_path / "a.sqlite")], capsys, monkeypatch
@@ -155,7 +156,8 @@ def test_create_prints_notes_and_refuses_missing_passages(
     assert code == 2 and out == ""
     (line,) = err.strip().splitlines()
     assert line.startswith(
-        "error: conditions that show the passage have items without one (no source_text): P: 2 items (q0, q1); PSA: 2 items (q0, q1)"
+        "error: conditions that show the passage have items without one "
+        "(no source_text): P: 2 items (q0, q1); PSA: 2 items (q0, q1)"
     )
 
 
@@ -169,7 +171,8 @@ def test_a_failed_create_leaves_nothing_and_can_be_run_again(
     (tmp_path / "items.jsonl").write_text("".join(json.dumps(question(f"q{i}")) + "\n" for i in range(3)))
     manifest = tmp_path / "m.yaml"
     manifest.write_text(
-        "name: t\nitems: [{questions: items.jsonl}]\nconditions: [P]\ntasks_per_rater: 4\ncompletion_code: X\n"
+        "name: t\nitems: [{questions: items.jsonl}]\n"
+        "conditions: [P]\ntasks_per_rater: 4\ncompletion_code: X\n"
     )
     db = tmp_path / "s.sqlite"
     code, out, err = _main(["study", "create", str(manifest), "--db", str(db)], capsys, monkeypatch)
@@ -180,20 +183,23 @@ def test_a_failed_create_leaves_nothing_and_can_be_run_again(
     )
     # a failure inside the database writes (a condition with no item to show) removes the file too
     manifest.write_text(
-        "name: t\nitems: [{questions: items.jsonl}]\nconditions: [transcript]\ntasks_per_rater: 3\ncompletion_code: X\n"
+        "name: t\nitems: [{questions: items.jsonl}]\n"
+        "conditions: [transcript]\ntasks_per_rater: 3\ncompletion_code: X\n"
     )
     code, out, err = _main(["study", "create", str(manifest), "--db", str(db)], capsys, monkeypatch)
     assert code == 2 and "have no items to show" in err and len(err.strip().splitlines()) == 1
     assert not db.exists() and list(tmp_path.glob("s.sqlite*")) == []
     manifest.write_text(
-        "name: t\nitems: [{questions: items.jsonl}]\nconditions: [P]\ntasks_per_rater: 3\ncompletion_code: X\n"
+        "name: t\nitems: [{questions: items.jsonl}]\n"
+        "conditions: [P]\ntasks_per_rater: 3\ncompletion_code: X\n"
     )
     code, out, err = _main(["study", "create", str(manifest), "--db", str(db)], capsys, monkeypatch)
     assert code == 0, err
     # nothing submitted yet: one line, not empty tables
     code, out, err = _main(["study", "stats", "--db", str(db)], capsys, monkeypatch)
     assert code == 0 and out.strip().splitlines() == [
-        f"study t: nothing submitted yet (9 ratings to collect); serve it with `seerbench study serve --db {db}`"
+        "study t: nothing submitted yet (9 ratings to collect); "
+        f"serve it with `seerbench study serve --db {db}`"
     ]
     # invitation links point at the public address given
     code, out, err = _main(
@@ -227,9 +233,9 @@ def test_a_database_that_cannot_be_reached_is_one_line(
         ["study", "create", manifest, "--db", str(tmp_path / "no" / "s.sqlite")], capsys, monkeypatch
     )
     assert (code, out) == (2, "")
-    assert (
-        err.strip()
-        == f"error: cannot make {tmp_path / 'no' / 's.sqlite'}: the folder {tmp_path / 'no'} does not exist; create it first"
+    assert err.strip() == (
+        f"error: cannot make {tmp_path / 'no' / 's.sqlite'}: the "
+        f"folder {tmp_path / 'no'} does not exist; create it first"
     )
     assert not (tmp_path / "no").exists()
     # a PostgreSQL server that is not there (port 1 on this machine: nothing listens), with a password
@@ -264,7 +270,8 @@ def test_manifest_errors_are_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "m.yaml").write_text(
-        "name: t\nitems: [{questions: items.jsonl}]\nconditions: [P]\ntask_per_rater: 4\ncompletion_code: X\nratings_per_item: 0\n"
+        "name: t\nitems: [{questions: items.jsonl}]\nconditions: [P]\n"
+        "task_per_rater: 4\ncompletion_code: X\nratings_per_item: 0\n"
     )
     code, out, err = _main(
         ["study", "create", str(tmp_path / "m.yaml"), "--db", str(tmp_path / "s.sqlite")], capsys, monkeypatch

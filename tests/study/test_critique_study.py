@@ -301,7 +301,8 @@ def test_validation_study_and_merged_stats(critique_study, tmp_path: Path) -> No
     rows = export_rows(store)
     write_export(rows, tmp_path / "written.jsonl")
     (tmp_path / "val.yaml").write_text(
-        "name: critique-validation\ntask: validation\nitems:\n  - {judgments: written.jsonl, critiques: critiques.jsonl}\n"
+        "name: critique-validation\ntask: validation\n"
+        "items:\n  - {judgments: written.jsonl, critiques: critiques.jsonl}\n"
         "conditions: [{name: validation}]\nratings_per_item: 1\ntasks_per_rater: 18\ncompletion_code: VAL1\n"
     )
     vstore = create_study(tmp_path / "val.yaml", tmp_path / "val.sqlite")

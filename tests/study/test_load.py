@@ -80,5 +80,6 @@ def test_paced_raters(make_study, live_server) -> None:
     assert kinds["submit"] == 80 and kinds["start"] == 80 and kinds["tutorial"] == 60
     lat = sorted(x for log in logs for _, x in log.requests)
     print(
-        f"\npaced: {len(lat)} requests, p50 {statistics.median(lat) * 1000:.1f} ms, p99 {lat[int(0.99 * (len(lat) - 1))] * 1000:.1f} ms"
+        f"\npaced: {len(lat)} requests, p50 {statistics.median(lat) * 1000:.1f} "
+        f"ms, p99 {lat[int(0.99 * (len(lat) - 1))] * 1000:.1f} ms"
     )

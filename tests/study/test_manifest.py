@@ -221,14 +221,16 @@ def test_passage_conditions_need_a_passage(tmp_path: Path) -> None:
             {"conditions": ["P", "PSA"], "tasks_per_rater": 4, "catch_rate": 0.1},
             [
                 "catch rule off in condition P: no catch trial fits it",
-                "catch rule unreachable in condition PSA: a rater does at most 2 tasks there (tasks_per_rater 4 over 2 conditions), fewer than catch_min 5; raise tasks_per_rater to 10",
+                "catch rule unreachable in condition PSA: a rater does at most 2 tasks there "
+                "(tasks_per_rater 4 over 2 conditions), fewer than catch_min 5; raise tasks_per_rater to 10",
             ],
         ),
         # 20 tasks in PSA at 10%: about 2 catch trials, 5 needed
         (
             {"conditions": ["PSA"], "tasks_per_rater": 20, "catch_rate": 0.1},
             [
-                "catch rule fires only by chance in condition PSA: raters get about 2.0 catch trials there, fewer than catch_min 5; set catch_per_condition: 5"
+                "catch rule fires only by chance in condition PSA: raters get about 2.0 "
+                "catch trials there, fewer than catch_min 5; set catch_per_condition: 5"
             ],
         ),
         # guaranteed: nothing to say

@@ -80,8 +80,8 @@ def test_overlapping_snippets_are_all_links_into_the_passage(make_study) -> None
     passage = html[html.index('class="passage-text"') :]
     assert (
         '<span class="snip opt-0" id="snip-0-0" data-snip="snip-0-0" data-option="0">she recorded only '
-        '<span class="snip opt-1 shared" id="snip-1-0" data-snip="snip-1-0" data-option="1">three ships</span>'
-        ", all of them fishing boats</span>"
+        '<span class="snip opt-1 shared" id="snip-1-0" data-snip="snip-1-0" data-option="1">three '
+        "ships</span>, all of them fishing boats</span>"
     ) in passage
 
 

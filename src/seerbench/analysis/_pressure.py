@@ -217,8 +217,9 @@ def _accuracy_intervals(
     """Intervals of judge accuracy (a mean of values in [0, 1]) that keep their coverage near 0 and
     1, where a percentile interval collapses onto the estimate: Wilson's at the effective sample
     size the bootstrap variance implies (the number of clusters when that variance says nothing,
-    at 0 or 1; at most ``n_max[j]``, the verdicts behind the accuracies at step j), and for a difference between successive N the MOVER combination of the two with
-    the replicates' correlation (:mod:`seerbench.stats`)."""
+    at 0 or 1; at most ``n_max[j]``, the verdicts behind the accuracies at step j), and for a
+    difference between successive N the MOVER combination of the two with the replicates'
+    correlation (:mod:`seerbench.stats`)."""
     from seerbench.stats import Interval, difference_interval, proportion_interval
 
     if n == 0:
@@ -492,7 +493,8 @@ def optimization_pressure(
         n_clusters = len(set(clusters))
         if 0 < n_clusters < MIN_CLUSTERS:
             notes.append(
-                f"only {n_clusters} independent question cluster(s): bootstrap CIs this small are not to be trusted"
+                f"only {n_clusters} independent question cluster(s): "
+                "bootstrap CIs this small are not to be trusted"
             )
         if not common:
             notes.append("no question was scored at every N: nothing to compare")

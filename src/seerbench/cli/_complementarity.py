@@ -57,7 +57,10 @@ def complementarity(
     ),
     unassisted: str | None = typer.Option(
         None,
-        help="The unassisted condition (default: the study's condition without assistance, or one named none/baseline/unassisted).",
+        help=(
+            "The unassisted condition (default: the study's condition "
+            "without assistance, or one named none/baseline/unassisted)."
+        ),
     ),
     condition: str | None = typer.Option(
         None,
@@ -65,7 +68,10 @@ def complementarity(
     ),
     thresholds: str = typer.Option(
         "0:1:0.05",
-        help="Thresholds T: AI where its confidence > T, humans where <= T. A list (0.5,0.6) or start:stop:step.",
+        help=(
+            "Thresholds T: AI where its confidence > T, humans "
+            "where <= T. A list (0.5,0.6) or start:stop:step."
+        ),
     ),
     cost_per_rating: float | None = typer.Option(
         None, "--cost-per-rating", help="Cost of one human rating, for the human cost per item."
@@ -172,9 +178,10 @@ def _print(report: object, shown: str) -> None:
         console.print(t)
         cv = sw.cross_validated
         console.print(
-            f"  AI alone {_ci(sw.ai_alone)}; humans alone {_ci(sw.humans_alone)} on {sw.items_with_humans} items "
-            f"(AI there {_f(sw.ai_on_human_items.estimate)}); in-sample best T = {_f(sw.best_threshold, 2)} "
-            f"({_f(sw.best_accuracy)}); cross-validated {_f(cv.estimate)} (sd {_f(cv.spread)}, {cv.folds} folds x {cv.repeats})",
+            f"  AI alone {_ci(sw.ai_alone)}; humans alone {_ci(sw.humans_alone)} on {sw.items_with_humans} "
+            f"items (AI there {_f(sw.ai_on_human_items.estimate)}); in-sample best T = "
+            f"{_f(sw.best_threshold, 2)} ({_f(sw.best_accuracy)}); cross-validated "
+            f"{_f(cv.estimate)} (sd {_f(cv.spread)}, {cv.folds} folds x {cv.repeats})",
             markup=False,
         )
     if sw_majority_tie := next((s.tie_rule for s in r.hybrid if s.aggregate == "majority"), None):

@@ -85,8 +85,8 @@ def critique_cmd(
         print_json(summary)
     elif not quiet():
         console.print(
-            f"[bold]{escape(cfg.name)}[/]: {plural(len(res.answers), 'answer')} critiqued ({res.resumed} from before), "
-            f"{n_crit} critiques kept, {merged} near duplicates merged; "
+            f"[bold]{escape(cfg.name)}[/]: {plural(len(res.answers), 'answer')} critiqued ({res.resumed} "
+            f"from before), {n_crit} critiques kept, {merged} near duplicates merged; "
             f"{summary['quotes_verified']} of {summary['quotes']} quotes verified"
         )
         for key, label in (
@@ -96,13 +96,15 @@ def critique_cmd(
             m = res.summary.get(key) or {}
             if m.get("estimate") is not None:
                 console.print(
-                    f"{label}: {m['estimate']:.3f} [{m['ci_low']:.3f}, {m['ci_high']:.3f}] over {plural(m['n'], 'answer')}"
+                    f"{label}: {m['estimate']:.3f} [{m['ci_low']:.3f}, "
+                    f"{m['ci_high']:.3f}] over {plural(m['n'], 'answer')}"
                 )
         console.print(f"[dim]{_usage_line()}  wall {time.time() - started:.1f}s[/]")
         console.print(f"critiques: {escape(str(res.path))}")
     if res.failed:
         err_console.print(
-            f"[red]{len(res.failed)} answers failed; finished ones are kept: run the same command again to retry.[/]"
+            f"[red]{len(res.failed)} answers failed; finished ones "
+            "are kept: run the same command again to retry.[/]"
         )
         for aid, e in res.failed[:3]:
             err_console.print(f"  {escape(aid)}: {escape(e)}")

@@ -1,4 +1,5 @@
-"""``seerbench estimate``, ``plan`` and ``partition``: partitioned-supervision accuracy estimation (seed 001)."""
+"""``seerbench estimate``, ``plan`` and ``partition``: partitioned-supervision accuracy estimation
+(seed 001)."""
 
 from __future__ import annotations
 

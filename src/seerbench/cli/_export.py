@@ -72,7 +72,8 @@ def export(
     if out is not None and not to_stdout and out.suffix.lower() not in _ACCEPTS[fmt]:
         # a CSV under a .parquet or .xlsx name would fool the next program that opens it
         raise ConfigError(
-            f"--out {out} does not end like a {fmt} file ({_SUFFIX[fmt]}); name it so, or pick the --format it ends in"
+            f"--out {out} does not end like a {fmt} file "
+            f"({_SUFFIX[fmt]}); name it so, or pick the --format it ends in"
         )
     ex = export_rows(run_dir)
     if ex.n_cells == 0:
@@ -98,8 +99,8 @@ def export(
     note = err_console if (to_stdout or json_out) else console
     if ex.skipped_lines:
         err_console.print(
-            f"[yellow]skipped {ex.n_skipped} torn or corrupt results line(s) (a crash leaves a torn last line; "
-            f"rerunning the config redoes them): "
+            f"[yellow]skipped {ex.n_skipped} torn or corrupt results line(s) (a crash leaves a torn last "
+            f"line; rerunning the config redoes them): "
             + ", ".join(f"{escape(k)} ({n})" for k, n in ex.skipped_lines.items())
             + "[/]",
             soft_wrap=True,
@@ -146,8 +147,8 @@ def _export_inspect(run_dir: Path, out: Path | None, *, json_out: bool) -> None:
         )
     if not json_out:
         note.print(
-            f"wrote {len(ex.logs)} Inspect log(s) with {ex.n_samples} sample(s) to {escape(str(ex.out_dir))}; "
-            f"browse them with: inspect view --log-dir {escape(str(ex.out_dir))}",
+            f"wrote {len(ex.logs)} Inspect log(s) with {ex.n_samples} sample(s) to "
+            f"{escape(str(ex.out_dir))}; browse them with: inspect view --log-dir {escape(str(ex.out_dir))}",
             highlight=False,
             soft_wrap=True,
         )

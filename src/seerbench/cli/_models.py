@@ -112,7 +112,12 @@ def ask(
         console.print(f"[red]could not elicit probabilities:[/] {verdict.error}")
     console.print(
         f"[dim]tokens: {out.usage.prompt_tokens} prompt + {out.usage.completion_tokens} completion; "
-        f"{'from the disk cache' if result['cached'] else 'fresh model calls: ' + str(result['usage']['model_calls'])}[/]"
+        + (
+            "from the disk cache"
+            if result["cached"]
+            else "fresh model calls: " + str(result["usage"]["model_calls"])
+        )
+        + "[/]"
     )
 
 

@@ -57,7 +57,10 @@ def pressure_tables(pressure: dict[str, Any]) -> list[Table]:
         slope = (
             "slope n/a"
             if sl is None or sl.get("estimate") is None
-            else f"slope dASD/dASE {sl['estimate']:.2f} [{_bound(sl['ci_low'], '-inf')},{_bound(sl['ci_high'], 'inf')}]"
+            else (
+                f"slope dASD/dASE {sl['estimate']:.2f} "
+                f"[{_bound(sl['ci_low'], '-inf')},{_bound(sl['ci_high'], 'inf')}]"
+            )
         )
         t.caption = f"rows N-M: paired differences; {escape(slope)}" + "".join(
             f"\n{escape(n)}" for n in g.get("notes", [])

@@ -111,8 +111,9 @@ def rate_cmd(
         print_json(summary)
     elif not quiet():
         console.print(
-            f"[bold]{escape(cfg.name)}[/]: {plural(len(res.ratings), 'sentence')} rated ({res.resumed} from before), "
-            f"{summary['verified_samples']} of {summary['samples']} samples passed the format verifier"
+            f"[bold]{escape(cfg.name)}[/]: {plural(len(res.ratings), 'sentence')} rated ({res.resumed} from "
+            f"before), {summary['verified_samples']} of "
+            f"{summary['samples']} samples passed the format verifier"
         )
         if rejected:
             console.print("rejected: " + ", ".join(f"{k} {v}" for k, v in rejected.most_common()))
@@ -127,7 +128,8 @@ def rate_cmd(
         console.print(f"ratings: {escape(str(res.out))}/ratings.jsonl")
     if res.failed:
         err_console.print(
-            f"[red]{len(res.failed)} sentences failed; finished ratings are kept: run the same command again to retry.[/]"
+            f"[red]{len(res.failed)} sentences failed; finished "
+            "ratings are kept: run the same command again to retry.[/]"
         )
         for iid, e in res.failed[:3]:
             err_console.print(f"  {escape(iid)}: {escape(e)}")

@@ -21,7 +21,10 @@ def report(
         Path | None,
         typer.Option(
             "--out",
-            help="The HTML file to write (default: RUN_DIR/report.html; --study study.sqlite: study.report.html).",
+            help=(
+                "The HTML file to write (default: RUN_DIR/report.html; "
+                "--study study.sqlite: study.report.html)."
+            ),
         ),
     ] = None,
     study: Annotated[

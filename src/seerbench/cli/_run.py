@@ -146,7 +146,10 @@ def run(
         bool,
         typer.Option(
             "--new",
-            help="If the output folder holds results this config would change, write to (or resume) a fresh sibling folder.",
+            help=(
+                "If the output folder holds results this config would "
+                "change, write to (or resume) a fresh sibling folder."
+            ),
         ),
     ] = False,
     concurrency: Annotated[
@@ -169,21 +172,30 @@ def run(
         str,
         typer.Option(
             "--executor",
-            help="Where questions run: local (this process) or ray (Ray tasks; this process writes the results).",
+            help=(
+                "Where questions run: local (this process) or "
+                "ray (Ray tasks; this process writes the results)."
+            ),
         ),
     ] = "local",
     address: Annotated[
         str | None,
         typer.Option(
             "--address",
-            help="With --executor ray: the cluster to join (ray://HOST:10001, auto); default $RAY_ADDRESS, else a local Ray instance.",
+            help=(
+                "With --executor ray: the cluster to join (ray://HOST:10001, "
+                "auto); default $RAY_ADDRESS, else a local Ray instance."
+            ),
         ),
     ] = None,
     cache_scope: Annotated[
         str | None,
         typer.Option(
             "--cache-scope",
-            help="A name put in every model cache key (overrides the config's cache_scope): a new scope makes fresh calls without clearing the cache.",
+            help=(
+                "A name put in every model cache key (overrides the config's "
+                "cache_scope): a new scope makes fresh calls without clearing the cache."
+            ),
         ),
     ] = None,
 ) -> None:
@@ -254,8 +266,8 @@ def run(
     if failed:
         n_runs = sum(r.n_done + r.n_errors for r in results)
         err_console.print(
-            f"[red]{failed} of {n_runs} question runs failed in {sum(1 for r in results if r.n_errors)} cells; "
-            "finished results are kept: run the same command again to retry the rest.[/]"
+            f"[red]{failed} of {n_runs} question runs failed in {sum(1 for r in results if r.n_errors)} "
+            "cells; finished results are kept: run the same command again to retry the rest.[/]"
         )
         for r in results:
             for e in r.errors[:3]:
@@ -467,8 +479,8 @@ def stats(
     if summary["skipped_lines"]:
         first = summary.get("skipped_reasons", ["?"])[0]
         console.print(
-            f"[yellow]{summary['skipped_lines']} unreadable results lines skipped (a torn last line is what a crash "
-            f"leaves; rerunning the config repairs it). First: {escape(first)}[/]"
+            f"[yellow]{summary['skipped_lines']} unreadable results lines skipped (a torn last line is what "
+            f"a crash leaves; rerunning the config repairs it). First: {escape(first)}[/]"
         )
     if summary["paired"]:
         t = Table(title=f"paired differences vs {baseline} (same questions)")

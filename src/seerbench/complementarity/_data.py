@@ -135,7 +135,8 @@ def human_data(rows: Sequence[dict[str, Any]], ai: AIItems, *, unassisted: str |
             continue
         if r.get("task") not in (None, "factuality"):
             raise DataError(
-                f"human judgments: row {n} is a {r.get('task')!r} task; the complementarity analysis takes a factuality study"
+                f"human judgments: row {n} is a {r.get('task')!r} task; "
+                "the complementarity analysis takes a factuality study"
             )
         qid = str(r.get("question_id"))
         i = ai.index.get(qid)
@@ -145,8 +146,8 @@ def human_data(rows: Sequence[dict[str, Any]], ai: AIItems, *, unassisted: str |
         truth = binarize(r.get("true_answer"))
         if truth != ai.truth[i]:
             raise DataError(
-                f"human judgments: item {qid!r} has true answer {r.get('true_answer')!r} in the study but label "
-                f"{ai.truth[i]!r} in the AI ratings; were they built from the same data?"
+                f"human judgments: item {qid!r} has true answer {r.get('true_answer')!r} in the study but "
+                f"label {ai.truth[i]!r} in the AI ratings; were they built from the same data?"
             )
         rc = r.get("ai_correct")
         if rc is not None and bool(rc) != bool(ai.correct[i]):

@@ -107,7 +107,10 @@ class HybridSweep(BaseModel):
     cross_validated: CrossValidated
 
 
-TIE_RULE = "the modal binarised rating; a tie for the mode is 'inaccurate' (seed 000); can't assess votes for neither label"
+TIE_RULE = (
+    "the modal binarised rating; a tie for the mode is "
+    "'inaccurate' (seed 000); can't assess votes for neither label"
+)
 
 
 def check_thresholds(thresholds: list[float] | tuple[float, ...]) -> list[float]:

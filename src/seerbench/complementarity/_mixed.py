@@ -106,7 +106,8 @@ def design(
     """The fixed-effects design matrix (intercept, condition dummies, ai_correct, interactions)."""
     if reference not in humans.conditions:
         raise ConfigError(
-            f"reference condition {reference!r} is not in the study; conditions: {', '.join(humans.conditions)}"
+            f"reference condition {reference!r} is not in the "
+            f"study; conditions: {', '.join(humans.conditions)}"
         )
     others = [c for c in humans.conditions if c != reference]
     aic = ai.correct[humans.item]
@@ -145,8 +146,8 @@ def mixed_effects(
     rank = np.linalg.matrix_rank(x)
     if rank < x.shape[1]:
         raise ConfigError(
-            "the mixed-effects design is rank deficient (a condition, or AI right/wrong, has no judgments in some "
-            "combination); fit it without the interaction or with more data"
+            "the mixed-effects design is rank deficient (a condition, or AI right/wrong, has no judgments "
+            "in some combination); fit it without the interaction or with more data"
         )
     groups = np.column_stack([humans.item, humans.rater])
     printed: list[str] = []
@@ -177,7 +178,10 @@ def mixed_effects(
     )
     return MixedEffects(
         formula=formula,
-        estimator="maximum likelihood, Laplace approximation (GPBoost GPModel, bernoulli_logit, grouped random effects)",
+        estimator=(
+            "maximum likelihood, Laplace approximation (GPBoost "
+            "GPModel, bernoulli_logit, grouped random effects)"
+        ),
         n=humans.n,
         items=int(np.unique(humans.item).size),
         raters=int(np.unique(humans.rater).size),

@@ -65,7 +65,8 @@ def analyze(
     n_null = sum(1 for r in ai.rating if r is None)
     if n_null:
         notes.append(
-            f"{n_null} AI ratings have no verified sample: scored wrong, confidence 0 (always routed to humans)"
+            f"{n_null} AI ratings have no verified sample: "
+            "scored wrong, confidence 0 (always routed to humans)"
         )
     sweeps = [
         hybrid_sweep(
@@ -87,7 +88,8 @@ def analyze(
     me = None
     if h.unassisted is None:
         notes.append(
-            "no unassisted condition found (name it with unassisted=/--unassisted): reliance and mixed effects left out"
+            "no unassisted condition found (name it with "
+            "unassisted=/--unassisted): reliance and mixed effects left out"
         )
     else:
         if len(h.conditions) > 1:

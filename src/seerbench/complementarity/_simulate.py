@@ -103,7 +103,8 @@ def simulate_judgments(
     need = ratings_per_item * len(names)
     if n_raters < need:
         raise ConfigError(
-            f"{ratings_per_item} ratings per item in {len(names)} conditions need at least {need} raters, got {n_raters}"
+            f"{ratings_per_item} ratings per item in {len(names)} "
+            f"conditions need at least {need} raters, got {n_raters}"
         )
     rng = np.random.default_rng(seed)
     n = len(ai)

@@ -83,7 +83,8 @@ def covers_prompt(ans: CritiquedAnswer, critique: str) -> str:
     return (
         f"{_material(ans)}\n\nThe answer has this flaw: {ans.intended_flaw}\n"
         f"The intended critique: {ans.intended_critique}\n\nCritique: {critique}\n\n"
-        "Does this critique point out the intended flaw?\nA) Yes, it covers the intended flaw\nB) No, it does not"
+        "Does this critique point out the intended flaw?\n"
+        "A) Yes, it covers the intended flaw\nB) No, it does not"
     )
 
 

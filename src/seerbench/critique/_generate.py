@@ -82,7 +82,8 @@ def quote_verified(quote: str | None, ans: CritiquedAnswer) -> bool | None:
 def helpfulness_prompt(ans: CritiquedAnswer, critique: str) -> str:
     return (
         f"{_material(ans)}\n\nCritique: {critique}\n\nIs this critique helpful: does it point out a real "
-        "flaw in the answer that a careful reader should fix?\nA) Yes, it is helpful\nB) No, it is not helpful"
+        "flaw in the answer that a careful reader should fix?\n"
+        "A) Yes, it is helpful\nB) No, it is not helpful"
     )
 
 
@@ -172,8 +173,8 @@ def _question_answers(q: Question, cfg: CritiqueConfig) -> list[_Todo]:
             flaw = plant_flaw(q, tuple(cfg.flaws), seed=cfg.seed)
             if flaw is None:
                 raise DataError(
-                    f"question {q.id!r}: none of the flaws {cfg.flaws} can be planted in its reference answer "
-                    f"({reference_answer(q)!r}); add a flaw kind or drop `misleading` from kinds"
+                    f"question {q.id!r}: none of the flaws {cfg.flaws} can be planted in its reference "
+                    f"answer ({reference_answer(q)!r}); add a flaw kind or drop `misleading` from kinds"
                 )
             out.append(
                 _Todo(
@@ -213,7 +214,10 @@ def _question_answers(q: Question, cfg: CritiqueConfig) -> list[_Todo]:
 
 def answer_prompt(question: str, passage: str | None) -> str:
     src = f"Passage:\n{passage.strip()}\n\n" if passage else ""
-    return f"{src}Question: {question.strip()}\n\nAnswer the question. Explain briefly, then end with 'The answer is <answer>.'"
+    return (
+        f"{src}Question: {question.strip()}\n\n"
+        "Answer the question. Explain briefly, then end with 'The answer is <answer>.'"
+    )
 
 
 async def _write_model_answer(model: Model, todo: _Todo, cfg: CritiqueConfig) -> CritiquedAnswer:
@@ -248,8 +252,8 @@ def _todos(cfg: CritiqueConfig) -> tuple[list[_Todo], list[str]]:
     for q in qs:
         if len(q.true_cases) != 1:
             raise DataError(
-                f"question {q.id!r} has {len(q.true_cases)} true options; answers to critique need exactly one "
-                "(the reference answer and the ground truth)"
+                f"question {q.id!r} has {len(q.true_cases)} true options; answers to critique need exactly "
+                "one (the reference answer and the ground truth)"
             )
     return [t for q in qs for t in _question_answers(q, cfg)], order
 

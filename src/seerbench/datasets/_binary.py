@@ -23,7 +23,8 @@ def _pick_distractor(q: Question, rule: DistractorChoice, rng: random.Random) ->
             raise DataError(f"question {q.id!r} has no best distractor; use distractor='best_or_random'")
         if rule not in ("best_or_random", "random"):
             raise ConfigError(
-                f"unknown distractor rule {rule!r}; use 'best_or_random', 'best', 'random', a mapping or a function"
+                f"unknown distractor rule {rule!r}; use 'best_or_random', "
+                "'best', 'random', a mapping or a function"
             )
         return rng.choice(false), "random"
     short = rule(q) if callable(rule) else rule.get(q.id)

@@ -257,4 +257,7 @@ class DuplicateQuestions:
         if not self.merged:
             return None
         eg = ", ".join(f"{a} -> {b}" for a, b in self.merged[:3])
-        return f"{len(self.merged)} duplicate question(s) (same text, options and passage) merged into the first: {eg}"
+        return (
+            f"{len(self.merged)} duplicate question(s) (same text, "
+            f"options and passage) merged into the first: {eg}"
+        )

@@ -21,13 +21,19 @@ __all__ = ["critique_questions"]
 
 
 def judge_text(question: str, answer: str) -> str:
-    return f"{question.strip()}\n\nAnswer under review: {answer.strip()}\n\nIs the answer under review correct, or is it flawed?"
+    return (
+        f"{question.strip()}\n\nAnswer under review: {answer.strip()}\n"
+        "\nIs the answer under review correct, or is it flawed?"
+    )
 
 
 @register_dataset(
     "critiques",
     kind="format",
-    description="answers of a critiques.jsonl (seerbench critique): is each correct or flawed? critiques for CritiqueJudge",
+    description=(
+        "answers of a critiques.jsonl (seerbench critique): "
+        "is each correct or flawed? critiques for CritiqueJudge"
+    ),
 )
 def critique_questions(path: str, unknown: Literal["refuse", "skip"] = "refuse") -> Questions:
     if unknown not in ("refuse", "skip"):
@@ -40,8 +46,8 @@ def critique_questions(path: str, unknown: Literal["refuse", "skip"] = "refuse")
                 problems.append(f"{path}: answer {a.answer_id!r} has correct: null (left out: unknown: skip)")
                 continue
             raise DataError(
-                f"{path}: answer {a.answer_id!r} has correct: null, so a judge's verdict on it cannot be scored; "
-                "give `unknown: skip` in the dataset options to leave such answers out"
+                f"{path}: answer {a.answer_id!r} has correct: null, so a judge's verdict on it cannot be "
+                "scored; give `unknown: skip` in the dataset options to leave such answers out"
             )
         out.append(
             Question(

@@ -15,7 +15,10 @@ if TYPE_CHECKING:
 @register_dataset(
     "factcheck",
     kind="generated",
-    description="fictional-entity sentences to fact-check (accurate / inaccurate / unsupported / disputed) with an offline FTS5 corpus (seed 000)",
+    description=(
+        "fictional-entity sentences to fact-check (accurate / inaccurate "
+        "/ unsupported / disputed) with an offline FTS5 corpus (seed 000)"
+    ),
 )
 def factcheck(
     entities: int = 300, per_entity: int = 8, seed: int = 0, n: int | None = None
@@ -32,7 +35,10 @@ def factcheck(
 @register_dataset(
     "factcheck_files",
     kind="format",
-    description="your sentences (id, sentence, label) and corpus (id, text, title, url, updated) for the AI rater, JSONL or CSV",
+    description=(
+        "your sentences (id, sentence, label) and corpus (id, "
+        "text, title, url, updated) for the AI rater, JSONL or CSV"
+    ),
 )
 def factcheck_files(path: str, corpus: str, n: int | None = None) -> list[Question]:
     from seerbench.factcheck import item_question, load_factcheck_files

@@ -41,7 +41,8 @@ def _check_argument(arg: Any) -> dict[str, Any]:
         req(arg, name, kind)
     if {arg["argue_for_id"], arg["argue_against_id"]} != {0, 1}:
         raise RecordError(
-            f"argue_for_id/argue_against_id should be 0 and 1, found {arg['argue_for_id']}/{arg['argue_against_id']}"
+            "argue_for_id/argue_against_id should be 0 and 1, "
+            f"found {arg['argue_for_id']}/{arg['argue_against_id']}"
         )
     if not all(isinstance(s, str) for s in arg["selected_snippets"]):
         raise RecordError("selected_snippets should be a list of strings")

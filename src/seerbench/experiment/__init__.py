@@ -5,7 +5,8 @@ over a dataset, resumable, with results files laid out as in seed 003::
     out/<protocol config>/<agent-judge config>/results.jsonl
     out/<protocol config>/<agent-judge config>/stats.json
     out/all_stats.json
-    out/usage.json                                       model usage and cost, summed over the runs into the folder
+    out/usage.json                                       model usage and cost, summed over the runs into
+                                                         the folder
     out/usage.jsonl                                      the model events it sums, appended as calls complete
     out/.seerbench.lock                                  the lock a run holds on the folder (PID, host)
 

@@ -165,7 +165,8 @@ def inject(
             return value
         if not isinstance(value, list):
             raise ConfigError(
-                f"{owner}: argument {name} is a list of {component_kind(el)}s: give a list, e.g. [local, local]"
+                f"{owner}: argument {name} is a list of "
+                f"{component_kind(el)}s: give a list, e.g. [local, local]"
             )
         return [
             inject(owner, name, el, v, make_judge=make_judge, make_agent=make_agent, make_model=make_model)
@@ -207,7 +208,8 @@ def build(
     if unknown:
         allowed = [p for p in params if p not in ("self", "args", "kwargs")]
         raise ConfigError(
-            f"{role} {ref}: unknown argument(s) {', '.join(unknown)}; it takes: {', '.join(allowed) or 'none'}"
+            f"{role} {ref}: unknown argument(s) {', '.join(unknown)}; "
+            f"it takes: {', '.join(allowed) or 'none'}"
         )
     kwargs = {
         k: inject(

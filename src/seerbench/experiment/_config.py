@@ -140,7 +140,9 @@ class ExperimentConfig(BaseModel):
     prompts_dir: str | None = None
     cache_scope: str | None = Field(
         default=None,
-        description="A name put in every model cache key: a new scope makes fresh calls without clearing the cache.",
+        description=(
+            "A name put in every model cache key: a new scope makes fresh calls without clearing the cache."
+        ),
     )
 
     #: The folder relative input paths (dataset files, prompts_dir) are read from: the config

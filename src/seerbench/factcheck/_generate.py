@@ -275,7 +275,8 @@ def _other_value(kind: str, value: str, rng: random.Random, names: _Names) -> st
         if kind == "year":
             v = str(int(value) + rng.choice([-1, 1]) * rng.randint(2, 40))
         elif kind == "count":
-            v = f"{max(1, int(value.replace(',', '')) // 100 + rng.choice([-1, 1]) * rng.randint(5, 300)) * 100:,}"
+            hundreds = max(1, int(value.replace(",", "")) // 100 + rng.choice([-1, 1]) * rng.randint(5, 300))
+            v = f"{hundreds * 100:,}"
         else:
             v = _value(kind, rng, names)
         if v != value:

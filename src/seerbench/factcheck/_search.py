@@ -99,7 +99,8 @@ class CorpusIndex:
         self._pages: dict[str, Page] = {}
         self.con = sqlite3.connect(str(path) if path is not None else ":memory:", check_same_thread=False)
         self.con.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS pages USING fts5(page_id UNINDEXED, title, text, tokenize='unicode61')"
+            "CREATE VIRTUAL TABLE IF NOT EXISTS pages USING "
+            "fts5(page_id UNINDEXED, title, text, tokenize='unicode61')"
         )
         rows = []
         for p in pages:
@@ -123,7 +124,8 @@ class CorpusIndex:
         if q is None or k < 1:
             return []
         rows = self.con.execute(
-            "SELECT page_id, bm25(pages, 0.0, 2.0, 1.0) AS s FROM pages WHERE pages MATCH ? ORDER BY s, rowid LIMIT ?",
+            "SELECT page_id, bm25(pages, 0.0, 2.0, 1.0) AS s FROM "
+            "pages WHERE pages MATCH ? ORDER BY s, rowid LIMIT ?",
             (q, k),
         ).fetchall()
         return [SearchResult(self._pages[pid], float(s)) for pid, s in rows]

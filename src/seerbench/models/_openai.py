@@ -91,7 +91,8 @@ def parse_base_urls(text: str) -> tuple[list[str], int | None, float | None]:
         if k == "per_endpoint":
             if not v.isdigit() or int(v) < 1:
                 raise UnknownModelError(
-                    f"per_endpoint must be a whole number >= 1 (requests in flight on each server), got {v!r} in {text!r}"
+                    "per_endpoint must be a whole number >= 1 (requests "
+                    f"in flight on each server), got {v!r} in {text!r}"
                 )
             per = int(v)
         elif k == "timeout":
@@ -104,7 +105,8 @@ def parse_base_urls(text: str) -> tuple[list[str], int | None, float | None]:
         else:
             raise UnknownModelError(
                 f"unknown option {opt!r} after the base URLs in {text!r}: the options are per_endpoint=N "
-                f"(requests in flight on each server) and timeout=SECONDS (connect and read, per attempt; default {DEFAULT_TIMEOUT:g})"
+                "(requests in flight on each server) and timeout=SECONDS "
+                f"(connect and read, per attempt; default {DEFAULT_TIMEOUT:g})"
             )
     return urls, per, timeout
 

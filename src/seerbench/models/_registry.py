@@ -157,7 +157,8 @@ def _litellm(rest: str | None, *, base_url: str | None = None, api_key: str | No
 
     if not rest or "/" not in rest:
         raise UnknownModelError(
-            f"model spec 'litellm/{rest or ''}': use litellm/<provider>/<model>, e.g. litellm/anthropic/claude-3-5-haiku-latest"
+            f"model spec 'litellm/{rest or ''}': use litellm/<provider>/<model>, "
+            "e.g. litellm/anthropic/claude-3-5-haiku-latest"
         )
     return LiteLLMBackend(rest)
 

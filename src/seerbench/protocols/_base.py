@@ -213,8 +213,9 @@ class OversightProtocol(ABC):
     def check_question(self, question: Question) -> None:
         if not question.is_binary:
             raise DataError(
-                f"question {question.id!r} has {question.k} options and {len(question.true_cases)} true ones; "
-                f"{self.name} needs two options with exactly one true (use a binary view of the dataset)"
+                f"question {question.id!r} has {question.k} options and {len(question.true_cases)} true "
+                f"ones; {self.name} needs two options with exactly "
+                "one true (use a binary view of the dataset)"
             )
 
     async def run_question(self, question: Question) -> QuestionRun:
@@ -253,8 +254,9 @@ class OversightProtocol(ABC):
             missing = sorted(needs - capabilities(obj))
             if missing:
                 raise ConfigError(
-                    f"{self.name} needs a{'n' if who == 'agent' else ''} {who} that can {', '.join(missing)}; "
-                    f"{getattr(obj, 'name', type(obj).__name__)} ({type(obj).__name__}) cannot"
+                    f"{self.name} needs a{'n' if who == 'agent' else ''} {who} that can "
+                    f"{', '.join(missing)}; {getattr(obj, 'name', type(obj).__name__)} "
+                    f"({type(obj).__name__}) cannot"
                 )
 
 

@@ -59,7 +59,9 @@ class Critique(_Record):
         default=None,
         ge=0.0,
         le=1.0,
-        description="Misleading answers: P(this critique points out the intended flaw), from a model; else null.",
+        description=(
+            "Misleading answers: P(this critique points out the intended flaw), from a model; else null."
+        ),
     )
 
 

@@ -17,7 +17,7 @@ pre{background:#f6f6f6;padding:8px;overflow:auto;max-height:320px;font-size:12px
 .r{color:#1a7f37}.w{color:#c62828}.t{color:#9a6700}.u{color:#777}
 .q-ok{background:#e6f4ea}.q-bad{background:#fde8e8}.q-none{background:#eee}
 .tb-quote{display:inline-block;margin:2px 6px 2px 12px;padding:0 4px;font-size:12px}
-"""
+"""  # noqa: E501
 
 JS = r"""
 (function () {
@@ -132,4 +132,4 @@ JS = r"""
   document.getElementById("tb-next").addEventListener("click", function () { state.page++; render(); });
   apply();
 })();
-"""
+"""  # noqa: E501

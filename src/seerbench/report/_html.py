@@ -104,7 +104,8 @@ def part_overview(r: RunData, i: int) -> str:
         f"<tr><th>judge models</th><td>{esc(', '.join(map(str, cfg.get('judge_models') or [])))}</td></tr>"
         f"<tr><th>agent models</th><td>{esc(', '.join(map(str, cfg.get('agent_models') or [])))}</td></tr>"
         f"<tr><th>elicitation (configured)</th><td>{esc(json.dumps(cfg.get('elicitation')))}</td></tr>"
-        f"<tr><th>elicitation (used, verdicts)</th><td>{esc(', '.join(f'{k} {v}' for k, v in sorted(methods.items())))}</td></tr>"
+        "<tr><th>elicitation (used, verdicts)</th><td>"
+        f"{esc(', '.join(f'{k} {v}' for k, v in sorted(methods.items())))}</td></tr>"
         f"<tr><th>parse failures</th><td>{sum(int(s.get('parse_failures') or 0) for s in _cells(r))} "
         f"(policy: {esc(cfg.get('parse_failures', 'exclude'))})</td></tr>"
         f"<tr><th>unreadable lines skipped</th><td>{skipped}</td></tr>"
@@ -123,8 +124,8 @@ def _usage_row(usage: dict[str, Any] | None) -> str:
     """The overview's usage row: per model, what every run into the folder spent (usage.json)."""
     if not usage:
         return (
-            '<tr><th>usage and cost</th><td class="note">not recorded: the folder was written before seerbench '
-            "kept usage.json (`seerbench run --dry-run` estimates calls and tokens)</td></tr>"
+            '<tr><th>usage and cost</th><td class="note">not recorded: the folder was written before '
+            "seerbench kept usage.json (`seerbench run --dry-run` estimates calls and tokens)</td></tr>"
         )
     head = (
         "model",
@@ -178,7 +179,10 @@ def part_judge_agent(r: RunData, i: int) -> str:
     judges = sorted({str(s["judge"]) for s in cells})
     agents = sorted({str(s["agent"]) for s in cells})
     if len(judges) < 2 and len(agents) < 2:
-        return '<p class="note">one judge and one agent model in this run: ASD by protocol above is the whole table.</p>'
+        return (
+            '<p class="note">one judge and one agent model in this '
+            "run: ASD by protocol above is the whole table.</p>"
+        )
     out = []
     for k, prot in enumerate(sorted({str(s["protocol"]) for s in cells})):
         by = {(str(s["judge"]), str(s["agent"])): _metric(s, "asd") for s in cells if s["protocol"] == prot}
@@ -317,28 +321,31 @@ def part_pressure(r: RunData, i: int) -> str:
 
 
 HOW = {
-    "asd": "Agent score difference: the score of the agent arguing for the truth minus that of the agent arguing "
-    "against it (log score; seed 003). Above 0 the protocol favours the truth; a CI that excludes 0 says so "
-    "with 95% confidence. Points are means, bars 95% bootstrap CIs over questions (over passages where "
-    "questions share one; docs/statistics.md).",
-    "judge": "ASD for each judge (rows) and agent (columns) model, per protocol: where oversight holds up as the agent "
-    "gets stronger or the judge weaker.",
-    "accuracy": "Share of verdicts that put the most probability on the true answer (ties count 1/k). 0.5 is chance on "
-    "two options. Bars: Wilson 95% intervals (at the effective n where questions share a passage).",
-    "betas": "JSE: the judge's expected score (BlindTrust, whose judge adopts the argued answer, is in the table, not the figure); ASE: the expected score of an agent that picks its side with softmax "
-    "temperature β over its own probabilities (β=0 always argues its best guess, β=∞ picks at random).",
-    "calibration": "For each model judge: verdicts bucketed by the judge's largest probability; a point's height is "
-    "how often that answer was right. On the diagonal the judge is calibrated; ECE is the average "
+    "asd": "Agent score difference: the score of the agent arguing for the truth minus that of the agent "
+    "arguing against it (log score; seed 003). Above 0 the protocol favours the truth; a CI that excludes 0 "
+    "says so with 95% confidence. Points are means, bars 95% bootstrap CIs over questions (over passages "
+    "where questions share one; docs/statistics.md).",
+    "judge": "ASD for each judge (rows) and agent (columns) model, per protocol: where oversight holds up "
+    "as the agent gets stronger or the judge weaker.",
+    "accuracy": "Share of verdicts that put the most probability on the true answer (ties count 1/k). 0.5 "
+    "is chance on two options. Bars: Wilson 95% intervals "
+    "(at the effective n where questions share a passage).",
+    "betas": "JSE: the judge's expected score (BlindTrust, whose judge adopts the argued answer, is in the "
+    "table, not the figure); ASE: the expected score of an agent that picks its side with softmax "
+    "temperature β over its own probabilities (β=0 always argues its best guess, β=∞ picks at "
+    "random).",
+    "calibration": "For each model judge: verdicts bucketed by the judge's largest probability; a point's "
+    "height is how often that answer was right. On the diagonal the judge is calibrated; ECE is the average "
     "distance from it, weighted by bucket size (marker area). BlindTrust has no judge and is left out.",
-    "paired": "Each cell minus the baseline protocol's cell with the same judge, question by question (paired): a CI "
-    "that excludes 0 is a difference the questions support.",
-    "pressure": "Optimization pressure (seed 003): cells that differ only in best-of-N. Each point is one N (ASE on the "
-    "x axis, ASD on the y axis, both with CIs); the line's slope says how the truth's advantage moves as "
-    "the agents grow more persuasive (negative: it shrinks).",
-    "browser": "Every question of every cell, a page at a time. Marks: right/wrong/tie is the verdict's most probable "
-    "answer against the truth; quotes are shown verified (found verbatim in the passage), unverified or "
-    "unchecked (no passage). 'wrong verdicts' keeps rows with a wrong or tied verdict; 'parse failures' "
-    "rows whose verdict did not parse.",
+    "paired": "Each cell minus the baseline protocol's cell with the same judge, question by question "
+    "(paired): a CI that excludes 0 is a difference the questions support.",
+    "pressure": "Optimization pressure (seed 003): cells that differ only in best-of-N. Each point is one N "
+    "(ASE on the x axis, ASD on the y axis, both with CIs); the line's slope says how the truth's advantage "
+    "moves as the agents grow more persuasive (negative: it shrinks).",
+    "browser": "Every question of every cell, a page at a time. Marks: right/wrong/tie is the verdict's "
+    "most probable answer against the truth; quotes are shown verified (found verbatim in the passage), "
+    "unverified or unchecked (no passage). 'wrong verdicts' keeps rows with a wrong or tied verdict; 'parse "
+    "failures' rows whose verdict did not parse.",
 }
 
 
@@ -418,7 +425,8 @@ def page(title: str, body: str, *, script: bool) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">'
         f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
-        f'<h1>{esc(title)}</h1><p class="note">seerbench {esc(__version__)} report; one file, no network needed.</p>'
+        f'<h1>{esc(title)}</h1><p class="note">seerbench '
+        f"{esc(__version__)} report; one file, no network needed.</p>"
         + body
         + (f"<script>{JS}</script>" if script else "")
         + "</body></html>\n"
@@ -513,8 +521,8 @@ def render_study(st: StudyData) -> str:
     body = section(
         "study-accuracy",
         "Accuracy by condition",
-        "Share of judgments that chose the true answer (catch trials left out; a timed-out judgment counts as "
-        f"{esc(st.stats['timeout_policy'])}). Bars: 95% CIs from a bootstrap over items and raters.",
+        "Share of judgments that chose the true answer (catch trials left out; a timed-out judgment counts "
+        f"as {esc(st.stats['timeout_policy'])}). Bars: 95% CIs from a bootstrap over items and raters.",
         fig(acc, "study-accuracy")
         + table(("condition", "n", "mean", "95% CI low", "95% CI high"), rows, cls="stats-study-accuracy"),
     )

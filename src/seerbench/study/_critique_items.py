@@ -102,8 +102,8 @@ def validation_items(judgments: Path, critiques: Path) -> list[StudyItem]:
         aid = str(row.get("answer_id"))
         if aid not in answers:
             raise DataError(
-                f"{judgments}:{n}: answer {aid!r} is not in {critiques}; name the critiques.jsonl the critique "
-                "study was created from"
+                f"{judgments}:{n}: answer {aid!r} is not in {critiques}; name the critiques.jsonl the "
+                "critique study was created from"
             )
         t = tasks.setdefault(
             str(row["judgment_id"]),

@@ -244,7 +244,9 @@ def _interval_dict(iv: Interval, n: int, kind: str) -> dict[str, Any]:
     method = (
         "cluster bootstrap (items and raters), Wilson interval at the effective n"
         if kind == "proportion"
-        else "cluster bootstrap (items and raters), t interval (clusters - 1 df) with a Poisson variance floor"
+        else (
+            "cluster bootstrap (items and raters), t interval (clusters - 1 df) with a Poisson variance floor"
+        )
         if kind == "count"
         else "cluster bootstrap (items and raters), t interval (clusters - 1 df)"
     )
@@ -371,8 +373,8 @@ def _tasks(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     for t in tasks.values():
         if t.get("n_critiques") is not None and int(t["n_critiques"]) != len(t["critiques"]):
             raise DataError(
-                f"task {t['judgment_id']}: {len(t['critiques'])} critique rows but n_critiques {t['n_critiques']} "
-                "(a partial export?)"
+                f"task {t['judgment_id']}: {len(t['critiques'])} critique rows but n_critiques "
+                f"{t['n_critiques']} (a partial export?)"
             )
     return list(tasks.values())
 

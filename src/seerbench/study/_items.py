@@ -175,7 +175,8 @@ def load_items(manifest: StudyManifest, base_dir: str | Path = ".") -> list[Stud
                 raise DataError(f"items.{n}: 'judgments' are items of task validation, not critique")
             if manifest.task == "validation" and src.judgments is None:
                 raise DataError(
-                    f"items.{n}: task validation takes 'judgments' (a critique study's export) with 'critiques'"
+                    f"items.{n}: task validation takes 'judgments' "
+                    "(a critique study's export) with 'critiques'"
                 )
             items.append(it)
     if not any(it.catch is None for it in items):

@@ -219,7 +219,8 @@ class JudgmentsMixin(StoreBase):
             assignment_t,
             rater_t.c.external_id,
             rater_t.c.source,
-            # the ids of the link the task was done under (studies made before these columns: the rater's latest)
+            # the ids of the link the task was done under (studies made before these columns: the
+            # rater's latest)
             func.coalesce(assignment_t.c.study_param, rater_t.c.study_param).label("link_study"),
             func.coalesce(assignment_t.c.session_param, rater_t.c.session_param).label("link_session"),
         ).join(rater_t, rater_t.c.id == assignment_t.c.rater_id)

@@ -118,7 +118,8 @@ class ItemSource(_Strict):
         ]
         if self.judgments is not None and self.critiques is None:
             raise ValueError(
-                "'judgments' (a critique study's export) needs 'critiques' (the critiques.jsonl of its answers)"
+                "'judgments' (a critique study's export) needs "
+                "'critiques' (the critiques.jsonl of its answers)"
             )
         if len(given) != 1:
             raise ValueError(
@@ -178,9 +179,9 @@ class Condition(_Strict):
             return {"name": s, "show": list(get_condition(s).show)}
         except ConfigError:
             raise ValueError(
-                f"unknown condition shorthand {v!r}; use {', '.join(JUDGING_CONDITIONS)} (seed 004's letters), "
-                "transcript, baseline, assist, no_assist, KIND.assist, KIND.no_assist (critique tasks), or a "
-                "mapping with name/show/assistance"
+                f"unknown condition shorthand {v!r}; use {', '.join(JUDGING_CONDITIONS)} (seed 004's "
+                "letters), transcript, baseline, assist, no_assist, KIND.assist, KIND.no_assist (critique "
+                "tasks), or a mapping with name/show/assistance"
             ) from None
 
     @property

@@ -252,8 +252,8 @@ def _judgment_summary(scored: Sequence[tuple[float, dict[str, Any]]], seed: int)
 def study_stats(
     rows: Iterable[dict[str, Any]], *, timeout_policy: TimeoutPolicy = "wrong", seed: int = 0
 ) -> dict[str, Any]:
-    """Accuracy (with cluster-bootstrap CIs over items and raters), vote accuracy, ASD, reliance, timeouts and catch-trial accuracy
-    per condition, from export rows or :func:`export_rows`.
+    """Accuracy (with cluster-bootstrap CIs over items and raters), vote accuracy, ASD, reliance,
+    timeouts and catch-trial accuracy per condition, from export rows or :func:`export_rows`.
 
     Catch trials are excluded from every result and reported separately under ``catch``.
     ``timeout_policy``: a timed-out judgment counts as wrong (seed 004's rule, the default), as a

@@ -190,22 +190,23 @@ def catch_rule_notes(m: StudyManifest, items: list[StudyItem]) -> list[str]:
     for cond in m.conditions:
         if not any(eligible(it, cond, m.task) for it in catch_items):
             notes.append(
-                f"catch rule off in condition {cond.name}: no catch trial fits it (seed-004 catch trials need "
-                "snippets or arguments on screen; add explicit ones with catch: true), so the rule never fires there"
+                f"catch rule off in condition {cond.name}: no catch trial fits it (seed-004 catch trials "
+                "need snippets or arguments on screen; add explicit "
+                "ones with catch: true), so the rule never fires there"
             )
         elif most < m.catch_min:
             notes.append(
                 f"catch rule unreachable in condition {cond.name}: a rater does at most {most} tasks there "
-                f"(tasks_per_rater {m.tasks_per_rater} over {n} conditions), fewer than catch_min {m.catch_min}; "
-                f"raise tasks_per_rater to {m.catch_min * n} or lower catch_min"
+                f"(tasks_per_rater {m.tasks_per_rater} over {n} conditions), fewer than catch_min "
+                f"{m.catch_min}; raise tasks_per_rater to {m.catch_min * n} or lower catch_min"
             )
         elif min(m.catch_per_condition, least) < m.catch_min:
             given = min(m.catch_per_condition, least)
             expected = given + m.catch_rate * (least - given)
             notes.append(
-                f"catch rule fires only by chance in condition {cond.name}: raters get about {expected:.1f} catch "
-                f"trials there, fewer than catch_min {m.catch_min}; set catch_per_condition: {m.catch_min} "
-                f"(and tasks_per_rater >= {m.catch_min * n}) to guarantee them"
+                f"catch rule fires only by chance in condition {cond.name}: raters get about {expected:.1f} "
+                f"catch trials there, fewer than catch_min {m.catch_min}; set catch_per_condition: "
+                f"{m.catch_min} (and tasks_per_rater >= {m.catch_min * n}) to guarantee them"
             )
     return notes
 

@@ -70,8 +70,9 @@ class StudyStore(SlotsMixin, RatersMixin):
                 header = f.read(16)
             if header != b"SQLite format 3\x00":  # checked before opening: SQLite would write to the file
                 raise ConfigError(
-                    f"{db} is not a study database ({'an empty file' if not header else 'not an SQLite file'}); "
-                    f"give the --db that `seerbench study create` wrote"
+                    f"{db} is not a study database "
+                    f"({'an empty file' if not header else 'not an SQLite file'}); "
+                    "give the --db that `seerbench study create` wrote"
                 )
         self.url = database_url(db)
         self.engine = _make_engine(self.url)
@@ -133,9 +134,9 @@ class StudyStore(SlotsMixin, RatersMixin):
             if not manifest.allow_missing_passage:
                 raise ConfigError(
                     f"conditions that show the passage have items without one (no source_text): {desc}; add "
-                    "the passages (for single_turn_debate: `seerbench datasets convert ... -o quality_path=FILE`), "
-                    "use conditions without 'passage' (Q, or {name: ..., show: [snippets, arguments]}), or set "
-                    "allow_missing_passage: true to show them without"
+                    "the passages (for single_turn_debate: `seerbench datasets convert ... -o "
+                    "quality_path=FILE`), use conditions without 'passage' (Q, or {name: ..., show: "
+                    "[snippets, arguments]}), or set allow_missing_passage: true to show them without"
                 )
             notes.append(f"shown without a passage (allow_missing_passage): {desc}")
         # every item should fit a rater's quota: a rater never sees a question twice
@@ -147,9 +148,9 @@ class StudyStore(SlotsMixin, RatersMixin):
             what = "tasks_per_rater" if manifest.min_tasks_for_code is None else "min_tasks_for_code"
             raise ConfigError(
                 f"{what} {least} exceeds the {distinct} distinct questions"
-                f"{f' ({len(merged)} merged as duplicates)' if merged else ''}: a rater never sees a question "
-                f"twice, so no rater could earn the completion code; set {what} to at most {distinct} "
-                "or add items"
+                f"{f' ({len(merged)} merged as duplicates)' if merged else ''}: a rater never sees a "
+                f"question twice, so no rater could earn the completion code; set {what} to at most "
+                f"{distinct} or add items"
             )
         url = database_url(db)
         new_file = "://" not in str(db) and not Path(db).exists()
