@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,8 @@ from seerbench.analysis import pressure_section
 from seerbench.errors import ConfigError
 from seerbench.metrics import DEFAULT_EPS, SCORE_TYPES, FailurePolicy
 from seerbench.results import CELL_AXES, CellStats, paired, rescore
-from seerbench.schema import LineError, numbered_lines, parse_line
+from seerbench.schema import check_line
+from seerbench.store import RecordReader
 
 
 def check_eps(eps: float) -> float:
@@ -54,28 +55,20 @@ def check_policy(policy: str) -> FailurePolicy:
     return policy  # type: ignore[return-value]
 
 
-class ResultsFile:
-    """The usable lines of one results file, read one line at a time (a 10^5-line file is never
-    held whole): iterate it for the lines as dicts; afterwards ``skipped`` counts the lines left
-    out (a torn last line left by a crash, or a line that does not fit the results schema,
-    :mod:`seerbench.schema`), and why each was is appended to ``reasons`` (``FILE:LINE: reason``)
-    when given. A file written by a newer schema version raises :class:`DataError` (upgrade)."""
+class ResultsFile(RecordReader):
+    """The usable lines of one results file, read one line at a time through the record store
+    (:class:`seerbench.store.RecordReader`; a 10^5-line file is never held whole): iterate it for
+    the lines as dicts. Afterwards ``skipped`` counts the lines left out as unusable (a torn last
+    line left by a crash, or a line that does not fit the results schema, :mod:`seerbench.schema`),
+    ``foreign`` the lines of another cell config (their ``fingerprint`` is not ``fingerprint``),
+    ``duplicates`` a question's lines after its first; why each was is appended to ``reasons``
+    (``FILE:LINE: reason``) when given. A file written by a newer schema version raises
+    :class:`DataError` (upgrade)."""
 
-    def __init__(self, path: Path, *, reasons: list[str] | None = None) -> None:
-        self.path = Path(path)
-        self.reasons = reasons
-        self.skipped = 0
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        for n, raw in numbered_lines(self.path):
-            try:
-                line = parse_line(raw)
-            except LineError as e:
-                self.skipped += 1
-                if self.reasons is not None:
-                    self.reasons.append(f"{self.path}:{n}: {e}")
-                continue
-            yield line
+    def __init__(
+        self, path: Path, *, reasons: list[str] | None = None, fingerprint: str | None = None
+    ) -> None:
+        super().__init__(path, "question_id", fingerprint=fingerprint, check=check_line, reasons=reasons)
 
 
 def read_results(path: Path, *, reasons: list[str] | None = None) -> tuple[list[dict[str, Any]], int]:
@@ -98,8 +91,20 @@ class Cell:
     def results_path(self) -> Path:
         return self.folder / "results.jsonl"
 
+    @property
+    def fingerprint(self) -> str | None:
+        """The cell's fingerprint (``cell.json``): a line carrying another is foreign."""
+        fp = self.info.get("fingerprint")
+        return fp if isinstance(fp, str) else None
+
+    def results(self, reasons: list[str] | None = None) -> ResultsFile:
+        """The cell's results file, read against its fingerprint."""
+        return ResultsFile(self.results_path, reasons=reasons, fingerprint=self.fingerprint)
+
     def read(self, reasons: list[str] | None = None) -> tuple[list[dict[str, Any]], int]:
-        return read_results(self.results_path, reasons=reasons)
+        f = self.results(reasons)
+        lines = list(f)
+        return lines, f.skipped
 
 
 class RunFolder:
@@ -202,6 +207,48 @@ UNFINISHED = (
 )
 
 
+FAILED = (
+    "{n} question(s) failed (their model calls failed after retries, see the run's output), so n leaves "
+    "them out; run the config again to retry them"
+)
+_LEFT_OUT = {
+    "foreign": (
+        "{n} line(s) were written by another config (their fingerprint is not this cell's) and are not "
+        "counted; run this config again to redo those questions"
+    ),
+    "duplicate": "{n} duplicate line(s) of a question already read are not counted (the first line counts)",
+}
+
+
+def _stats_json(cell: Cell) -> dict[str, Any] | None:
+    try:
+        rec = json.loads((cell.folder / "stats.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return rec if isinstance(rec, dict) else None
+
+
+def cell_counts(cell: Cell, f: ResultsFile, n_read: int) -> dict[str, Any]:
+    """What a cell's numbers leave out, after ``f`` (its results, read to the end, ``n_read``
+    usable lines): ``failed`` questions (of the last run to finish the cell), ``unstarted`` ones
+    (the run's questions with neither a line nor a failure; None when the folder does not say how
+    many the run had), ``skipped_lines`` (torn or unusable), ``foreign_lines`` (another config's),
+    ``duplicate_lines``, and ``unfinished``: true while the cell has no ``stats.json`` (the run
+    stopped before it ended) or has failed or unstarted questions."""
+    done = _stats_json(cell)
+    failed = int((done or {}).get("n_errors") or 0)
+    planned = (done or {}).get("n_planned", cell.info.get("n_planned"))
+    unstarted = max(0, int(planned) - n_read - failed) if isinstance(planned, int) else None
+    return {
+        "failed": failed,
+        "unstarted": unstarted,
+        "skipped_lines": f.skipped,
+        "foreign_lines": f.foreign,
+        "duplicate_lines": f.duplicates,
+        "unfinished": done is None or failed > 0 or bool(unstarted),
+    }
+
+
 def summarize_run(
     run_dir: str | Path,
     *,
@@ -214,6 +261,9 @@ def summarize_run(
     """Statistics of every cell of a run folder, rescored with ``eps`` and ``parse_failures``
     (default: the run's own), plus paired differences against the protocol folder ``baseline``
     on the same questions. Pure: the folder is not changed.
+
+    Each cell's stats carry the counts of :func:`cell_counts` (failed, unstarted, skipped,
+    foreign and duplicate lines, unfinished).
 
     Returns ``{"run_dir", "cells": [stats...], "paired": [...], "skipped_lines": n}``; when grid
     cells have no finished question yet, ``not_started`` (their keys); when lines were skipped,
@@ -232,9 +282,11 @@ def summarize_run(
     for cell in folder.cells():
         # one line at a time: a cell keeps a few floats per question, never its lines
         acc = CellStats(betas=betas, paired_score=score if baseline else None)
-        f = ResultsFile(cell.results_path, reasons=reasons)
+        f = cell.results(reasons)
+        n_read = 0
         for ln in f:
             acc.add(rescore(ln, eps=eps_v, policy=policy, betas=betas))
+            n_read += 1
         skipped += f.skipped
         s = acc.stats(
             cell_meta(acc, cell),
@@ -243,11 +295,14 @@ def summarize_run(
             n_boot=cfg.get("n_boot", 2000),
             seed=cfg.get("seed", 0),
         )
-        if f.skipped:
-            s["skipped_lines"] = f.skipped
-        if not (cell.folder / "stats.json").is_file():
-            s["unfinished"] = True
+        s.update(cell_counts(cell, f, n_read))
+        if s["unfinished"] and (s["unstarted"] or not (cell.folder / "stats.json").is_file()):
             s["diagnostics"]["warnings"].insert(0, UNFINISHED)
+        for what, n in (("foreign", s["foreign_lines"]), ("duplicate", s["duplicate_lines"])):
+            if n:
+                s["diagnostics"]["warnings"].insert(0, _LEFT_OUT[what].format(n=n))
+        if s["failed"]:
+            s["diagnostics"]["warnings"].insert(0, FAILED.format(n=s["failed"]))
         cells.append((acc if baseline else [], s))  # the per-question values only for paired differences
     if not cells:
         raise ConfigError(f"no results.jsonl under {folder.path}: the run has not finished a question yet")
@@ -330,6 +385,7 @@ __all__ = [
     "Cell",
     "ResultsFile",
     "RunFolder",
+    "cell_counts",
     "check_beta",
     "check_eps",
     "check_policy",

@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seerbench.errors import DataError
+from seerbench.store import numbered_lines
 from seerbench.types import Question, Turn
 
 #: The results-line layout this seerbench writes and reads.
@@ -174,16 +175,3 @@ def iter_result_lines(path: str | Path, *, skip_bad: bool = True) -> Iterator[Re
         except LineError as e:
             if not skip_bad:
                 raise LineError(f"{p}:{n}: {e}") from None
-
-
-def numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """(line number, raw line) of each non-blank line of a file, read one line at a time;
-    :class:`DataError` when the file cannot be read."""
-    try:
-        f = path.open("rb")
-    except OSError as e:
-        raise DataError(f"cannot read {path}: {e.strerror or e}") from None
-    with f:
-        for n, raw in enumerate(f, 1):
-            if raw.strip():
-                yield n, raw

@@ -25,7 +25,6 @@ from seerbench.experiment._config import (
     explain,
 )
 from seerbench.experiment._executor import Executor, LocalExecutor
-from seerbench.experiment._files import _load_done
 from seerbench.experiment._ray import RayExecutor
 from seerbench.experiment._runner import CellPlan, Experiment, ModelFactory, RunResult, RunSpec
 
@@ -44,6 +43,5 @@ __all__ = [
     "RayExecutor",
     "RunResult",
     "RunSpec",
-    "_load_done",
     "explain",
 ]

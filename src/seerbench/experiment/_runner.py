@@ -23,13 +23,10 @@ from seerbench.experiment._components import Entry, build, entry_code, entry_lab
 from seerbench.experiment._config import _PATH_KEYS, REPLAY, ExperimentConfig, _hash
 from seerbench.experiment._executor import Executor, LocalExecutor
 from seerbench.experiment._files import (
-    _atomic_write,
     _diff_keys,
     _gather_cancelling,
     _group,
     _legacy_fingerprint,
-    _load_done,
-    _records,
 )
 from seerbench.experiment._inspect import CountingBackend, RecordingModel
 from seerbench.experiment._questions import QuestionStore
@@ -39,6 +36,7 @@ from seerbench.models._usage import default_tracker, record_usage
 from seerbench.plugins import code_hash
 from seerbench.prompts import check_prompts_dir, template_hashes
 from seerbench.protocols import PROTOCOLS, OversightProtocol, get_protocol
+from seerbench.store import RecordReader, atomic_write_text, done_keys
 from seerbench.tools import get_tools
 from seerbench.types import Question
 
@@ -433,7 +431,8 @@ class Experiment:
             if not path.exists():
                 continue
             bad = []
-            for ln in _records(path):  # one line at a time
+            own = RecordReader(path, "question_id", fingerprint=_hash(self.cell_identity(spec)))
+            for ln in own:  # one line at a time; foreign lines are done again, not compared
                 i = store.position.get(ln["question_id"])
                 if i is not None and ln.get("question") != store.as_json(i):
                     bad.append(ln["question_id"])
@@ -482,7 +481,7 @@ class Experiment:
                 from seerbench.runs import read_experiment_json
 
                 old_cells = dict(read_experiment_json(meta_path).get("cells") or {})
-            _atomic_write(
+            atomic_write_text(
                 meta_path,
                 json.dumps(
                     {
@@ -496,14 +495,14 @@ class Experiment:
                     indent=2,
                 ),
             )
-            _atomic_write(
+            atomic_write_text(
                 out / "config.yaml", yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False)
             )
             for s in specs:
                 d = out / s.protocol_dir / s.pair_dir
                 d.mkdir(parents=True, exist_ok=True)
                 ident = self.cell_identity(s)
-                _atomic_write(
+                atomic_write_text(
                     d / "cell.json",
                     json.dumps({"cell": s.key, "fingerprint": _hash(ident), "identity": ident}, indent=2),
                 )
@@ -540,7 +539,7 @@ class Experiment:
             if out.is_dir():
                 record_usage(out / "usage.json", before, default_tracker().snapshot())
         all_stats = {r.spec.key: r.stats for r in results}
-        _atomic_write(out / "all_stats.json", json.dumps(all_stats, indent=2, allow_nan=True))
+        atomic_write_text(out / "all_stats.json", json.dumps(all_stats, indent=2, allow_nan=True))
         return results
 
     def run(self, **kw: Any) -> list[RunResult]:
@@ -562,7 +561,7 @@ class Experiment:
         for spec in specs:
             path = out / spec.protocol_dir / spec.pair_dir / "results.jsonl"
             done = (
-                _load_done(path, truncate=False)
+                done_keys(path, "question_id", fingerprint=_hash(self.cell_identity(spec)), repair=False)
                 if path.exists() and not self._conflicts(out, [spec])
                 else set()
             )

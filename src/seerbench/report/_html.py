@@ -106,6 +106,16 @@ def _metric(s: dict[str, Any], key: str) -> dict[str, Any] | None:
     return m if key == "judge_accuracy" else m.get(SCORE)
 
 
+#: What a cell's numbers leave out (:func:`seerbench.runs.cell_counts`), as the overview names it.
+_NOT_COUNTED = {
+    "failed": "failed",
+    "unstarted": "unstarted",
+    "skipped_lines": "unreadable lines",
+    "foreign_lines": "foreign lines",
+    "duplicate_lines": "duplicate lines",
+}
+
+
 def part_overview(r: RunData, i: int) -> str:
     cfg = r.config
     ds = cfg.get("dataset")
@@ -122,6 +132,7 @@ def part_overview(r: RunData, i: int) -> str:
             + num(s.get("n_scored"), "n_scored")
             + num(s.get("parse_failures"), "parse_failures")
             + num(s.get("n_excluded"), "n_excluded")
+            + "".join(num(s.get(k), k) for k in _NOT_COUNTED)
             + f"<td>{esc(', '.join(f'{k} {v}' for k, v in sorted(counts.items())))}</td></tr>"
         )
     skipped = r.summary.get("skipped_lines") or 0
@@ -141,7 +152,15 @@ def part_overview(r: RunData, i: int) -> str:
         + _usage_row(r.usage)
         + "</tbody></table>"
         + table(
-            ("cell", "questions", "scored", "parse failures", "excluded", "verdicts by method"),
+            (
+                "cell",
+                "questions",
+                "scored",
+                "parse failures",
+                "excluded",
+                *_NOT_COUNTED.values(),
+                "verdicts by method",
+            ),
             rows,
             cls="cells",
         )
