@@ -68,7 +68,9 @@ class ResultsFile(RecordReader):
     def __init__(
         self, path: Path, *, reasons: list[str] | None = None, fingerprint: str | None = None
     ) -> None:
-        super().__init__(path, "question_id", fingerprint=fingerprint, check=check_line, reasons=reasons)
+        super().__init__(
+            path, "question_id", fingerprint=fingerprint, check=check_line, reasons=reasons, warn=False
+        )
 
 
 def read_results(path: Path, *, reasons: list[str] | None = None) -> tuple[list[dict[str, Any]], int]:
@@ -77,6 +79,17 @@ def read_results(path: Path, *, reasons: list[str] | None = None) -> tuple[list[
     f = ResultsFile(path, reasons=reasons)
     lines = list(f)
     return lines, f.skipped
+
+
+def cell_fingerprint(results_path: Path) -> str | None:
+    """The fingerprint in the ``cell.json`` beside a results file (None without one): a line
+    carrying another is foreign."""
+    try:
+        info = json.loads((Path(results_path).parent / "cell.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    fp = info.get("fingerprint") if isinstance(info, dict) else None
+    return fp if isinstance(fp, str) else None
 
 
 @dataclass
@@ -386,6 +399,7 @@ __all__ = [
     "ResultsFile",
     "RunFolder",
     "cell_counts",
+    "cell_fingerprint",
     "check_beta",
     "check_eps",
     "check_policy",

@@ -26,13 +26,16 @@ Readers stream: a file is read one line at a time and only keys are held.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from seerbench.errors import DataError
+from seerbench.errors import DataError, SeerbenchError
+
+log = logging.getLogger("seerbench.store")
 
 #: A record check: the record as it is, or ValueError (e.g. schema.LineError) saying why not.
 Check = Callable[[dict[str, Any]], dict[str, Any]]
@@ -134,9 +137,13 @@ def _parse_why(raw: bytes) -> tuple[dict[str, Any] | None, str]:
     return (rec, "") if isinstance(rec, dict) else (None, "not a JSON object")
 
 
-def record_key(rec: dict[str, Any], key: str) -> str | None:
+#: What identifies a record: a field's name, or a function of the record (None: it has none).
+Key = str | Callable[[dict[str, Any]], Any]
+
+
+def record_key(rec: dict[str, Any], key: Key) -> str | None:
     """The record's key as text, or None when it has none usable."""
-    v = rec.get(key)
+    v = key(rec) if callable(key) else rec.get(key)
     if isinstance(v, bool) or not isinstance(v, str | int):
         return None
     return str(v)
@@ -168,17 +175,25 @@ class RecordReader:
     torn last line left by a crash, junk, a line of another layout), ``foreign`` lines carrying
     another ``fingerprint``, and ``duplicates`` later lines of a key already read (the first
     wins). Why each line was left out is appended to ``reasons`` (``FILE:LINE: reason``) when
-    given. With ``missing_ok``, a file that does not exist reads as empty."""
+    given. With ``missing_ok``, a file that does not exist reads as empty.
+
+    With ``strict`` (files people also write by hand), an unusable line other than a torn last
+    line raises :class:`DataError` naming it; a torn last line (no newline, does not parse: what a
+    crash leaves) is skipped and reported either way. With ``warn``, what was left out is logged
+    as one warning when the file has been read (readers whose callers show the counts turn it
+    off)."""
 
     def __init__(
         self,
         path: str | Path,
-        key: str,
+        key: Key,
         *,
         fingerprint: str | None = None,
         check: Check | None = None,
         reasons: list[str] | None = None,
         missing_ok: bool = False,
+        strict: bool = False,
+        warn: bool = True,
     ) -> None:
         self.path = Path(path)
         self.key = key
@@ -186,13 +201,30 @@ class RecordReader:
         self.check = check
         self.reasons = reasons
         self.missing_ok = missing_ok
+        self.strict = strict
+        self.warn = warn
+        self.first_reason: str | None = None
         self.skipped = 0
         self.foreign = 0
         self.duplicates = 0
 
+    @property
+    def _key_name(self) -> str:
+        return self.key if isinstance(self.key, str) else "id"
+
     def _left_out(self, n: int, why: str) -> None:
+        where = f"{self.path}:{n}: {why}"
+        if self.first_reason is None:
+            self.first_reason = where
         if self.reasons is not None:
-            self.reasons.append(f"{self.path}:{n}: {why}")
+            self.reasons.append(where)
+
+    def _unusable(self, n: int, raw: bytes, why: str) -> None:
+        torn = not raw.endswith(b"\n")
+        if self.strict and not torn:
+            raise DataError(f"{self.path}:{n}: {why}")
+        self.skipped += 1
+        self._left_out(n, "a torn last line (what a crash leaves)" if torn else why)
 
     def numbered(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """(line number, record) of each usable record."""
@@ -202,33 +234,48 @@ class RecordReader:
         for n, raw in numbered_lines(self.path):
             rec, why = _parse_why(raw)
             if rec is None:
-                self.skipped += 1
-                self._left_out(n, why)
+                self._unusable(n, raw, why)
                 continue
             if self.check is not None:
                 try:
                     rec = self.check(rec)
+                except SeerbenchError:
+                    raise  # e.g. a newer schema version: for the user, never a skipped line
                 except ValueError as e:
-                    self.skipped += 1
-                    self._left_out(n, str(e))
+                    self._unusable(n, raw, str(e))
                     continue
             k = record_key(rec, self.key)
             if k is None:
-                self.skipped += 1
-                self._left_out(n, f"no {self.key}")
+                self._unusable(n, raw, f"no {self._key_name}")
                 continue
             if is_foreign(rec, self.fingerprint):
                 self.foreign += 1
                 self._left_out(
-                    n, f"{self.key} {k}: written by another config (fingerprint {rec.get('fingerprint')})"
+                    n,
+                    f"{self._key_name} {k}: written by another config (fingerprint {rec.get('fingerprint')})",
                 )
                 continue
             if k in seen:
                 self.duplicates += 1
-                self._left_out(n, f"{self.key} {k}: a duplicate (its first line is counted)")
+                self._left_out(n, f"{self._key_name} {k}: a duplicate (its first line is counted)")
                 continue
             seen.add(k)
             yield n, rec
+        if self.warn and self.first_reason is not None:
+            log.warning("%s: %s not read (first: %s)", self.path, self.describe(), self.first_reason)
+
+    def describe(self) -> str:
+        """'1 unreadable, 2 duplicate line(s)': what was left out, in words ('' when nothing)."""
+        parts = [
+            f"{n} {what}"
+            for n, what in (
+                (self.skipped, "unreadable"),
+                (self.foreign, "foreign (another config's)"),
+                (self.duplicates, "duplicate"),
+            )
+            if n
+        ]
+        return ", ".join(parts) + " line(s)" if parts else ""
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for _, rec in self.numbered():

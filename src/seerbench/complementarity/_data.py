@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from seerbench.errors import ConfigError, DataError
+from seerbench.store import RecordReader, atomic_write_lines
 
 ACCURATE = "accurate"
 INACCURATE = "inaccurate"
@@ -81,13 +82,14 @@ def write_ai_ratings(ratings: Iterable[AIRating], path: str | Path) -> Path:
     if p.suffix != ".jsonl":
         p.mkdir(parents=True, exist_ok=True)
         p = p / "ratings.jsonl"
-    with p.open("w", encoding="utf-8") as f:
-        for r in ratings:
-            f.write(json.dumps(asdict(r)) + "\n")
-    return p
+    return atomic_write_lines(p, (json.dumps(asdict(r)) for r in ratings))
 
 
 def _read_ratings_jsonl(path: str | Path) -> list[AIRating]:
+    """The ratings of a ``ratings.jsonl``, read through the record store
+    (:class:`seerbench.store.RecordReader`): a malformed line raises :class:`DataError` naming it;
+    a torn last line (what a crash leaves) and a repeated ``item_id`` (the first line counts) are
+    skipped with a warning."""
     p = Path(path)
     if p.is_dir():
         p = p / "ratings.jsonl"
@@ -96,11 +98,8 @@ def _read_ratings_jsonl(path: str | Path) -> list[AIRating]:
             f"{p} does not exist; give the AI rater's run folder (with ratings.jsonl) or the file"
         )
     out = []
-    for n, raw in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not raw.strip():
-            continue
+    for n, d in RecordReader(p, "item_id", strict=True).numbered():
         try:
-            d = json.loads(raw)
             conf = d.get("confidence")
             r = AIRating(
                 item_id=str(d["item_id"]),
@@ -113,7 +112,7 @@ def _read_ratings_jsonl(path: str | Path) -> list[AIRating]:
                 votes=d.get("votes"),
                 trace=d.get("trace") or {},
             )
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError) as e:
             raise DataError(f"{p}:{n}: not an AI rating line ({type(e).__name__}: {e})") from None
         out.append(r)
     return out

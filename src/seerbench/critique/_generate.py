@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from seerbench._resume import claim_folder, config_path, content_id, keep_in_order
+from seerbench._resume import claim_folder, config_path, content_id
 from seerbench.config import explain_validation, read_yaml_mapping
 from seerbench.critique._answers import (
     FLAW_KINDS,
@@ -36,6 +36,7 @@ from seerbench.errors import ConfigError, DataError
 from seerbench.experiment._config import ElicitationSpec
 from seerbench.models import Model, elicit, get_model
 from seerbench.quotes import verify_quote
+from seerbench.store import append_line, atomic_write_text, keep_in_order
 from seerbench.types import Question
 
 __all__ = [
@@ -434,8 +435,7 @@ async def generate_critiques(
             except Exception as e:  # a model failure (after retries): this answer failed, not the run
                 failed.append((t.answer.answer_id, f"{type(e).__name__}: {e}"))
             else:
-                with path.open("a", encoding="utf-8") as f:
-                    f.write(dump_answer(ans) + "\n")
+                append_line(path, dump_answer(ans))
             n_done += 1
             if progress:
                 progress(n_done, len(todos), len(failed))
@@ -444,5 +444,5 @@ async def generate_critiques(
     keep_in_order(path, "answer_id", order)  # the answers' order
     answers = read_critiques(path)
     summary = critique_summary(answers, seed=cfg.seed)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2))
     return CritiqueRun(out, answers, failed, resumed=len(todos) - len(todo), summary=summary)
