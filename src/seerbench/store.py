@@ -174,7 +174,7 @@ class RecordReader:
     records as dicts. Afterwards ``skipped`` counts lines that do not parse or fail ``check`` (a
     torn last line left by a crash, junk, a line of another layout), ``foreign`` lines carrying
     another ``fingerprint``, and ``duplicates`` later lines of a key already read (the first
-    wins). Why each line was left out is appended to ``reasons`` (``FILE:LINE: reason``) when
+    wins; with ``key`` None records have no identity and none is a duplicate). Why each line was left out is appended to ``reasons`` (``FILE:LINE: reason``) when
     given. With ``missing_ok``, a file that does not exist reads as empty.
 
     With ``strict`` (files people also write by hand), an unusable line other than a torn last
@@ -186,7 +186,7 @@ class RecordReader:
     def __init__(
         self,
         path: str | Path,
-        key: Key,
+        key: Key | None,
         *,
         fingerprint: str | None = None,
         check: Check | None = None,
@@ -244,6 +244,9 @@ class RecordReader:
                 except ValueError as e:
                     self._unusable(n, raw, str(e))
                     continue
+            if self.key is None:  # records without identity (e.g. export rows): nothing to dedupe
+                yield n, rec
+                continue
             k = record_key(rec, self.key)
             if k is None:
                 self._unusable(n, raw, f"no {self._key_name}")

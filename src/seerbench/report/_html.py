@@ -20,6 +20,7 @@ from seerbench.report import _figures as F
 from seerbench.report._assets import CSS, JS
 from seerbench.report._data import RunData, StudyData, load_run, load_study
 from seerbench.runs import json_safe
+from seerbench.store import atomic_write_text
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 SCORE = "log"  # the score type of `stats --json`'s default, which the report shows
@@ -519,7 +520,7 @@ def build_report(
         path = Path(complementarity[0]).with_suffix(".html")
     if not run_dirs:
         names = ", ".join([label for label, _ in comp] + [c["label"] for c in crit])
-        path.write_text(page(f"seerbench report: {names}", extra, script=False), encoding="utf-8")
+        atomic_write_text(path, page(f"seerbench report: {names}", extra, script=False))
         return path
     questions: list[list[Any]] = []
     qindex: dict[str, int] = {}
@@ -536,7 +537,7 @@ def build_report(
                 cell_offset=sum(len(r.cells) for r in runs),
             )
         )
-    path.write_text(render_runs(runs, questions, extra), encoding="utf-8")
+    atomic_write_text(path, render_runs(runs, questions, extra))
     return path
 
 
@@ -670,5 +671,5 @@ def build_study_report(db: str | Path, out: str | Path | None = None) -> Path:
     F.require_matplotlib()
     st = load_study(db)
     path = Path(out) if out is not None else Path(db).with_suffix(".report.html")
-    path.write_text(render_study(st), encoding="utf-8")
+    atomic_write_text(path, render_study(st))
     return path

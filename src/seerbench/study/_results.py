@@ -19,6 +19,7 @@ from typing import Any, Literal, TextIO
 from seerbench.analysis import summarize
 from seerbench.errors import ConfigError, DataError
 from seerbench.metrics import question_scores, score
+from seerbench.store import RecordReader, atomic_path, atomic_write_lines
 from seerbench.study._schema import Assignment
 from seerbench.study._storage import StudyStore
 from seerbench.types import AnswerCase, Question, Verdict
@@ -155,11 +156,9 @@ def write_export(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     """Write rows as ``.csv`` (lists joined with ``|``) or ``.jsonl``."""
     p = Path(path)
     if p.suffix == ".jsonl":
-        with p.open("w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row) + "\n")
+        atomic_write_lines(p, (json.dumps(row) for row in rows))
     elif p.suffix == ".csv":
-        with p.open("w", encoding="utf-8", newline="") as f:
+        with atomic_path(p) as tmp, tmp.open("w", encoding="utf-8", newline="") as f:
             write_csv(f, rows)
     else:
         raise ConfigError(f"export file {p} must end in .csv or .jsonl")
@@ -219,7 +218,7 @@ def read_export(path: str | Path) -> list[dict[str, Any]]:
     if not p.is_file():
         raise DataError(f"export file {p} does not exist")
     if p.suffix == ".jsonl":
-        return [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return list(RecordReader(p, None, strict=True))  # a torn last line: skipped with a warning
     if p.suffix != ".csv":
         raise ConfigError(f"export file {p} must end in .csv or .jsonl")
     out = []
