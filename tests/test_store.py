@@ -216,6 +216,8 @@ def test_failed_questions_are_shown_in_stats_and_the_report(tmp_path: Path) -> N
     out = tmp_path / "out"
     (res,) = Experiment(_cfg(out, judge_models=["scripted:st-flaky"]), questions=QUESTIONS).run()
     assert res.n_errors == 2
+    # what `run` prints (its stats.json) states them as `stats` does
+    assert (res.stats["failed"], res.stats["unstarted"], res.stats["unfinished"]) == (2, 0, True)
     c = _cell(_stats(out), "NaiveJudge/J_scripted-st-flaky")
     assert (c["n_questions"], c["failed"], c["unstarted"], c["unfinished"]) == (6, 2, 0, True)
     assert any("2 question(s) failed" in w for w in c["diagnostics"]["warnings"])
@@ -224,6 +226,31 @@ def test_failed_questions_are_shown_in_stats_and_the_report(tmp_path: Path) -> N
     assert r.exit_code == 0, r.output
     html = (out / "report.html").read_text()
     assert 'data-k="failed" data-v="2"' in html and 'data-k="unstarted" data-v="0"' in html
+
+
+# ---- one torn-line policy everywhere ---------------------------------------------------------------------
+
+
+def test_study_items_from_run_output_skip_a_torn_last_line_as_stats_does(tmp_path: Path) -> None:
+    from seerbench.study import load_manifest
+    from seerbench.study._items import load_items
+    from tests.study.conftest import base_manifest
+
+    out = tmp_path / "out"
+    _run(out, protocols=["Consultancy"])
+    cell = "Consultancy_t1/A_scripted-st-agent_J_scripted-st-judge"
+    res = out / cell / "results.jsonl"
+    m = load_manifest(base_manifest(items=[{"results": str(res)}], conditions=["transcript"]))
+    before = [i.key for i in load_items(m, tmp_path)]
+    assert len(before) == 16  # 8 questions, a transcript per answer case
+    with open(res, "a") as f:
+        f.write('{"question_id": "q9", "answ')  # what a crash mid-write leaves
+    assert [i.key for i in load_items(m, tmp_path)] == before
+    assert _cell(_stats(out), cell)["skipped_lines"] == 1
+    with open(res, "a") as f:
+        f.write("\n")  # the same text, now a complete line of junk: refused, naming it
+    with pytest.raises(DataError, match=r"results.jsonl:9: not JSON"):
+        load_items(m, tmp_path)
 
 
 # ---- 4. a rating and its samples ---------------------------------------------------------------------------

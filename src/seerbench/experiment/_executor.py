@@ -133,6 +133,7 @@ class CellWriter:
         self.exp = exp
         self.spec = spec
         self.rank = questions.dataset_order
+        self.in_run = questions.position  # this run's questions (dataset_order also past the limit)
         self.dir = out / spec.protocol_dir / spec.pair_dir
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / "results.jsonl"
@@ -187,7 +188,14 @@ class CellWriter:
         self.close()
         cfg = self.exp.config
         acc = CellStats()
-        finalise(self.path, "question_id", self.rank, fingerprint=self.fingerprint, on_line=acc.add)
+        n_in_run = 0  # lines of this run's questions (a file may hold more, from a larger limit)
+
+        def add(line: dict[str, Any]) -> None:
+            nonlocal n_in_run
+            acc.add(line)
+            n_in_run += line["question_id"] in self.in_run
+
+        finalise(self.path, "question_id", self.rank, fingerprint=self.fingerprint, on_line=add)
         stats = acc.stats(
             {"cell": self.spec.key, **self.meta},
             eps=cfg.eps,
@@ -197,6 +205,17 @@ class CellWriter:
         )
         stats["n_errors"] = len(self.errors)
         stats["n_planned"] = self.total
+        # what n leaves out, as `seerbench stats` states it (the rewrite above dropped torn,
+        # foreign and duplicate lines)
+        unstarted = max(0, self.total - n_in_run - len(self.errors))
+        stats.update(
+            failed=len(self.errors),
+            unstarted=unstarted,
+            skipped_lines=0,
+            foreign_lines=0,
+            duplicate_lines=0,
+            unfinished=bool(self.errors or unstarted),
+        )
         atomic_write_text(self.dir / "stats.json", json.dumps(stats, indent=2, allow_nan=True))
         return RunResult(self.spec, stats, self.n_done, len(self.errors), self.errors)
 
