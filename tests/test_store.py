@@ -135,9 +135,13 @@ def test_reader_skips_torn_foreign_and_duplicate_lines_and_says_why(tmp_path: Pa
     assert reasons[-1].endswith("a torn last line (what a crash leaves)")
     # strict (files people write by hand): junk is refused, naming it; a torn last line is not
     with pytest.raises(DataError, match=r"r.jsonl:5: no question_id"):
-        list(store.RecordReader(p, "question_id", fingerprint="F", strict=True))
+        list(store.RecordReader(p, "question_id", fingerprint="F", strict=True, refuse_duplicates=False))
     p.write_text(json.dumps(rows[0]) + "\n" + '{"question_id": "d", "v')
     assert [x["v"] for x in store.RecordReader(p, "question_id", strict=True)] == [1]
+    p.write_text(json.dumps(rows[0]) + "\n" + json.dumps(rows[2]) + "\n")
+    with pytest.raises(DataError, match=r"r.jsonl:2: question_id 'a' appears twice"):
+        list(store.RecordReader(p, "question_id", strict=True))
+    assert len(list(store.RecordReader(p, "question_id", strict=True, refuse_duplicates=False))) == 1
 
 
 def test_atomic_write_leaves_the_old_file_when_the_writer_fails(tmp_path: Path) -> None:
@@ -247,9 +251,12 @@ def test_study_items_from_run_output_skip_a_torn_last_line_as_stats_does(tmp_pat
         f.write('{"question_id": "q9", "answ')  # what a crash mid-write leaves
     assert [i.key for i in load_items(m, tmp_path)] == before
     assert _cell(_stats(out), cell)["skipped_lines"] == 1
+    lines = res.read_text().splitlines(keepends=True)
+    res.write_text("".join([*lines[:8], lines[0]]))  # and a duplicate, as stats: counted once
+    assert [i.key for i in load_items(m, tmp_path)] == before
     with open(res, "a") as f:
-        f.write("\n")  # the same text, now a complete line of junk: refused, naming it
-    with pytest.raises(DataError, match=r"results.jsonl:9: not JSON"):
+        f.write('{"question_id": "q9", "answ\n')  # a complete line of junk: refused, naming it
+    with pytest.raises(DataError, match=r"results.jsonl:10: not JSON"):
         load_items(m, tmp_path)
 
 

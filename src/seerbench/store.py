@@ -178,7 +178,8 @@ class RecordReader:
     given. With ``missing_ok``, a file that does not exist reads as empty.
 
     With ``strict`` (files people also write by hand), an unusable line other than a torn last
-    line raises :class:`DataError` naming it; a torn last line (no newline, does not parse: what a
+    line, or a key's second line (unless ``refuse_duplicates`` is False), raises
+    :class:`DataError` naming it; a torn last line (no newline, does not parse: what a
     crash leaves) is skipped and reported either way. With ``warn``, what was left out is logged
     as one warning when the file has been read (readers whose callers show the counts turn it
     off)."""
@@ -193,6 +194,7 @@ class RecordReader:
         reasons: list[str] | None = None,
         missing_ok: bool = False,
         strict: bool = False,
+        refuse_duplicates: bool | None = None,
         warn: bool = True,
     ) -> None:
         self.path = Path(path)
@@ -202,6 +204,7 @@ class RecordReader:
         self.reasons = reasons
         self.missing_ok = missing_ok
         self.strict = strict
+        self.refuse_duplicates = strict if refuse_duplicates is None else refuse_duplicates
         self.warn = warn
         self.first_reason: str | None = None
         self.skipped = 0
@@ -259,6 +262,10 @@ class RecordReader:
                 )
                 continue
             if k in seen:
+                if self.refuse_duplicates:
+                    raise DataError(
+                        f"{self.path}:{n}: {self._key_name} {k!r} appears twice; give each line its own"
+                    )
                 self.duplicates += 1
                 self._left_out(n, f"{self._key_name} {k}: a duplicate (its first line is counted)")
                 continue

@@ -88,8 +88,8 @@ def write_ai_ratings(ratings: Iterable[AIRating], path: str | Path) -> Path:
 def _read_ratings_jsonl(path: str | Path) -> list[AIRating]:
     """The ratings of a ``ratings.jsonl``, read through the record store
     (:class:`seerbench.store.RecordReader`): a malformed line raises :class:`DataError` naming it;
-    a torn last line (what a crash leaves) and a repeated ``item_id`` (the first line counts) are
-    skipped with a warning."""
+    a torn last line (what a crash leaves) is skipped with a warning; a repeated ``item_id`` is
+    refused."""
     p = Path(path)
     if p.is_dir():
         p = p / "ratings.jsonl"

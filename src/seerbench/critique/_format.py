@@ -109,8 +109,8 @@ class CritiquedAnswer(_Record):
 def read_critiques(path: str | Path) -> list[CritiquedAnswer]:
     """Every answer of a ``critiques.jsonl``, read through the record store
     (:class:`seerbench.store.RecordReader`): a malformed line raises :class:`DataError` naming it; a
-    torn last line (what a crash leaves) and a repeated ``answer_id`` (the first line counts) are
-    skipped with a warning."""
+    torn last line (what a crash leaves) is skipped with a warning; a repeated ``answer_id`` is
+    refused."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such critiques file; write one with `seerbench critique CONFIG`")

@@ -87,11 +87,13 @@ def _line_key(rec: dict[str, Any]) -> Any:
 
 def _results_lines(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """The lines of a results file, read through the record store as ``stats`` reads them: a torn
-    last line, a duplicate and a line of another config (beside a run's ``cell.json``) are
-    skipped with a warning; any other unusable line is refused, naming it."""
+    last line, a question's second line and a line of another config (beside a run's
+    ``cell.json``) are skipped with a warning; any other unusable line is refused, naming it."""
     from seerbench.runs import cell_fingerprint
 
-    reader = RecordReader(path, _line_key, fingerprint=cell_fingerprint(path), strict=True)
+    reader = RecordReader(
+        path, _line_key, fingerprint=cell_fingerprint(path), strict=True, refuse_duplicates=False
+    )
     for n, rec in reader.numbered():
         yield f"{path.name}:{n}", rec
 
