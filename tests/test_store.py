@@ -132,7 +132,7 @@ def test_reader_skips_torn_foreign_and_duplicate_lines_and_says_why(tmp_path: Pa
     assert [x["v"] for x in r] == [1, 4]
     assert r.counts() == {"skipped": 3, "foreign": 1, "duplicates": 1}
     assert [x.split(": ", 1)[0] for x in reasons] == [f"{p}:{n}" for n in (2, 3, 5, 6, 8)]
-    assert reasons[-1].endswith("a torn last line (what a crash leaves)")
+    assert reasons[-1].endswith("not JSON (Unterminated string starting at): a torn line from a crash, or junk")
     # strict (files people write by hand): junk is refused, naming it; a torn last line is not
     with pytest.raises(DataError, match=r"r.jsonl:5: no question_id"):
         list(store.RecordReader(p, "question_id", fingerprint="F", strict=True, refuse_duplicates=False))

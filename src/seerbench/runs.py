@@ -26,7 +26,7 @@ from seerbench.errors import ConfigError
 from seerbench.metrics import DEFAULT_EPS, SCORE_TYPES, FailurePolicy
 from seerbench.results import CELL_AXES, CellStats, paired, rescore
 from seerbench.schema import check_line
-from seerbench.store import RecordReader
+from seerbench.store import RecordReader, sibling_fingerprint
 
 
 def check_eps(eps: float) -> float:
@@ -84,12 +84,7 @@ def read_results(path: Path, *, reasons: list[str] | None = None) -> tuple[list[
 def cell_fingerprint(results_path: Path) -> str | None:
     """The fingerprint in the ``cell.json`` beside a results file (None without one): a line
     carrying another is foreign."""
-    try:
-        info = json.loads((Path(results_path).parent / "cell.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    fp = info.get("fingerprint") if isinstance(info, dict) else None
-    return fp if isinstance(fp, str) else None
+    return sibling_fingerprint(results_path, "cell.json")
 
 
 @dataclass

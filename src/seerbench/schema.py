@@ -27,7 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seerbench.errors import DataError
-from seerbench.store import numbered_lines
+from seerbench.store import RecordReader, sibling_fingerprint
 from seerbench.types import Question, Turn
 
 #: The results-line layout this seerbench writes and reads.
@@ -165,13 +165,24 @@ def dump_line(line: dict[str, Any]) -> str:
 
 
 def iter_result_lines(path: str | Path, *, skip_bad: bool = True) -> Iterator[ResultLine]:
-    """Typed lines of one ``results.jsonl``. Unusable lines (a torn last line, a line of another
-    layout) are skipped, or raise :class:`LineError` with its line number when ``skip_bad`` is
-    False."""
+    """Typed lines of one ``results.jsonl``, read through the record store
+    (:class:`seerbench.store.RecordReader`) as ``seerbench stats`` reads them: a question's first
+    line only, lines of another config (their ``fingerprint`` is not the one in ``cell.json``
+    beside the file) left out. Unusable lines (a torn last line, a line of another layout) are
+    skipped, or raise :class:`LineError` with its line number when ``skip_bad`` is False."""
     p = Path(path)
-    for n, raw in numbered_lines(p):
-        try:
-            yield _validate(_loads(raw))
-        except LineError as e:
-            if not skip_bad:
-                raise LineError(f"{p}:{n}: {e}") from None
+    typed: list[ResultLine] = []  # the line the check just validated
+
+    def check(rec: dict[str, Any]) -> dict[str, Any]:
+        typed[:] = [_validate(rec)]
+        return rec
+
+    reader = RecordReader(
+        p, "question_id", fingerprint=sibling_fingerprint(p, "cell.json"), check=check, warn=False
+    )
+    for _ in reader:
+        if reader.first_unusable is not None and not skip_bad:
+            break
+        yield typed[0]
+    if reader.first_unusable is not None and not skip_bad:
+        raise LineError(reader.first_unusable)

@@ -156,6 +156,17 @@ def is_foreign(rec: dict[str, Any], fingerprint: str | None) -> bool:
     return fingerprint is not None and fp is not None and fp != fingerprint
 
 
+def sibling_fingerprint(path: str | Path, meta_name: str) -> str | None:
+    """The ``fingerprint`` recorded in the JSON file ``meta_name`` beside ``path`` (a run cell's
+    ``cell.json``, a rater's ``rater.json``), or None without a readable one."""
+    try:
+        info = json.loads((Path(path).parent / meta_name).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    fp = info.get("fingerprint") if isinstance(info, dict) else None
+    return fp if isinstance(fp, str) else None
+
+
 def numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """(line number, raw line) of each non-blank line of a file, read one line at a time;
     :class:`DataError` when the file cannot be read."""
@@ -207,6 +218,7 @@ class RecordReader:
         self.refuse_duplicates = strict if refuse_duplicates is None else refuse_duplicates
         self.warn = warn
         self.first_reason: str | None = None
+        self.first_unusable: str | None = None  # the first skipped line, and why
         self.skipped = 0
         self.foreign = 0
         self.duplicates = 0
@@ -227,7 +239,9 @@ class RecordReader:
         if self.strict and not torn:
             raise DataError(f"{self.path}:{n}: {why}")
         self.skipped += 1
-        self._left_out(n, "a torn last line (what a crash leaves)" if torn else why)
+        if self.first_unusable is None:
+            self.first_unusable = f"{self.path}:{n}: {why}"
+        self._left_out(n, why)
 
     def numbered(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """(line number, record) of each usable record."""
@@ -411,4 +425,5 @@ __all__ = [
     "keyed_lines",
     "numbered_lines",
     "record_key",
+    "sibling_fingerprint",
 ]
