@@ -50,6 +50,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_version",
             "provenance",
             "_lock",
+            "store",
         },
     ),
     ("models", {"models"}),

@@ -91,7 +91,7 @@ def test_killed_run_resumes_to_identical_results(tmp_path: Path) -> None:
         by[consultancy.rsplit("/", 1)[0]]["unfinished"]
         and by[consultancy.rsplit("/", 1)[0]]["diagnostics"]["warnings"][0] == UNFINISHED
     )
-    assert "unfinished" not in by["NaiveJudge/J_scripted-slowcoin"]
+    assert by["NaiveJudge/J_scripted-slowcoin"]["unfinished"] is False
     # the debate cell comes after consultancy in the grid: not started, and said so
     assert summarize_run(out)["not_started"] == [
         "SimultaneousDebate_t2/A_scripted-slowcoin_J_scripted-slowcoin"
@@ -112,9 +112,9 @@ def test_killed_run_resumes_to_identical_results(tmp_path: Path) -> None:
 
 def test_torn_last_line_is_dropped_and_redone(tmp_path: Path) -> None:
     """Simulate a kill in the middle of a write: the partial line is cut and the question rerun."""
-    from seerbench.experiment._files import _load_done
+    from seerbench.store import done_keys
 
     p = tmp_path / "results.jsonl"
     p.write_text(json.dumps({"question_id": "q1"}) + "\n" + '{"question_id": "q2", "answ')
-    assert _load_done(p) == {"q1"}
+    assert done_keys(p, "question_id") == {"q1"}
     assert p.read_text() == json.dumps({"question_id": "q1"}) + "\n"

@@ -296,7 +296,7 @@ def export_inspect(
     if not inspect_available():
         raise ConfigError(f"--format inspect needs inspect-ai, which is not installed: {INSPECT_HINT}")
     from seerbench.results import CellStats
-    from seerbench.runs import ResultsFile, cell_meta
+    from seerbench.runs import cell_meta
 
     folder = RunFolder(run_dir)
     cfg = folder.config
@@ -314,7 +314,7 @@ def export_inspect(
     for cell in cells:
         stats = CellStats()
         samples = []
-        f = ResultsFile(cell.results_path)
+        f = cell.results()
         for line in f:
             scored = rescore(line, eps=eps_v, policy=policy)
             stats.add(scored)
@@ -537,18 +537,14 @@ def _inspect_log(
 
 def _write_inspect(log: Any, path: Path) -> None:
     """Write through a temporary sibling and rename, so a failed export leaves no half log."""
-    import contextlib
-    import os
-
     from inspect_ai.log import write_eval_log
 
-    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}.eval")
+    from seerbench.store import atomic_path
+
     try:
-        write_eval_log(log, str(tmp), format="eval")
-        os.replace(tmp, path)
+        with atomic_path(path, ".eval") as tmp:
+            write_eval_log(log, str(tmp), format="eval")
     except OSError as e:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         raise ConfigError(f"cannot write {path}: {e.strerror or e}") from None
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,8 @@ from typing import Any
 from seerbench.errors import ConfigError
 from seerbench.metrics import SCORE_TYPES, FailurePolicy
 from seerbench.results import CELL_AXES, CellStats, paired
-from seerbench.schema import LineError, numbered_lines, parse_line
+from seerbench.schema import check_line
+from seerbench.store import RecordReader, sibling_fingerprint
 
 
 def check_eps(eps: float) -> float:
@@ -54,28 +55,22 @@ def check_policy(policy: str) -> FailurePolicy:
     return policy  # type: ignore[return-value]
 
 
-class ResultsFile:
-    """The usable lines of one results file, read one line at a time (a 10^5-line file is never
-    held whole): iterate it for the lines as dicts; afterwards ``skipped`` counts the lines left
-    out (a torn last line left by a crash, or a line that does not fit the results schema,
-    :mod:`seerbench.schema`), and why each was is appended to ``reasons`` (``FILE:LINE: reason``)
-    when given. A file written by a newer schema version raises :class:`DataError` (upgrade)."""
+class ResultsFile(RecordReader):
+    """The usable lines of one results file, read one line at a time through the record store
+    (:class:`seerbench.store.RecordReader`; a 10^5-line file is never held whole): iterate it for
+    the lines as dicts. Afterwards ``skipped`` counts the lines left out as unusable (a torn last
+    line left by a crash, or a line that does not fit the results schema, :mod:`seerbench.schema`),
+    ``foreign`` the lines of another cell config (their ``fingerprint`` is not ``fingerprint``),
+    ``duplicates`` a question's lines after its first; why each was is appended to ``reasons``
+    (``FILE:LINE: reason``) when given. A file written by a newer schema version raises
+    :class:`DataError` (upgrade)."""
 
-    def __init__(self, path: Path, *, reasons: list[str] | None = None) -> None:
-        self.path = Path(path)
-        self.reasons = reasons
-        self.skipped = 0
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        for n, raw in numbered_lines(self.path):
-            try:
-                line = parse_line(raw)
-            except LineError as e:
-                self.skipped += 1
-                if self.reasons is not None:
-                    self.reasons.append(f"{self.path}:{n}: {e}")
-                continue
-            yield line
+    def __init__(
+        self, path: Path, *, reasons: list[str] | None = None, fingerprint: str | None = None
+    ) -> None:
+        super().__init__(
+            path, "question_id", fingerprint=fingerprint, check=check_line, reasons=reasons, warn=False
+        )
 
 
 def read_results(path: Path, *, reasons: list[str] | None = None) -> tuple[list[dict[str, Any]], int]:
@@ -84,6 +79,12 @@ def read_results(path: Path, *, reasons: list[str] | None = None) -> tuple[list[
     f = ResultsFile(path, reasons=reasons)
     lines = list(f)
     return lines, f.skipped
+
+
+def cell_fingerprint(results_path: Path) -> str | None:
+    """The fingerprint in the ``cell.json`` beside a results file (None without one): a line
+    carrying another is foreign."""
+    return sibling_fingerprint(results_path, "cell.json")
 
 
 @dataclass
@@ -98,8 +99,20 @@ class Cell:
     def results_path(self) -> Path:
         return self.folder / "results.jsonl"
 
+    @property
+    def fingerprint(self) -> str | None:
+        """The cell's fingerprint (``cell.json``): a line carrying another is foreign."""
+        fp = self.info.get("fingerprint")
+        return fp if isinstance(fp, str) else None
+
+    def results(self, reasons: list[str] | None = None) -> ResultsFile:
+        """The cell's results file, read against its fingerprint."""
+        return ResultsFile(self.results_path, reasons=reasons, fingerprint=self.fingerprint)
+
     def read(self, reasons: list[str] | None = None) -> tuple[list[dict[str, Any]], int]:
-        return read_results(self.results_path, reasons=reasons)
+        f = self.results(reasons)
+        lines = list(f)
+        return lines, f.skipped
 
 
 class RunFolder:
@@ -201,6 +214,48 @@ UNFINISHED = (
 )
 
 
+FAILED = (
+    "{n} question(s) failed (their model calls failed after retries, see the run's output), so n leaves "
+    "them out; run the config again to retry them"
+)
+LEFT_OUT = {
+    "foreign": (
+        "{n} line(s) were written by another config (their fingerprint is not this cell's) and are not "
+        "counted; run this config again to redo those questions"
+    ),
+    "duplicate": "{n} duplicate line(s) of a question already read are not counted (the first line counts)",
+}
+
+
+def _stats_json(cell: Cell) -> dict[str, Any] | None:
+    try:
+        rec = json.loads((cell.folder / "stats.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return rec if isinstance(rec, dict) else None
+
+
+def cell_counts(cell: Cell, f: ResultsFile, n_read: int) -> dict[str, Any]:
+    """What a cell's numbers leave out, after ``f`` (its results, read to the end, ``n_read``
+    usable lines): ``failed`` questions (of the last run to finish the cell), ``unstarted`` ones
+    (the run's questions with neither a line nor a failure; None when the folder does not say how
+    many the run had), ``skipped_lines`` (torn or unusable), ``foreign_lines`` (another config's),
+    ``duplicate_lines``, and ``unfinished``: true while the cell has no ``stats.json`` (the run
+    stopped before it ended) or has failed or unstarted questions."""
+    done = _stats_json(cell)
+    failed = int((done or {}).get("n_errors") or 0)
+    planned = (done or {}).get("n_planned", cell.info.get("n_planned"))
+    unstarted = max(0, int(planned) - n_read - failed) if isinstance(planned, int) else None
+    return {
+        "failed": failed,
+        "unstarted": unstarted,
+        "skipped_lines": f.skipped,
+        "foreign_lines": f.foreign,
+        "duplicate_lines": f.duplicates,
+        "unfinished": done is None or failed > 0 or bool(unstarted),
+    }
+
+
 def paired_comparisons(
     cells: Iterable[tuple[list[dict[str, Any]] | CellStats, dict[str, Any]]], baseline: str, score: str
 ) -> list[dict[str, Any]]:
@@ -256,9 +311,13 @@ def json_safe(obj: Any) -> Any:
 
 __all__ = [
     "CELL_AXES",
+    "FAILED",
+    "LEFT_OUT",
     "Cell",
     "ResultsFile",
     "RunFolder",
+    "cell_counts",
+    "cell_fingerprint",
     "check_beta",
     "check_eps",
     "check_policy",

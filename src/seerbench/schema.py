@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seerbench.errors import DataError
+from seerbench.store import RecordReader, sibling_fingerprint
 from seerbench.types import Question, Turn
 
 #: The results-line layout this seerbench writes and reads.
@@ -164,26 +165,24 @@ def dump_line(line: dict[str, Any]) -> str:
 
 
 def iter_result_lines(path: str | Path, *, skip_bad: bool = True) -> Iterator[ResultLine]:
-    """Typed lines of one ``results.jsonl``. Unusable lines (a torn last line, a line of another
-    layout) are skipped, or raise :class:`LineError` with its line number when ``skip_bad`` is
-    False."""
+    """Typed lines of one ``results.jsonl``, read through the record store
+    (:class:`seerbench.store.RecordReader`) as ``seerbench stats`` reads them: a question's first
+    line only, lines of another config (their ``fingerprint`` is not the one in ``cell.json``
+    beside the file) left out. Unusable lines (a torn last line, a line of another layout) are
+    skipped, or raise :class:`LineError` with its line number when ``skip_bad`` is False."""
     p = Path(path)
-    for n, raw in numbered_lines(p):
-        try:
-            yield _validate(_loads(raw))
-        except LineError as e:
-            if not skip_bad:
-                raise LineError(f"{p}:{n}: {e}") from None
+    typed: list[ResultLine] = []  # the line the check just validated
 
+    def check(rec: dict[str, Any]) -> dict[str, Any]:
+        typed[:] = [_validate(rec)]
+        return rec
 
-def numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """(line number, raw line) of each non-blank line of a file, read one line at a time;
-    :class:`DataError` when the file cannot be read."""
-    try:
-        f = path.open("rb")
-    except OSError as e:
-        raise DataError(f"cannot read {path}: {e.strerror or e}") from None
-    with f:
-        for n, raw in enumerate(f, 1):
-            if raw.strip():
-                yield n, raw
+    reader = RecordReader(
+        p, "question_id", fingerprint=sibling_fingerprint(p, "cell.json"), check=check, warn=False
+    )
+    for _ in reader:
+        if reader.first_unusable is not None and not skip_bad:
+            break
+        yield typed[0]
+    if reader.first_unusable is not None and not skip_bad:
+        raise LineError(reader.first_unusable)

@@ -400,7 +400,7 @@ def optimization_pressure(
     resample together), ``none``, or ``metadata:KEY`` (a question metadata field)."""
     from seerbench.metrics import DEFAULT_EPS, beta_key
     from seerbench.results import CELL_AXES, rescore
-    from seerbench.runs import ResultsFile, RunFolder, check_beta, check_eps, check_policy, check_score
+    from seerbench.runs import RunFolder, check_beta, check_eps, check_policy, check_score
 
     folder = RunFolder(run_dir)
     cfg = folder.config
@@ -418,7 +418,7 @@ def optimization_pressure(
     groups: dict[str, dict[int, Any]] = {}
     axes_of: dict[str, dict[str, Any]] = {}
     for cell in folder.cells():
-        first = next(iter(ResultsFile(cell.results_path)), None)
+        first = next(iter(cell.results()), None)
         if first is None:
             continue
         axes = {a: first.get(a) for a in group_axes}
@@ -444,7 +444,7 @@ def optimization_pressure(
         n_verdicts: dict[int, dict[str, int]] = {nv: {} for nv in ns}
         for nv in ns:
             vals: dict[str, tuple[float, float, float]] = {}
-            for ln in ResultsFile(by_n[nv].results_path):
+            for ln in by_n[nv].results():
                 s = rescore(ln, eps=eps_v, policy=policy, betas=(beta,))
                 asd, ase, acc = (
                     (s.get("asd") or {}).get(score),

@@ -12,9 +12,11 @@ from seerbench.errors import ConfigError
 from seerbench.metrics import DEFAULT_EPS
 from seerbench.results import CellStats, rescore
 from seerbench.runs import (
+    FAILED,
+    LEFT_OUT,
     UNFINISHED,
-    ResultsFile,
     RunFolder,
+    cell_counts,
     cell_meta,
     check_beta,
     check_eps,
@@ -56,6 +58,9 @@ def summarize_run(
     ``skipped_reasons`` (the first 20, ``FILE:LINE: reason``); when cells differ only in
     best-of-N, ``pressure`` (:func:`seerbench.analysis.optimization_pressure`).
 
+    Each cell's stats carry the counts of :func:`seerbench.runs.cell_counts` (failed, unstarted,
+    skipped, foreign and duplicate lines, unfinished).
+
     With ``anytime``, every cell also gets ``anytime: {"judge_accuracy": ...}`` and every paired
     comparison ``accuracy_diff_anytime``: the anytime-valid 95% confidence sequence
     (:func:`seerbench.estimators.confidence_sequence`) over the questions in the results file's
@@ -74,9 +79,11 @@ def summarize_run(
     for cell in folder.cells():
         # one line at a time: a cell keeps a few floats per question, never its lines
         acc = CellStats(betas=betas, paired_score=score if (baseline or anytime) else None)
-        f = ResultsFile(cell.results_path, reasons=reasons)
+        f = cell.results(reasons)
+        n_read = 0
         for ln in f:
             acc.add(rescore(ln, eps=eps_v, policy=policy, betas=betas))
+            n_read += 1
         skipped += f.skipped
         s = acc.stats(
             cell_meta(acc, cell),
@@ -85,11 +92,14 @@ def summarize_run(
             n_boot=cfg.get("n_boot", 2000),
             seed=cfg.get("seed", 0),
         )
-        if f.skipped:
-            s["skipped_lines"] = f.skipped
-        if not (cell.folder / "stats.json").is_file():
-            s["unfinished"] = True
+        s.update(cell_counts(cell, f, n_read))
+        if s["unfinished"] and (s["unstarted"] or not (cell.folder / "stats.json").is_file()):
             s["diagnostics"]["warnings"].insert(0, UNFINISHED)
+        for what, n in (("foreign", s["foreign_lines"]), ("duplicate", s["duplicate_lines"])):
+            if n:
+                s["diagnostics"]["warnings"].insert(0, LEFT_OUT[what].format(n=n))
+        if s["failed"]:
+            s["diagnostics"]["warnings"].insert(0, FAILED.format(n=s["failed"]))
         if anytime:
             s["anytime"] = {"judge_accuracy": _anytime(list(acc.paired_values("judge_accuracy").values()))}
         cells.append(

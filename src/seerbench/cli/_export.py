@@ -3,8 +3,6 @@ one Inspect AI log per grid cell (``--format inspect``)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -26,6 +24,7 @@ from seerbench.export import (
     write_csv,
     write_parquet,
 )
+from seerbench.store import atomic_path
 
 _SUFFIX = {"csv": ".csv", "parquet": ".parquet"}
 _ACCEPTS = {
@@ -156,15 +155,12 @@ def _export_inspect(run_dir: Path, out: Path | None, *, json_out: bool) -> None:
 
 def _write(rows: list[dict[str, Any]], fmt: str, target: Path) -> None:
     """Write to a temporary sibling and rename, so a failed export never leaves half a file."""
-    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
     try:
-        if fmt == "csv":
-            with tmp.open("w", newline="", encoding="utf-8") as f:
-                write_csv(rows, f)
-        else:
-            write_parquet(rows, tmp)
-        os.replace(tmp, target)
+        with atomic_path(target) as tmp:
+            if fmt == "csv":
+                with tmp.open("w", newline="", encoding="utf-8") as f:
+                    write_csv(rows, f)
+            else:
+                write_parquet(rows, tmp)
     except OSError as e:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         raise ConfigError(f"cannot write {target}: {e.strerror or e}") from None

@@ -25,7 +25,7 @@ from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RayExec
 from seerbench.metrics import beta_key
 from seerbench.models import default_tracker
 from seerbench.provenance import environment_lines
-from seerbench.runs import CELL_AXES, ResultsFile, RunFolder, check_beta, check_eps
+from seerbench.runs import CELL_AXES, RunFolder, check_beta, check_eps
 
 
 def _usage_line() -> str:
@@ -376,9 +376,12 @@ def stats_table(
         if wide
         else [f"ASD({score})", "accuracy"]
     )
+    left_out = [_left_out(s) for s in stats]
+    if any(left_out):
+        cols.append("not counted")
     for col in cols:
         t.add_column(col, overflow="fold")
-    for s in stats:
+    for s, lo in zip(stats, left_out, strict=True):
         m = s["metrics"]
         row = [escape(str(s["protocol"])), *(escape(_axis_value(s, a)) for a in varying), str(s["n_scored"])]
         if wide:
@@ -391,6 +394,8 @@ def stats_table(
             ]
         else:
             row += [_fmt(m.get("asd", {}).get(score), digits), _fmt(m.get("judge_accuracy"), digits)]
+        if any(left_out):
+            row.append(escape(lo))
         t.add_row(*row)
     if stats:
         clustered = [s for s in stats if s.get("clusters")]
@@ -407,6 +412,21 @@ def stats_table(
             )
         )
     return t
+
+
+#: A cell's counts of what its numbers leave out, as the stats table names them.
+LEFT_OUT = (
+    ("failed", "failed"),
+    ("unstarted", "unstarted"),
+    ("skipped_lines", "unreadable"),
+    ("foreign_lines", "foreign"),
+    ("duplicate_lines", "duplicate"),
+)
+
+
+def _left_out(s: dict[str, Any]) -> str:
+    """'2 failed, 1 foreign': what a cell's n does not count ('' when nothing)."""
+    return ", ".join(f"{s[k]} {name}" for k, name in LEFT_OUT if s.get(k))
 
 
 def _print_stats(
@@ -570,7 +590,7 @@ def show(
     cells = [folder.cell(cell)] if cell else folder.cells()
     found = []
     for c in cells:
-        for ln in ResultsFile(c.results_path):  # one line at a time: results files can be large
+        for ln in c.results():  # one line at a time: results files can be large
             if ln["question_id"] == question_id:
                 found.append((c, ln))
     if not found:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from seerbench._lock import command_line, lock_folder
-from seerbench._resume import claim_folder, keep_in_order
+from seerbench._resume import claim_folder
 from seerbench.critique._answers import (
     answer_correct,
     answer_temperature,
@@ -32,6 +32,7 @@ from seerbench.errors import DataError
 from seerbench.models import Model, elicit, get_model
 from seerbench.quotes import verify_quote
 from seerbench.records import Critique, CritiquedAnswer, dump_answer, read_critiques
+from seerbench.store import append_line, atomic_write_text, keep_in_order
 from seerbench.types import Question
 
 __all__ = [
@@ -341,8 +342,7 @@ async def _generate_critiques(
             except Exception as e:  # a model failure (after retries): this answer failed, not the run
                 failed.append((t.answer.answer_id, f"{type(e).__name__}: {e}"))
             else:
-                with path.open("a", encoding="utf-8") as f:
-                    f.write(dump_answer(ans) + "\n")
+                append_line(path, dump_answer(ans))
             n_done += 1
             if progress:
                 progress(n_done, len(todos), len(failed))
@@ -351,5 +351,5 @@ async def _generate_critiques(
     keep_in_order(path, "answer_id", order)  # the answers' order
     answers = read_critiques(path)
     summary = critique_summary(answers, seed=cfg.seed)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2))
     return CritiqueRun(out, answers, failed, resumed=len(todos) - len(todo), summary=summary)

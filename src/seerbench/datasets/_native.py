@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from seerbench.datasets._common import Collector, Questions, describe
+from seerbench.store import atomic_write_lines
 from seerbench.tables import iter_lines
 from seerbench.types import Question
 
@@ -42,16 +41,13 @@ def write_questions_jsonl(questions: Iterable[Question], path: str | Path) -> in
     Returns the number of questions written."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
     n = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for q in questions:
-                f.write(q.model_dump_json())
-                f.write("\n")
-                n += 1
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    def lines() -> Iterator[str]:
+        nonlocal n
+        for q in questions:
+            yield q.model_dump_json()
+            n += 1
+
+    atomic_write_lines(p, lines())
     return n

@@ -16,7 +16,6 @@ from __future__ import annotations
 import errno
 import json
 import logging
-import os
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,12 +34,13 @@ from seerbench.errors import (
 )
 from seerbench.experiment._cells import RunResult, RunSpec
 from seerbench.experiment._config import _hash
-from seerbench.experiment._files import _atomic_write, _finalise, _gather_cancelling, _load_done
+from seerbench.experiment._files import _gather_cancelling
 from seerbench.experiment._questions import QuestionStore
 from seerbench.metrics import FailurePolicy
 from seerbench.protocols import PROTOCOLS, OversightProtocol
 from seerbench.results import CellStats, result_line
 from seerbench.schema import dump_line
+from seerbench.store import Appender, atomic_write_text, done_keys, finalise
 from seerbench.types import Question
 
 if TYPE_CHECKING:
@@ -158,10 +158,13 @@ class CellWriter:
         self.exp = exp
         self.spec = spec
         self.rank = questions.dataset_order
+        self.in_run = questions.position  # this run's questions (dataset_order also past the limit)
         self.dir = out / spec.protocol_dir / spec.pair_dir
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / "results.jsonl"
-        done = _load_done(self.path)
+        #: the cell's fingerprint: a line carrying another is foreign, done again and replaced
+        self.fingerprint = _hash(exp.cell_identity(spec))
+        done = done_keys(self.path, "question_id", fingerprint=self.fingerprint)
         #: the questions still to run, read from the store as they are taken
         self.todo = questions.subset(
             array("q", (i for i, qid in enumerate(questions.ids) if qid not in done))
@@ -170,6 +173,7 @@ class CellWriter:
         self.n_done = self.total - len(self.todo)
         if self.todo:  # stats.json is written when the cell ends: until then its absence marks it unfinished
             (self.dir / "stats.json").unlink(missing_ok=True)
+        _record_size(self.dir / "cell.json", self.total)
         self.errors: list[str] = []
         self.progress = progress
         cfg = exp.config
@@ -180,14 +184,14 @@ class CellWriter:
             "tools": list(spec.tools),
             "best_of_n": spec.best_of_n,
         }
-        stamp = {"fingerprint": _hash(exp.cell_identity(spec)), "prompts": exp.prompt_hashes()}
+        stamp = {"fingerprint": self.fingerprint, "prompts": exp.prompt_hashes()}
         self.fmt = LineFormat(self.meta, stamp, cfg.eps, cfg.parse_failures)
-        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._file: Appender | None = Appender(self.path)
 
     def write(self, text: str) -> None:
-        assert self._fd is not None, "the cell's file is closed"
+        assert self._file is not None, "the cell's file is closed"
         with naming(self.path):
-            os.write(self._fd, (text + "\n").encode())
+            self._file.write(text)
         self.n_done += 1
         if self.progress:
             self.progress(self.spec, self.n_done, self.total, len(self.errors))
@@ -198,9 +202,9 @@ class CellWriter:
             self.progress(self.spec, self.n_done, self.total, len(self.errors))
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
     def finish(self) -> RunResult:
         """Close the file, put it in dataset order, and write ``stats.json`` (read back one line at
@@ -208,8 +212,15 @@ class CellWriter:
         self.close()
         cfg = self.exp.config
         acc = CellStats()
+        n_in_run = 0  # lines of this run's questions (a file may hold more, from a larger limit)
+
+        def add(line: dict[str, Any]) -> None:
+            nonlocal n_in_run
+            acc.add(line)
+            n_in_run += line["question_id"] in self.in_run
+
         with naming(self.path):
-            _finalise(self.path, self.rank, acc.add)
+            finalise(self.path, "question_id", self.rank, fingerprint=self.fingerprint, on_line=add)
         stats = acc.stats(
             {"cell": self.spec.key, **self.meta},
             eps=cfg.eps,
@@ -219,9 +230,32 @@ class CellWriter:
         )
         stats["n_errors"] = len(self.errors)
         stats["errors"] = list(self.errors)  # "<question id>: <why>", this run's failed questions
+        stats["n_planned"] = self.total
+        # what n leaves out, as `seerbench stats` states it (the rewrite above dropped torn,
+        # foreign and duplicate lines)
+        unstarted = max(0, self.total - n_in_run - len(self.errors))
+        stats.update(
+            failed=len(self.errors),
+            unstarted=unstarted,
+            skipped_lines=0,
+            foreign_lines=0,
+            duplicate_lines=0,
+            unfinished=bool(self.errors or unstarted),
+        )
         with naming(self.dir / "stats.json"):
-            _atomic_write(self.dir / "stats.json", json.dumps(stats, indent=2, allow_nan=True))
+            atomic_write_text(self.dir / "stats.json", json.dumps(stats, indent=2, allow_nan=True))
         return RunResult(self.spec, stats, self.n_done, len(self.errors), self.errors)
+
+
+def _record_size(cell_json: Path, n: int) -> None:
+    """Note in ``cell.json`` how many questions this run gives the cell (what ``stats`` counts
+    unstarted questions against while the cell is unfinished)."""
+    try:
+        info = json.loads(cell_json.read_text())
+    except (OSError, json.JSONDecodeError):
+        return  # written by the runner just before; nothing to note in when it is gone
+    if isinstance(info, dict) and info.get("n_planned") != n:
+        atomic_write_text(cell_json, json.dumps({**info, "n_planned": n}, indent=2))
 
 
 class LocalExecutor:

@@ -13,11 +13,12 @@ import yaml
 from seerbench._version import __version__
 from seerbench.errors import ConfigError
 from seerbench.experiment._config import ExperimentConfig, _hash
-from seerbench.experiment._files import _atomic_write, _diff_keys, _group, _legacy_fingerprint, _records
+from seerbench.experiment._files import _diff_keys, _group, _legacy_fingerprint
 from seerbench.experiment._grid import RunSpec
 from seerbench.experiment._identity import prompt_hashes
 from seerbench.experiment._questions import QuestionStore
 from seerbench.provenance import describe_changes
+from seerbench.store import RecordReader, atomic_write_text
 
 #: A cell's identity (:meth:`seerbench.experiment.Experiment.cell_identity`).
 Identity = Callable[[RunSpec], dict[str, Any]]
@@ -73,15 +74,19 @@ def cell_conflicts(
     return problems
 
 
-def question_conflicts(out: Path, specs: Sequence[RunSpec], store: QuestionStore) -> list[str]:
-    """Finished questions whose stored content differs from the dataset's question of that id."""
+def question_conflicts(
+    out: Path, specs: Sequence[RunSpec], store: QuestionStore, identity: Identity
+) -> list[str]:
+    """Finished questions whose stored content differs from the dataset's question of that id
+    (the cell's own lines only: a foreign line is done again, not compared)."""
     problems = []
     for spec in specs:
         path = out / spec.protocol_dir / spec.pair_dir / "results.jsonl"
         if not path.exists():
             continue
         bad = []
-        for ln in _records(path):  # one line at a time
+        own = RecordReader(path, "question_id", fingerprint=_hash(identity(spec)))
+        for ln in own:  # one line at a time
             i = store.position.get(ln["question_id"])
             if i is not None and ln.get("question") != store.as_json(i):
                 bad.append(ln["question_id"])
@@ -111,7 +116,9 @@ def choose_out(
             i += 1
         candidates.append(Path(f"{out}_{i}"))
     for cand in candidates:
-        problems = cell_conflicts(config, cand, specs, identity) or question_conflicts(cand, specs, store)
+        problems = cell_conflicts(config, cand, specs, identity) or question_conflicts(
+            cand, specs, store, identity
+        )
         if not problems:
             return cand
         if not new:
@@ -150,13 +157,15 @@ def write_metadata(
             "config_dir": str(config._base_dir.resolve()) if config._base_dir else None,
             "cells": {**old_cells, **cells},  # cells of earlier, smaller grids stay listed
         }
-        _atomic_write(meta_path, json.dumps(meta, indent=2))
-        _atomic_write(out / "config.yaml", yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
+        atomic_write_text(meta_path, json.dumps(meta, indent=2))
+        atomic_write_text(
+            out / "config.yaml", yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+        )
         for s in specs:
             d = out / s.protocol_dir / s.pair_dir
             d.mkdir(parents=True, exist_ok=True)
             ident = identity(s)
-            _atomic_write(
+            atomic_write_text(
                 d / "cell.json",
                 json.dumps({"cell": s.key, "fingerprint": _hash(ident), "identity": ident}, indent=2),
             )

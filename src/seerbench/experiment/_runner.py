@@ -20,10 +20,10 @@ from seerbench.errors import ConfigError, UnknownModelError, naming
 from seerbench.experiment._build import CellBuilder, ModelFactory, default_model_factory
 from seerbench.experiment._cells import RunResult, RunSpec
 from seerbench.experiment._components import Entry
-from seerbench.experiment._config import REPLAY, ExperimentConfig
+from seerbench.experiment._config import REPLAY, ExperimentConfig, _hash
 from seerbench.experiment._dataset import load_dataset, load_questions
 from seerbench.experiment._executor import Executor, LocalExecutor
-from seerbench.experiment._files import _atomic_write, _gather_cancelling, _group, _load_done
+from seerbench.experiment._files import _gather_cancelling, _group
 from seerbench.experiment._folder import cell_conflicts, choose_out, question_conflicts, write_metadata
 from seerbench.experiment._grid import _slug, build_grid
 from seerbench.experiment._identity import cell_identity, prompt_hashes
@@ -34,6 +34,7 @@ from seerbench.models import USAGE_LOG, Model, UsageLog, UsageTracker, cache_sco
 from seerbench.prompts import check_prompts_dir
 from seerbench.protocols import PROTOCOLS, OversightProtocol
 from seerbench.provenance import environment
+from seerbench.store import atomic_write_text, done_keys
 from seerbench.tools import get_tools
 from seerbench.types import Question
 
@@ -214,7 +215,7 @@ class Experiment:
         return cell_conflicts(self.config, out, specs, self.cell_identity)
 
     def _question_conflicts(self, out: Path, specs: Sequence[RunSpec]) -> list[str]:
-        return question_conflicts(out, specs, self.questions())
+        return question_conflicts(out, specs, self.questions(), self.cell_identity)
 
     def choose_out(self, specs: Sequence[RunSpec], *, new: bool = False) -> Path:
         """The folder this grid writes to (see :func:`seerbench.experiment._folder.choose_out`)."""
@@ -271,7 +272,7 @@ class Experiment:
                     self._record_served(out)
             all_stats = {r.spec.key: r.stats for r in results}
             with naming(out / "all_stats.json"):
-                _atomic_write(out / "all_stats.json", json.dumps(all_stats, indent=2, allow_nan=True))
+                atomic_write_text(out / "all_stats.json", json.dumps(all_stats, indent=2, allow_nan=True))
         return results
 
     def run(self, **kw: Any) -> list[RunResult]:
@@ -291,7 +292,7 @@ class Experiment:
         try:
             meta = json.loads(meta_path.read_text())
             meta.setdefault("environment", {})["served_models"] = served
-            _atomic_write(meta_path, json.dumps(meta, indent=2))
+            atomic_write_text(meta_path, json.dumps(meta, indent=2))
         except (OSError, ValueError):  # a record, not the run: never hide the run's own outcome
             pass
 
@@ -310,7 +311,7 @@ class Experiment:
         for spec in specs:
             path = out / spec.protocol_dir / spec.pair_dir / "results.jsonl"
             done = (
-                _load_done(path, truncate=False)
+                done_keys(path, "question_id", fingerprint=_hash(self.cell_identity(spec)), repair=False)
                 if path.exists() and not self._conflicts(out, [spec])
                 else set()
             )

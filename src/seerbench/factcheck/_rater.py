@@ -39,7 +39,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seerbench._lock import command_line, lock_folder
-from seerbench._resume import claim_folder, config_path, content_id, keep_in_order
+from seerbench._resume import claim_folder, config_path, content_id
 from seerbench.config import explain_validation, read_yaml_mapping
 from seerbench.errors import ConfigError, DataError
 from seerbench.factcheck._generate import LABELS, FactItem, Page
@@ -49,6 +49,7 @@ from seerbench.models import ChatMessage, GenerateConfig, Model, get_model
 from seerbench.plugins import load_plugins
 from seerbench.quotes import verify_quote
 from seerbench.records import AIRating, read_ai_ratings
+from seerbench.store import append_line, keep_in_order, keyed_lines
 
 #: Order in which a tie between overall ratings is broken (the seed's humans: a tie is Inaccurate).
 TIE_ORDER: tuple[str, ...] = ("inaccurate", "disputed", "unsupported", "accurate")
@@ -455,7 +456,10 @@ async def _rate(
     )
     ratings_path, samples_path = out / "ratings.jsonl", out / "samples.jsonl"
     order = [it.id for it in fc.items]  # the whole dataset: ratings past this run's limit are kept
-    done = keep_in_order(ratings_path, "item_id", order)
+    # a sentence is done when both its parts are written (a kill between the two appends leaves
+    # one: that sentence is rated again, and its lone part dropped here)
+    both = keyed_lines(ratings_path, "item_id").keys() & keyed_lines(samples_path, "item_id").keys()
+    done = keep_in_order(ratings_path, "item_id", [k for k in order if k in both])
     keep_in_order(samples_path, "item_id", [k for k in order if k in done])  # one samples line per rating
     todo = [it for it in items if it.id not in done]
     index = CorpusIndex(fc.pages)
@@ -473,10 +477,10 @@ async def _rate(
             except Exception as e:  # a model failure (after retries): this sentence failed, not the run
                 failed.append((it.id, f"{type(e).__name__}: {e}"))
             else:
-                with ratings_path.open("a", encoding="utf-8") as f:
-                    f.write(json.dumps(asdict(r)) + "\n")
-                with samples_path.open("a", encoding="utf-8") as f:
-                    f.write(json.dumps({"item_id": it.id, "samples": [o.summary() for o in outcomes]}) + "\n")
+                append_line(ratings_path, json.dumps(asdict(r)))
+                append_line(
+                    samples_path, json.dumps({"item_id": it.id, "samples": [o.summary() for o in outcomes]})
+                )
             n_done += 1
             if progress:
                 progress(n_done, len(items), len(failed))
@@ -485,6 +489,7 @@ async def _rate(
         await asyncio.gather(*(one(it) for it in todo))
     finally:
         index.close()
-    keep_in_order(ratings_path, "item_id", order)  # the dataset's order
-    keep_in_order(samples_path, "item_id", order)
+    both = keyed_lines(ratings_path, "item_id").keys() & keyed_lines(samples_path, "item_id").keys()
+    keep_in_order(ratings_path, "item_id", [k for k in order if k in both])  # the dataset's order
+    keep_in_order(samples_path, "item_id", [k for k in order if k in both])
     return RateResult(out, read_ai_ratings(ratings_path), failed, resumed=len(items) - len(todo))

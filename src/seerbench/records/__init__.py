@@ -27,6 +27,7 @@ from seerbench.records._critiques import (
     read_critiques,
     write_critiques,
 )
+from seerbench.store import RecordReader, atomic_write_lines
 from seerbench.types import Question, Transcript, Verdict
 
 __all__ = [
@@ -131,12 +132,11 @@ def read_ai_ratings(path: str | Path) -> list[AIRating]:
         raise DataError(
             f"{p} does not exist; give the AI rater's run folder (with ratings.jsonl) or the file"
         )
+    # through the record store: a malformed line raises DataError naming it; a torn last line
+    # (what a crash leaves) is skipped with a warning; a repeated item_id is refused
     out = []
-    for n, raw in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not raw.strip():
-            continue
+    for n, d in RecordReader(p, "item_id", strict=True).numbered():
         try:
-            d = json.loads(raw)
             conf = d.get("confidence")
             r = AIRating(
                 item_id=str(d["item_id"]),
@@ -149,7 +149,7 @@ def read_ai_ratings(path: str | Path) -> list[AIRating]:
                 votes=d.get("votes"),
                 trace=d.get("trace") or {},
             )
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError) as e:
             raise DataError(f"{p}:{n}: not an AI rating line ({type(e).__name__}: {e})") from None
         out.append(r)
     return out
@@ -162,7 +162,4 @@ def write_ai_ratings(ratings: Iterable[AIRating], path: str | Path) -> Path:
     if p.suffix != ".jsonl":
         p.mkdir(parents=True, exist_ok=True)
         p = p / "ratings.jsonl"
-    with p.open("w", encoding="utf-8") as f:
-        for r in ratings:
-            f.write(json.dumps(asdict(r)) + "\n")
-    return p
+    return atomic_write_lines(p, (json.dumps(asdict(r)) for r in ratings))

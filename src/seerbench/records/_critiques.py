@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from seerbench._lock import tmp_name
 from seerbench.errors import DataError
+from seerbench.store import RecordReader, atomic_write_lines
 
 __all__ = [
     "AnswerKind",
@@ -118,24 +117,27 @@ class CritiquedAnswer(_Record):
 
 
 def read_critiques(path: str | Path) -> list[CritiquedAnswer]:
-    """Every answer of a ``critiques.jsonl``; a malformed line raises :class:`DataError` naming it."""
+    """Every answer of a ``critiques.jsonl``, read through the record store
+    (:class:`seerbench.store.RecordReader`): a malformed line raises :class:`DataError` naming it; a
+    torn last line (what a crash leaves) is skipped with a warning; a repeated ``answer_id`` is
+    refused."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such critiques file; write one with `seerbench critique CONFIG`")
-    out: list[CritiquedAnswer] = []
-    with open(path, encoding="utf-8") as f:
-        for n, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            try:
-                out.append(CritiquedAnswer.model_validate(json.loads(raw)))
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{n}: not JSON ({e.msg})") from None
-            except ValidationError as e:
-                err = e.errors()[0]
-                where = ".".join(str(p) for p in err["loc"]) or "line"
-                raise DataError(f"{path}:{n}: {where}: {err['msg']}") from None
-    return out
+    return [
+        CritiquedAnswer.model_validate(rec)
+        for rec in RecordReader(path, "answer_id", check=_check_answer, strict=True)
+    ]
+
+
+def _check_answer(rec: dict[str, Any]) -> dict[str, Any]:
+    try:
+        CritiquedAnswer.model_validate(rec)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "line"
+        raise ValueError(f"{where}: {err['msg']}") from None
+    return rec
 
 
 def dump_answer(answer: CritiquedAnswer) -> str:
@@ -147,11 +149,4 @@ def write_critiques(path: str | Path, answers: Iterable[CritiquedAnswer]) -> Pat
     """Write ``answers`` to ``path`` atomically, one line each."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_name(path)  # named for this process
-    with open(tmp, "w", encoding="utf-8") as f:
-        for a in answers:
-            f.write(dump_answer(a) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    return path
+    return atomic_write_lines(path, (dump_answer(a) for a in answers))

@@ -19,7 +19,7 @@ from typing import Any
 from seerbench.analysis.run import summarize_run
 from seerbench.complementarity import Calibration, calibration, judge_forecasts
 from seerbench.errors import ConfigError
-from seerbench.runs import CELL_AXES, ResultsFile, RunFolder
+from seerbench.runs import CELL_AXES, RunFolder
 
 #: The protocol whose cells paired differences compare against when none is given.
 DEFAULT_BASELINE = "NaiveJudge"
@@ -197,7 +197,7 @@ def load_run(
         right: list[float] = []
         judge = str(s.get("judge"))
         model_judge = judge != "trust"
-        for ln in ResultsFile(cell.results_path):
+        for ln in cell.results():
             entry = question_entry({"id": ln.get("question_id"), **(ln.get("question") or {})})
             key = json.dumps(entry)  # one id may name different questions in two runs: keyed by content
             if key not in question_index:

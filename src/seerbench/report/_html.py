@@ -26,6 +26,7 @@ from seerbench.report._analyses import (
 from seerbench.report._assets import CSS, JS
 from seerbench.report._blocks import esc, fig, num, script_json, section, table
 from seerbench.report._data import RunData, StudyData, load_run, load_study
+from seerbench.store import atomic_write_text
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 SCORE = "log"  # the score type of `stats --json`'s default, which the report shows
@@ -71,6 +72,16 @@ def _metric(s: dict[str, Any], key: str) -> dict[str, Any] | None:
     return m if key == "judge_accuracy" else m.get(SCORE)
 
 
+#: What a cell's numbers leave out (:func:`seerbench.runs.cell_counts`), as the overview names it.
+_NOT_COUNTED = {
+    "failed": "failed",
+    "unstarted": "unstarted",
+    "skipped_lines": "unreadable lines",
+    "foreign_lines": "foreign lines",
+    "duplicate_lines": "duplicate lines",
+}
+
+
 def part_overview(r: RunData, i: int) -> str:
     cfg = r.config
     ds = cfg.get("dataset")
@@ -87,6 +98,7 @@ def part_overview(r: RunData, i: int) -> str:
             + num(s.get("n_scored"), "n_scored")
             + num(s.get("parse_failures"), "parse_failures")
             + num(s.get("n_excluded"), "n_excluded")
+            + "".join(num(s.get(k), k) for k in _NOT_COUNTED)
             + f"<td>{esc(', '.join(f'{k} {v}' for k, v in sorted(counts.items())))}</td></tr>"
         )
     skipped = r.summary.get("skipped_lines") or 0
@@ -112,7 +124,15 @@ def part_overview(r: RunData, i: int) -> str:
         + _usage_row(r.usage)
         + "</tbody></table>"
         + table(
-            ("cell", "questions", "scored", "parse failures", "excluded", "verdicts by method"),
+            (
+                "cell",
+                "questions",
+                "scored",
+                "parse failures",
+                "excluded",
+                *_NOT_COUNTED.values(),
+                "verdicts by method",
+            ),
             rows,
             cls="cells",
         )
@@ -473,7 +493,7 @@ def build_report(
         path = Path(complementarity[0]).with_suffix(".html")
     if not run_dirs:
         names = ", ".join([label for label, _ in comp] + [c["label"] for c in crit])
-        path.write_text(page(f"seerbench report: {names}", extra, script=False), encoding="utf-8")
+        atomic_write_text(path, page(f"seerbench report: {names}", extra, script=False))
         return path
     questions: list[list[Any]] = []
     qindex: dict[str, int] = {}
@@ -490,7 +510,7 @@ def build_report(
                 cell_offset=sum(len(r.cells) for r in runs),
             )
         )
-    path.write_text(render_runs(runs, questions, extra), encoding="utf-8")
+    atomic_write_text(path, render_runs(runs, questions, extra))
     return path
 
 
@@ -624,5 +644,5 @@ def build_study_report(db: str | Path, out: str | Path | None = None) -> Path:
     F.require_matplotlib()
     st = load_study(db)
     path = Path(out) if out is not None else Path(db).with_suffix(".report.html")
-    path.write_text(render_study(st), encoding="utf-8")
+    atomic_write_text(path, render_study(st))
     return path

@@ -5,12 +5,12 @@ both write exports."""
 from __future__ import annotations
 
 import csv
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from seerbench.errors import ConfigError, DataError
+from seerbench.store import RecordReader
 from seerbench.study._schema import Assignment
 
 __all__ = ["EXPORT_FIELDS", "rater_columns", "read_export"]
@@ -125,7 +125,7 @@ def read_export(path: str | Path) -> list[dict[str, Any]]:
     if not p.is_file():
         raise DataError(f"export file {p} does not exist")
     if p.suffix == ".jsonl":
-        return [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return list(RecordReader(p, None, strict=True))  # a torn last line: skipped with a warning
     if p.suffix != ".csv":
         raise ConfigError(f"export file {p} must end in .csv or .jsonl")
     out = []

@@ -15,10 +15,10 @@ from pydantic import ValidationError
 from seerbench.conditions import has_passage, make_catch_trials
 from seerbench.datasets import DuplicateQuestions, read_questions_jsonl
 from seerbench.errors import ConfigError, DataError
+from seerbench.store import RecordReader
 from seerbench.study._critique_items import critique_items, validation_items
 from seerbench.study._item import StudyItem
 from seerbench.study._manifest import Condition, ItemSource, StudyManifest
-from seerbench.tables import iter_jsonl
 from seerbench.types import Question, Transcript
 
 __all__ = ["StudyItem", "build_catch_trials", "eligible", "load_items"]
@@ -36,13 +36,24 @@ def _existing(path: Path, where: str) -> Path:
     return path
 
 
+def _line_key(rec: dict[str, Any]) -> Any:
+    """A results line's question: ``question_id`` (as ``seerbench run`` writes it) or the id of its
+    ``question`` (a hand-made file)."""
+    q = rec.get("question")
+    return rec.get("question_id") or (q.get("id") if isinstance(q, dict) else None)
+
+
 def _results_lines(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    for rec in iter_jsonl(path):
-        if rec.error is not None:
-            raise DataError(f"{rec.where}: {rec.error}")
-        if not isinstance(rec.data, dict):
-            raise DataError(f"{rec.where}: expected a JSON object")
-        yield rec.where, rec.data
+    """The lines of a results file, read through the record store as ``stats`` reads them: a torn
+    last line, a question's second line and a line of another config (beside a run's
+    ``cell.json``) are skipped with a warning; any other unusable line is refused, naming it."""
+    from seerbench.runs import cell_fingerprint
+
+    reader = RecordReader(
+        path, _line_key, fingerprint=cell_fingerprint(path), strict=True, refuse_duplicates=False
+    )
+    for n, rec in reader.numbered():
+        yield f"{path.name}:{n}", rec
 
 
 def _question(obj: Any, where: str) -> Question:

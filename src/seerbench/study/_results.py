@@ -19,6 +19,7 @@ from seerbench.errors import ConfigError, DataError
 from seerbench.metrics import question_scores, score
 from seerbench.records import rating_correct
 from seerbench.stats import summarize
+from seerbench.store import atomic_path, atomic_write_lines
 from seerbench.study._critique_results import (
     CRITIQUE_FIELDS,
     VALIDATION_FIELDS,
@@ -102,11 +103,9 @@ def write_export(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     """Write rows as ``.csv`` (lists joined with ``|``) or ``.jsonl``."""
     p = Path(path)
     if p.suffix == ".jsonl":
-        with p.open("w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row) + "\n")
+        atomic_write_lines(p, (json.dumps(row) for row in rows))
     elif p.suffix == ".csv":
-        with p.open("w", encoding="utf-8", newline="") as f:
+        with atomic_path(p) as tmp, tmp.open("w", encoding="utf-8", newline="") as f:
             write_csv(f, rows)
     else:
         raise ConfigError(f"export file {p} must end in .csv or .jsonl")
