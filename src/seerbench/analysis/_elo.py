@@ -301,6 +301,55 @@ def fit_elo(
     )
 
 
+# ---- from a run folder ---------------------------------------------------------------------------
+
+
+def matches_from_line(line: dict[str, Any]) -> list[Match]:
+    """The debates of one cross-play results line (one per answer case the agent argued): the
+    judge's probability of the true option, with the debater on each side. Self-play lines (no
+    ``adversary``), excluded lines and unscored cases give none."""
+    adversary, agent = line.get("adversary"), line.get("agent")
+    if adversary is None or agent is None or line.get("excluded"):
+        return []
+    cases = line.get("answer_cases") or []
+    true = [c["short"] for c in cases if c.get("value") == 1.0]
+    if len(true) != 1:
+        return []
+    out = []
+    for c in cases:
+        probs = (c.get("case_probs") or {}).get("probabilities")
+        if not probs or probs.get(true[0]) is None:
+            continue  # a parse failure: no verdict to rate
+        p = float(probs[true[0]])
+        correct, incorrect = (agent, adversary) if c["short"] == true[0] else (adversary, agent)
+        out.append(Match(str(line["question_id"]), str(correct), str(incorrect), p))
+    return out
+
+
+def elo_section(
+    run_dir: Any, *, n_boot: int = DEFAULT_N_BOOT, seed: int = 0, confidence: float = 0.95
+) -> dict[str, Any]:
+    """``{"tournaments": [...]}``: one Elo fit per protocol folder and judge over a run's cross-play
+    cells (``debaters`` in the config), each with ``protocol`` and ``judge`` and
+    :meth:`EloResult.as_dict`; ``{}`` when the run has no cross-play cell."""
+    from seerbench.runs import ResultsFile, RunFolder
+
+    groups: dict[tuple[str, str], list[Match]] = {}
+    for cell in RunFolder(run_dir).cells():
+        for ln in ResultsFile(cell.results_path):
+            if ln.get("adversary") is None:
+                break  # a self-play cell: every line of it is
+            key = (str(ln.get("protocol")), str(ln.get("judge")))
+            groups.setdefault(key, []).extend(matches_from_line(ln))
+    out = []
+    for (protocol, judge), ms in groups.items():
+        if len({m.correct for m in ms} | {m.incorrect for m in ms}) < 2:
+            continue
+        r = fit_elo(ms, confidence=confidence, n_boot=n_boot, seed=seed)
+        out.append({"protocol": protocol, "judge": judge, **r.as_dict()})
+    return {"tournaments": out} if out else {}
+
+
 __all__ = [
     "ELO_PER_LOGIT",
     "RIDGE",
@@ -308,7 +357,9 @@ __all__ = [
     "EloResult",
     "Match",
     "check_matches",
+    "elo_section",
     "fit_elo",
     "fit_logits",
+    "matches_from_line",
     "win_rates",
 ]

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from seerbench.analysis._elo import elo_section
 from seerbench.analysis._pressure import pressure_section
 from seerbench.errors import ConfigError
 from seerbench.metrics import DEFAULT_EPS
@@ -45,7 +46,8 @@ def summarize_run(
     Returns ``{"run_dir", "cells": [stats...], "paired": [...], "skipped_lines": n}``; when grid
     cells have no finished question yet, ``not_started`` (their keys); when lines were skipped,
     ``skipped_reasons`` (the first 20, ``FILE:LINE: reason``); when cells differ only in
-    best-of-N, ``pressure`` (:func:`seerbench.analysis.optimization_pressure`)."""
+    best-of-N, ``pressure`` (:func:`seerbench.analysis.optimization_pressure`); when it has
+    cross-play cells, ``elo`` (:func:`seerbench.analysis._elo.elo_section`)."""
     folder = RunFolder(run_dir)
     cfg = folder.config
     check_beta(beta)
@@ -94,6 +96,9 @@ def summarize_run(
             folder.path, [s for _, s in cells], beta=beta, score=score, eps=eps_v, parse_failures=policy
         )
     )
+    elo = elo_section(folder.path, n_boot=int(cfg.get("n_boot", 2000)), seed=int(cfg.get("seed", 0)))
+    if elo:  # cross-play cells: Elo ratings of the debaters (docs/tournaments.md)
+        out["elo"] = elo
     if reasons:
         out["skipped_reasons"] = reasons[:MAX_REASONS]
     return out

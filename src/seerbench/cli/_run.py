@@ -348,10 +348,11 @@ def stats_table(
     b = beta_key(beta)
     digits = 3 if wide else 2
     # "-" (a protocol without an agent) and "trust" (BlindTrust's judge) are placeholders, not values
-    placeholder = {"agent": {"-"}, "judge": {"trust"}, "tools": set(), "best_of_n": set()}
-    varying = [a for a in CELL_AXES[1:] if len({_axis_value(s, a) for s in stats} - placeholder[a]) > 1]
+    placeholder = {"agent": {"-"}, "judge": {"trust"}, "tools": set(), "best_of_n": set(), "adversary": {"-"}}
+    axes = [*CELL_AXES[1:], "adversary"]  # the adversary: cross-play cells only
+    varying = [a for a in axes if len({_axis_value(s, a) for s in stats} - placeholder[a]) > 1]
     fixed = []
-    for a in CELL_AXES[1:]:
+    for a in axes:
         values = sorted({_axis_value(s, a) for s in stats} - placeholder[a] - {"none", "1"})
         if a not in varying and values:
             fixed.append(f"{'best of' if a == 'best_of_n' else a} {values[0]}")
@@ -472,6 +473,52 @@ def stats(
         )
     if "pressure" in summary:
         print_pressure(summary["pressure"])
+    if "elo" in summary:
+        print_elo(summary["elo"])
+
+
+def print_elo(elo: dict[str, Any]) -> None:
+    """The Elo table of each cross-play tournament: aggregate, correct-side and incorrect-side
+    ratings and correct minus incorrect, with their intervals, then the win-rate matrix."""
+
+    def iv(x: dict[str, float]) -> str:
+        lo, hi = x["ci_low"], x["ci_high"]
+        rng = "" if lo is None or math.isnan(lo) else f" [{lo:.0f},{hi:.0f}]"
+        est = f"{x['estimate']:.0f}"
+        return f"{'0' if est == '-0' else est}{rng}"
+
+    for t in elo["tournaments"]:
+        pct = round(100 * t["confidence"])
+        tab = Table(
+            title=f"Elo of the debaters: {t['protocol']}, judge {t['judge']} "
+            f"({t['n_questions']} questions, {t['n_matches']} debates, {pct}% CIs by question)"
+        )
+        for col in (
+            "debater",
+            "aggregate",
+            "correct side",
+            "incorrect side",
+            "correct - incorrect",
+            "debates",
+        ):
+            tab.add_column(col, overflow="fold")
+        for r in sorted(t["ratings"], key=lambda r: -r["aggregate"]["estimate"]):
+            tab.add_row(
+                escape(r["debater"]),
+                iv(r["aggregate"]),
+                iv(r["correct"]),
+                iv(r["incorrect"]),
+                iv(r["difference"]),
+                str(r["n_matches"]),
+            )
+        console.print(tab)
+        w = Table(title="win rate: mean judge probability of the row debater's side against the column's")
+        w.add_column("")
+        for d in t["debaters"]:
+            w.add_column(escape(d), overflow="fold")
+        for d, row in zip(t["debaters"], t["win_rate"], strict=True):
+            w.add_row(escape(d), *("-" if v is None else f"{v:.2f}" for v in row))
+        console.print(w)
 
 
 @app.command()

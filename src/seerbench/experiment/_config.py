@@ -33,6 +33,8 @@ NOT_IN_FINGERPRINT = frozenset({"out", "limit", "concurrency", "name"})
 #: Keys of a dataset mapping that name files; relative ones are read from the config file's folder.
 _PATH_KEYS = ("path",)
 
+DEBATERS = "debaters"  # a debate protocol entry's key for cross-play
+
 REPLAY = "replay"  # agent model name for human-written arguments replayed from the dataset
 
 
@@ -43,9 +45,41 @@ class GenerationSpec(BaseModel):
     max_words: int = Field(default=120, ge=1)
 
 
+class Debater(BaseModel):
+    """One side of a cross-play debate: an agent entry with its own tools and best-of-N."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    agent: str | dict[str, Any]
+    tools: tuple[str, ...] = ()
+    best_of_n: int = Field(default=1, ge=1)
+
+    def label(self) -> str:
+        """How folders and tables name the debater (as a cell names its agent)."""
+        from seerbench.experiment._components import entry_label
+
+        t = f"_T_{'+'.join(self.tools)}" if self.tools else ""
+        return entry_label(self.agent) + t + (f"_bo{self.best_of_n}" if self.best_of_n > 1 else "")
+
+    def identity(self) -> dict[str, Any]:
+        return {"agent": self.agent, "tools": list(self.tools), "best_of_n": self.best_of_n}
+
+
+def parse_debater(v: Any) -> Debater:
+    """A ``debaters`` item: a model spec, a class entry ``{class: ...}``, or
+    ``{agent: <entry>, tools: [...], best_of_n: N}``."""
+    if isinstance(v, str) or (isinstance(v, dict) and "class" in v):
+        return Debater(agent=v)
+    if isinstance(v, dict) and "agent" in v:
+        return Debater.model_validate(v)
+    raise ValueError(
+        f"a debater is a model spec, a {{class: ...}} entry or {{agent: ..., best_of_n: N, tools: [...]}}; got {v!r}"
+    )
+
+
 class ProtocolSpec(BaseModel):
     """A protocol and its keyword grid: any extra key is a protocol keyword; a list value is an axis
-    of the grid (e.g. ``{name: EvidenceDebate, condition: [SA, PSA]}``)."""
+    of the grid (e.g. ``{name: EvidenceDebate, condition: [SA, PSA]}``). ``debaters`` (debates
+    only) makes it a cross-play grid: every ordered pair of different debaters, one cell each."""
 
     model_config = ConfigDict(extra="allow")
     name: str
@@ -56,8 +90,31 @@ class ProtocolSpec(BaseModel):
         get_protocol(v)
         return v
 
+    @model_validator(mode="after")
+    def _debaters(self) -> ProtocolSpec:
+        raw = (self.model_extra or {}).get(DEBATERS)
+        if raw is None:
+            return self
+        if not get_protocol(self.name).cross_play:
+            raise ValueError(
+                f"{DEBATERS}: {self.name} has no second debater; cross-play is for the debates "
+                "(SimultaneousDebate, SequentialDebate, EvidenceDebate)"
+            )
+        if not isinstance(raw, list):
+            raise ValueError(f"{DEBATERS}: give a list of at least two debaters, got {raw!r}")
+        ds = [parse_debater(v) for v in raw]
+        labels = [d.label() for d in ds]
+        if len(set(labels)) < 2 or len(set(labels)) != len(labels):
+            raise ValueError(f"{DEBATERS}: give at least two different debaters, each once; got {labels}")
+        return self
+
+    def debaters(self) -> list[Debater] | None:
+        """The cross-play debaters, or None for an ordinary (self-play) entry."""
+        raw = (self.model_extra or {}).get(DEBATERS)
+        return None if raw is None else [parse_debater(v) for v in raw]
+
     def keyword_grid(self) -> list[dict[str, Any]]:
-        extra = dict(self.model_extra or {})
+        extra = {k: v for k, v in (self.model_extra or {}).items() if k != DEBATERS}
         axes = {k: (v if isinstance(v, list) else [v]) for k, v in extra.items()}
         keys = sorted(axes)
         return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(axes[k] for k in keys))]

@@ -180,6 +180,8 @@ class CellWriter:
             "tools": list(spec.tools),
             "best_of_n": spec.best_of_n,
         }
+        if spec.adversary is not None:  # cross-play: the other side's debater
+            self.meta["adversary"] = spec.adversary.label()
         stamp = {"fingerprint": _hash(exp.cell_identity(spec)), "prompts": exp.prompt_hashes()}
         self.fmt = LineFormat(self.meta, stamp, cfg.eps, cfg.parse_failures)
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

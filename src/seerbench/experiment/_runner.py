@@ -20,7 +20,7 @@ from seerbench.agents import Agent, BestOfNAgent, ModelAgent
 from seerbench.errors import ConfigError, naming
 from seerbench.experiment._cells import RunResult, RunSpec
 from seerbench.experiment._components import Entry, build, entry_code, entry_label
-from seerbench.experiment._config import _PATH_KEYS, REPLAY, ExperimentConfig, _hash
+from seerbench.experiment._config import _PATH_KEYS, REPLAY, Debater, ExperimentConfig, _hash
 from seerbench.experiment._executor import Executor, LocalExecutor
 from seerbench.experiment._files import (
     _atomic_write,
@@ -190,6 +190,10 @@ class Experiment:
                 tools = c.agent_tools if cls.needs_agent else [[]]
                 bons = c.best_of_n if cls.needs_agent else [1]
                 judges: list[Entry | None] = list(c.judge_models) if cls.fixed_judge is None else [None]
+                debaters = p.debaters()
+                if debaters is not None:
+                    specs.extend(self._cross_play(p.name, kw, turns, judges, debaters))
+                    continue
                 for nt, a, j, t, b in itertools.product(turns, agents, judges, tools, bons):
                     kwargs = {**kw, "num_turns": int(nt)} if cls.takes_turns else dict(kw)
                     j_label = cls.fixed_judge if j is None else entry_label(j)
@@ -218,6 +222,39 @@ class Experiment:
                 f"the grid has duplicate cells: {sorted({k for k in keys if keys.count(k) > 1})}"
             )
         return specs
+
+    def _cross_play(
+        self,
+        name: str,
+        kw: dict[str, Any],
+        turns: Sequence[int],
+        judges: Sequence[Entry | None],
+        debaters: Sequence[Debater],
+    ) -> list[RunSpec]:
+        """A cross-play entry's cells: every ordered pair of different debaters (the agent first,
+        the adversary second), every judge and number of turns. Each cell runs both answer cases, so
+        each debater argues both sides of every question against each other one."""
+        cls = PROTOCOLS[name]
+        out = []
+        for nt, j, a, d in itertools.product(turns, judges, debaters, debaters):
+            if a == d:
+                continue
+            kwargs = {**kw, "num_turns": int(nt)} if cls.takes_turns else dict(kw)
+            spec = RunSpec(
+                name,
+                kwargs,
+                a.label(),
+                (cls.fixed_judge if j is None else entry_label(j)) or "",
+                a.tools,
+                a.best_of_n,
+                agent_entry=a.agent,
+                judge_entry=j,
+                adversary=d,
+            )
+            spec.protocol_dir = self._protocol(spec, dry=True).config_name()
+            spec.pair_dir = f"A_{_slug(a.label())}_vs_{_slug(d.label())}_J_{_slug(spec.judge_model)}"
+            out.append(spec)
+        return out
 
     def prompt_hashes(self) -> dict[str, str]:
         return template_hashes(self.config.resolved_prompts_dir())
@@ -251,6 +288,9 @@ class Experiment:
                 ident["agent_generation"] = c.agent_generation.model_dump(mode="json")
             if spec.agent_entry is not None:
                 code.update(entry_code(spec.agent_entry, "agent", base))
+        if spec.adversary is not None:  # cross-play only: self-play cells keep their identity
+            ident["adversary"] = spec.adversary.identity()
+            code.update(entry_code(spec.adversary.agent, "agent", base))
         if code:
             ident["code"] = code
         ident["models"] = self.cell_models(spec)  # each model's backend, version, file hash, code
@@ -349,25 +389,35 @@ class Experiment:
 
     def _agent(self, spec: RunSpec) -> Agent:
         assert spec.agent_entry is not None
-        base = self.make_agent(spec.agent_entry, spec.tools)
-        if spec.best_of_n > 1:
+        return self._side(spec, spec.agent_entry, spec.agent_model, spec.tools, spec.best_of_n)
+
+    def _side(self, spec: RunSpec, entry: Entry, label: str, tools: Sequence[str], n: int) -> Agent:
+        base = self.make_agent(entry, tools)
+        if n > 1:
             if not isinstance(base, ModelAgent):
                 raise ConfigError(
-                    f"cell {spec.key}: best_of_n needs a model agent (a model spec), not {spec.agent_model}"
+                    f"cell {spec.key}: best_of_n needs a model agent (a model spec), not {label}"
                 )
-            return BestOfNAgent(base, spec.best_of_n, self._judge(spec))
+            return BestOfNAgent(base, n, self._judge(spec))
         return base
 
     def _protocol(self, spec: RunSpec, *, dry: bool = False) -> OversightProtocol:
         cls = PROTOCOLS[spec.protocol]
+        adv: Any = None
         if dry:
             judge: Any = None
             agent: Any = object() if cls.needs_agent else None
+            adv = object() if spec.adversary is not None else None
         else:
             judge = self._judge(spec) if spec.judge_entry is not None else None
             agent = self._agent(spec) if cls.needs_agent else None
+            if spec.adversary is not None:
+                d = spec.adversary
+                adv = self._side(spec, d.agent, d.label(), d.tools, d.best_of_n)
         try:
             kw = {"both_orders": self.config.both_orders, **spec.kwargs}  # a protocol entry may override
+            if adv is not None:
+                kw["adversary"] = adv
             return cls(judge, agent, seed=self.config.seed, **kw)
         except TypeError as e:
             known = ", ".join(("num_turns", "both_orders", "judge_sees_source", *cls.keywords))
@@ -392,6 +442,14 @@ class Experiment:
                 raise ConfigError(
                     f"cell {spec.key}: tools are for model agents; {spec.agent_model} takes none "
                     "(use agent_tools: [[]] with this agent)"
+                )
+            d = spec.adversary
+            if d is not None and isinstance(d.agent, str) and d.agent != REPLAY:
+                get_model(d.agent)
+                get_tools(list(d.tools))
+            elif d is not None and d.tools:
+                raise ConfigError(
+                    f"cell {spec.key}: tools are for model agents; debater {d.label()} takes none"
                 )
             try:
                 proto = self._protocol(
