@@ -4,6 +4,7 @@ results in the ordinary results files, resumable; the Elo section read from the 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,11 @@ def test_stats_has_the_elo_section(finished: Path) -> None:
     agg = [r["aggregate"]["estimate"] for r in t["ratings"]]
     assert agg[0] == pytest.approx(-agg[1])  # two debaters: centred on 0
     assert {c.get("adversary") for c in s["cells"]} == {"scripted:coin", "scripted:echo"}
+    for r in t["ratings"]:  # the seed's comparison: ASD/ASE of the debater as agent beside its Elo
+        (cell,) = [c for c in s["cells"] if c["agent"] == r["debater"]]  # one opponent: one cell
+        assert r["asd"] == pytest.approx(cell["metrics"]["asd"]["log"]["mean"])
+        assert r["ase"] == pytest.approx(cell["metrics"]["ase_b1"]["log"]["mean"])
+    assert t["trend"]["estimate"] is None or math.isnan(t["trend"]["estimate"])  # two debaters: no slope
 
 
 def test_self_play_run_has_no_elo(tmp_path: Path) -> None:

@@ -58,6 +58,20 @@ def test_hand_worked_three_debaters() -> None:
     assert abs(ELO_PER_LOGIT - 173.7178) < 1e-4
 
 
+def test_trend_is_the_slope_of_difference_on_aggregate() -> None:
+    # hand example: aggregate (200, 0, -200), difference (400, 0, 400): the slope is
+    # sum((a - 0) * (d - 800/3)) / sum(a^2) = (200 * 400/3 - 200 * 400/3) / 80000 = 0
+    assert fit_elo(HAND, n_boot=2, ridge=1e-12).trend().estimate == pytest.approx(0, abs=1e-6)
+    # c = (A 300, B 100, C 0), u = (A -100, B -100, C -100): aggregate (100, 0, -50), deviations
+    # from its mean 50/3 are (250, -50, -200)/3; difference (400, 200, 100), deviations
+    # (500, -100, -400)/3; slope = (250*500 + 50*100 + 200*400) / (250^2 + 50^2 + 200^2) = 2
+    c, u = {"A": 300, "B": 100, "C": 0}, {"A": -100, "B": -100, "C": -100}
+    ms = [Match("q", i, j, p_win(c[i] - u[j])) for i in c for j in c if i != j]
+    assert fit_elo(ms, n_boot=2, ridge=1e-12).trend().estimate == pytest.approx(2.0, rel=1e-5)
+    two = [m for m in HAND if "C" not in (m.correct, m.incorrect)]
+    assert math.isnan(fit_elo(two, n_boot=2).trend().estimate)
+
+
 def test_default_ridge_stays_close_and_is_finite_under_separation() -> None:
     r = fit_elo(HAND, n_boot=2)
     assert r.rating("A").aggregate.estimate == pytest.approx(200, abs=15)

@@ -126,9 +126,29 @@ class EloResult:
             self.confidence,
         )
 
+    def trend(self) -> Interval:
+        """Khan et al.'s figure in one number: the least-squares slope of correct-minus-incorrect
+        rating on aggregate rating across the debaters (NaN for fewer than three), with the
+        percentile interval of its bootstrap replicates."""
+        n = len(self.debaters)
+        if n < 3:
+            return Interval(math.nan, math.nan, math.nan)
+        from seerbench.analysis._pressure import _ols
+
+        ks = range(n)
+
+        def slope(x: np.ndarray) -> np.ndarray:
+            agg = np.stack([_kind(x, k, n, "aggregate") for k in ks], axis=-1)
+            diff = np.stack([_kind(x, k, n, "difference") for k in ks], axis=-1)
+            return _ols(agg, diff)[0]
+
+        return _interval(float(slope(self.estimate)), slope(self.replicates), self.confidence)
+
     def as_dict(self) -> dict[str, Any]:
+        t = self.trend()
         return {
             "debaters": self.debaters,
+            "trend": {"estimate": t.estimate, "ci_low": t.ci_low, "ci_high": t.ci_high},
             "ratings": [r.as_dict() for r in self.ratings],
             "win_rate": [[None if math.isnan(v) else float(v) for v in row] for row in self.win_rate],
             "n_questions": self.n_questions,

@@ -30,6 +30,29 @@ __all__ = ["MAX_REASONS", "summarize_run"]
 MAX_REASONS = 20
 
 
+def _beside_elo(elo: dict[str, Any], cells: list[dict[str, Any]], *, beta: float, score: str) -> None:
+    """The seed's comparison: beside each debater's Elo, its ASD and ASE (``score``, ``beta``) as
+    the agent, averaged over its cross-play cells of that protocol and judge (one per opponent)."""
+    from seerbench.metrics import beta_key
+
+    ase = f"ase_{beta_key(beta)}"
+    for t in elo["tournaments"]:
+        for r in t["ratings"]:
+            mine = [
+                s
+                for s in cells
+                if s.get("adversary") is not None
+                and s.get("agent") == r["debater"]
+                and s.get("protocol") == t["protocol"]
+                and s.get("judge") == t["judge"]
+            ]
+            for key, metric in (("asd", "asd"), ("ase", ase)):
+                vals = [((s["metrics"].get(metric) or {}).get(score) or {}).get("mean") for s in mine]
+                ok = [float(v) for v in vals if v is not None and math.isfinite(float(v))]
+                r[key] = sum(ok) / len(ok) if ok else None
+        t["score"], t["beta"] = score, beta
+
+
 def summarize_run(
     run_dir: str | Path,
     *,
@@ -98,6 +121,7 @@ def summarize_run(
     )
     elo = elo_section(folder.path, n_boot=int(cfg.get("n_boot", 2000)), seed=int(cfg.get("seed", 0)))
     if elo:  # cross-play cells: Elo ratings of the debaters (docs/tournaments.md)
+        _beside_elo(elo, [s for _, s in cells], beta=beta, score=score)
         out["elo"] = elo
     if reasons:
         out["skipped_reasons"] = reasons[:MAX_REASONS]

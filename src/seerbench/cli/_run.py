@@ -477,6 +477,10 @@ def stats(
         print_elo(summary["elo"])
 
 
+def _fmt_mean(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.2f}"
+
+
 def print_elo(elo: dict[str, Any]) -> None:
     """The Elo table of each cross-play tournament: aggregate, correct-side and incorrect-side
     ratings and correct minus incorrect, with their intervals, then the win-rate matrix."""
@@ -493,14 +497,9 @@ def print_elo(elo: dict[str, Any]) -> None:
             title=f"Elo of the debaters: {t['protocol']}, judge {t['judge']} "
             f"({t['n_questions']} questions, {t['n_matches']} debates, {pct}% CIs by question)"
         )
-        for col in (
-            "debater",
-            "aggregate",
-            "correct side",
-            "incorrect side",
-            "correct - incorrect",
-            "debates",
-        ):
+        score, b = t.get("score", "log"), beta_key(t.get("beta", 1.0))
+        cols = ("debater", "aggregate", "correct side", "incorrect side", "correct - incorrect", "debates")
+        for col in (*cols, f"ASD({score})", f"ASE_{b}({score})"):
             tab.add_column(col, overflow="fold")
         for r in sorted(t["ratings"], key=lambda r: -r["aggregate"]["estimate"]):
             tab.add_row(
@@ -510,8 +509,19 @@ def print_elo(elo: dict[str, Any]) -> None:
                 iv(r["incorrect"]),
                 iv(r["difference"]),
                 str(r["n_matches"]),
+                _fmt_mean(r.get("asd")),
+                _fmt_mean(r.get("ase")),
             )
         console.print(tab)
+        tr = t["trend"]
+        if tr["estimate"] is not None and not math.isnan(tr["estimate"]):
+            lo, hi = tr["ci_low"], tr["ci_high"]
+            ci = "" if lo is None or math.isnan(lo) else f" [{lo:.2f},{hi:.2f}]"
+            console.print(
+                f"correct - incorrect against aggregate Elo: slope {tr['estimate']:.2f}{ci} "
+                "(Khan et al. 2024 find it rising); ASD/ASE: the debater as agent, mean over its opponents",
+                highlight=False,
+            )
         w = Table(title="win rate: mean judge probability of the row debater's side against the column's")
         w.add_column("")
         for d in t["debaters"]:
