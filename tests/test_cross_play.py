@@ -153,3 +153,20 @@ def test_matches_from_a_line_by_hand() -> None:
     assert matches_from_line(line) == [Match("q", "x", "y", 0.75)]
     assert matches_from_line({**line, "adversary": None}) == []
     assert matches_from_line({**line, "excluded": True}) == []
+
+
+def test_report_has_the_elo_section(
+    finished: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_cli_global import run_main
+
+    out = finished.parent / "report.html"
+    code, _, err = run_main(["report", str(finished), "--out", str(out)], capsys, monkeypatch)
+    assert code == 0, err
+    html = out.read_text()
+    assert 'id="elo"' in html
+    (t,) = summarize_run(finished)["elo"]["tournaments"]
+    for r in t["ratings"]:
+        row = html[html.index(f'data-debater="{r["debater"]}"') :]
+        v = float(row.split('data-k="aggregate_estimate" data-v="')[1].split('"')[0])
+        assert v == pytest.approx(r["aggregate"]["estimate"])
