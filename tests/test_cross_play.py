@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from seerbench.analysis._elo import Match, elo_section, matches_from_line
 from seerbench.analysis.run import summarize_run
 from seerbench.errors import ConfigError
 from seerbench.experiment import Experiment, ExperimentConfig
+from seerbench.models import register_scripted
 
 DEBATERS = ["scripted:coin", "scripted:echo", {"agent": "scripted:coin", "best_of_n": 2}]
 N_QUESTIONS = 4
@@ -170,3 +172,43 @@ def test_report_has_the_elo_section(
         row = html[html.index(f'data-debater="{r["debater"]}"') :]
         v = float(row.split('data-k="aggregate_estimate" data-v="')[1].split('"')[0])
         assert v == pytest.approx(r["aggregate"]["estimate"])
+
+
+# ---- a tournament of scripted debaters with known strengths, through the whole grid -------------
+POWER = {"strong": 200, "middle": 100, "weak": 0}  # Elo points
+
+
+def _power_judge(messages: Any, config: Any, seed: int | None) -> str:
+    """P(A) from the Elo model on the powers the two debaters state: no side is favoured."""
+    text = messages[-1].content
+    if "How likely" not in text:
+        return "A"
+    pw = {m[0]: int(m[1]) for m in re.findall(r"\(arguing for ([A-Z])\): power=(-?\d+)", text)}
+    return f"{1 / (1 + 10 ** (-(pw['A'] - pw['B']) / 400)):.6f}"
+
+
+register_scripted("tour-judge", _power_judge, replace=True)
+for _name, _p in POWER.items():
+    register_scripted(f"tour-{_name}", lambda m, c, s, _p=_p: f"power={_p}", replace=True)
+
+
+def test_scripted_tournament_recovers_the_known_strengths(tmp_path: Path) -> None:
+    cfg = ExperimentConfig.parse(
+        {
+            "name": "tour",
+            "dataset": {"name": "arithmetic", "n": 5, "seed": 0},
+            "out": str(tmp_path / "run"),
+            "judge_models": ["scripted:tour-judge"],
+            "protocols": [{"name": "SequentialDebate", "debaters": [f"scripted:tour-{n}" for n in POWER]}],
+            "n_boot": 100,
+        }
+    )
+    Experiment(cfg).run()
+    (t,) = summarize_run(tmp_path / "run")["elo"]["tournaments"]
+    got = {r["debater"].removeprefix("scripted:tour-"): r for r in t["ratings"]}
+    # powers 200, 100, 0 around their mean 100: aggregate 100, 0, -100; no side is favoured, so the
+    # correct-side and incorrect-side ratings agree and their difference is 0 (up to the weak ridge)
+    for name, want in (("strong", 100), ("middle", 0), ("weak", -100)):
+        assert got[name]["aggregate"]["estimate"] == pytest.approx(want, abs=3)
+        assert got[name]["difference"]["estimate"] == pytest.approx(0, abs=3)
+    assert t["win_rate"][0][2] == pytest.approx(1 / (1 + 10 ** (-200 / 400)), abs=1e-4)  # strong vs weak
