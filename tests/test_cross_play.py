@@ -188,8 +188,17 @@ def _power_judge(messages: Any, config: Any, seed: int | None) -> str:
 
 
 register_scripted("tour-judge", _power_judge, replace=True)
+
+
+def _stating(power: int) -> Any:
+    def responder(messages: Any, config: Any, seed: int | None) -> str:
+        return f"power={power}"
+
+    return responder
+
+
 for _name, _p in POWER.items():
-    register_scripted(f"tour-{_name}", lambda m, c, s, _p=_p: f"power={_p}", replace=True)
+    register_scripted(f"tour-{_name}", _stating(_p), replace=True)
 
 
 def test_scripted_tournament_recovers_the_known_strengths(tmp_path: Path) -> None:
