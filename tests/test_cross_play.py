@@ -28,7 +28,7 @@ def config(out: Path, **protocol: Any) -> ExperimentConfig:
             "dataset": {"name": "arithmetic", "n": N_QUESTIONS, "seed": 0},
             "out": str(out),
             "judge_models": ["scripted:coin"],
-            "agent_models": ["scripted:coin"],
+            **({} if "debaters" in protocol else {"agent_models": ["scripted:coin"]}),
             "protocols": [{"name": "SimultaneousDebate", **protocol}],
             "agent_generation": {"temperature": 0.8, "max_tokens": 40, "max_words": 20},
             "n_boot": 100,
@@ -61,6 +61,18 @@ def test_self_play_cells_keep_their_identity(tmp_path: Path) -> None:
     assert spec.adversary is None
     assert "adversary" not in exp.cell_identity(spec)
     assert spec.pair_dir == "A_scripted-coin_J_scripted-coin"
+
+
+def test_agent_axes_no_cell_would_use_are_refused(tmp_path: Path) -> None:
+    raw = {
+        "dataset": {"name": "arithmetic", "n": 2},
+        "best_of_n": [1, 4],
+        "protocols": [{"name": "SimultaneousDebate", "debaters": ["scripted:coin", "scripted:echo"]}],
+    }
+    with pytest.raises(ConfigError, match=r"best_of_n would be ignored.*give each debater its own"):
+        ExperimentConfig.parse(raw)
+    # beside a self-play entry the axis is used, so it is fine
+    ExperimentConfig.parse({**raw, "protocols": [*raw["protocols"], "Consultancy"]})
 
 
 @pytest.mark.parametrize(

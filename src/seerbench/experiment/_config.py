@@ -192,6 +192,20 @@ class ExperimentConfig(BaseModel):
                 )
         return v
 
+    @model_validator(mode="after")
+    def _cross_play_axes(self) -> ExperimentConfig:
+        """Agent axes that no cell would use (every agent protocol entry is cross-play, whose
+        debaters carry their own) are refused rather than ignored."""
+        agentful = [p for p in self.protocols if get_protocol(p.name).needs_agent]
+        if agentful and all(p.debaters() is not None for p in agentful):
+            unused = [k for k in ("agent_models", "agent_tools", "best_of_n") if k in self.model_fields_set]
+            if unused:
+                raise ValueError(
+                    f"{', '.join(unused)} would be ignored: every agent protocol here is cross-play; "
+                    f"give each debater its own ({DEBATERS}: [{{agent: ..., best_of_n: N, tools: [...]}}])"
+                )
+        return self
+
     @field_validator("num_turns", "best_of_n")
     @classmethod
     def _positive(cls, v: list[int]) -> list[int]:
