@@ -405,7 +405,7 @@ def test_user_errors_are_one_line(
 
     assert "no experiment.json" in error(str(tmp_path))
     assert "is not a folder" in error(str(tmp_path / "missing"))
-    assert "--format must be one of csv, parquet, inspect; got 'xlsx'" in error(
+    assert "--format must be one of csv, parquet, inspect, rewards; got 'xlsx'" in error(
         str(run_dir), "--format", "xlsx"
     )
     assert "stdout" in error(str(run_dir), "--format", "parquet", "--out", "-")

@@ -1,4 +1,5 @@
-"""The Experiment split (issue 24) keeps every cell's identity byte-identical, so folders written
+"""The Experiment split (issue 24) keeps every cell's identity byte-identical (issue 22 added each
+model's provenance, "models"), so folders written
 before it resume: identities written out by hand from the rules in docs/experiments.md, and a
 folder whose cell.json holds them is taken as it is."""
 
@@ -43,6 +44,10 @@ def _common() -> dict[str, Any]:
     }
 
 
+#: A cell's models and their provenance (issue 22): the scripted backend and its responder.
+COIN = {"scripted:coin": {"backend": "scripted", "model": "coin"}}
+
+
 def _expected() -> dict[str, dict[str, Any]]:
     trust = {"class": "TrustJudge"}
     return {
@@ -52,12 +57,14 @@ def _expected() -> dict[str, dict[str, Any]]:
             "judge": "scripted:coin",
             **_common(),
             "elicitation": ELICIT,
+            "models": COIN,
         },
         "BlindTrust/J_trust": {
             "protocol": "BlindTrust",
             "keywords": {"both_orders": False},
             "judge": "trust",
             **_common(),
+            "models": {},
         },
         "Consultancy_t2/A_scripted-coin_T_calculator_bo2_J_TrustJudge": {
             "protocol": "Consultancy",
@@ -69,6 +76,7 @@ def _expected() -> dict[str, dict[str, Any]]:
             "tools": ["calculator"],
             "best_of_n": 2,
             "agent_generation": GENERATION,
+            "models": COIN,
         },
         "EvidenceDebate_PSA/A_replay_J_scripted-coin": {
             "protocol": "EvidenceDebate",
@@ -79,8 +87,9 @@ def _expected() -> dict[str, dict[str, Any]]:
             "agent": "replay",
             "tools": [],
             "best_of_n": 1,
+            "models": COIN,
         },
-        "SequentialDebate_t3_swap/A_replay_bo2_J_scripted-coin": {
+        "SequentialDebate_t3_swap/A_replay_J_scripted-coin": {
             "protocol": "SequentialDebate",
             "keywords": {"both_orders": True, "num_turns": 3},
             "judge": "scripted:coin",
@@ -88,7 +97,8 @@ def _expected() -> dict[str, dict[str, Any]]:
             "elicitation": ELICIT,
             "agent": "replay",
             "tools": [],
-            "best_of_n": 2,
+            "best_of_n": 1,
+            "models": COIN,
         },
         "CritiqueJudge_k2/J_TrustJudge": {
             "protocol": "CritiqueJudge",
@@ -96,6 +106,7 @@ def _expected() -> dict[str, dict[str, Any]]:
             "judge": trust,
             **_common(),
             "elicitation": ELICIT,
+            "models": {},
         },
     }
 

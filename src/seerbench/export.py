@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -33,7 +35,7 @@ from typing import IO, Any, Literal
 from seerbench.errors import ConfigError
 from seerbench.metrics import DEFAULT_EPS, TIE_TOL
 from seerbench.results import rescore
-from seerbench.runs import RunFolder, check_eps, check_policy, json_safe
+from seerbench.runs import RunFolder, check_eps, check_policy, check_score, json_safe
 
 Format = Literal["csv", "parquet"]
 FORMATS: tuple[Format, ...] = ("csv", "parquet")
@@ -548,6 +550,141 @@ def _write_inspect(log: Any, path: Path) -> None:
         raise ConfigError(f"cannot write {path}: {e.strerror or e}") from None
 
 
+# ---- reward data (seed 003: "a scalable oversight mechanism is equivalent to a human feedback model")
+
+
+@dataclass
+class RewardExport:
+    """What :func:`export_rewards` wrote."""
+
+    out_dir: Path
+    rewards: Path
+    preferences: Path
+    n_rewards: int = 0
+    n_preferences: int = 0
+    n_ties: int = 0  # questions whose two arguments earned the same reward: no preference
+    skipped_lines: dict[str, int] = field(default_factory=dict)
+
+
+def reward_prompt(question: dict[str, Any]) -> str:
+    """The prompt both of a question's arguments answer: the question and its options."""
+    opts = "\n".join(f"{c['short']}) {c['long']}" for c in question["answer_cases"])
+    return f"{question['text']}\n\nOptions:\n{opts}\n\nArgue for one answer."
+
+
+def _argument(case: dict[str, Any]) -> str | None:
+    """The turns that argued for this case's option in its transcript: the agent's (in a
+    symmetric self-play debate one transcript serves both cases, and the turns for the other option
+    are the same agent's, marked adversary)."""
+    turns = (case.get("case_probs") or {}).get("transcript") or []
+    mine = [
+        str(t.get("content", ""))
+        for t in turns
+        if t.get("role") in ("agent", "adversary") and t.get("answer_case") == case["short"]
+    ]
+    return f"Answer: {case['long']}\n\n" + "\n\n".join(mine) if mine else None
+
+
+def reward_records(line: dict[str, Any], cell: str, score: str = "log") -> list[dict[str, Any]]:
+    """One record per argument of a scored results line: the prompt, the agent's argument as the
+    completion, and the protocol's reward to it (its agent score under ``score``; ``judge_probability``,
+    the judge's probability of the argued option, beside it). Unscored cases give none."""
+    prompt = reward_prompt(line["question"])
+    out = []
+    for c in line.get("answer_cases") or []:
+        reward = (c.get("agent_score") or {}).get(score)
+        probs = (c.get("case_probs") or {}).get("probabilities") or {}
+        text = _argument(c)
+        if reward is None or text is None or not math.isfinite(float(reward)):
+            continue
+        out.append(
+            {
+                "prompt": prompt,
+                "completion": text,
+                "reward": float(reward),
+                "judge_probability": probs.get(c["short"]),
+                "correct": c.get("value") == 1.0,
+                "question_id": line["question_id"],
+                "cell": cell,
+                "agent": line.get("agent"),
+                "adversary": line.get("adversary"),
+                "judge": line.get("judge"),
+                "answer_case": c["short"],
+                "score": score,
+            }
+        )
+    return out
+
+
+def preference_record(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The preference pair of one question's two rewarded arguments (same prompt): the higher-
+    rewarded one chosen, the lower rejected; None for fewer than two or a tie."""
+    if len(records) != 2:
+        return None
+    hi, lo = sorted(records, key=lambda r: -r["reward"])
+    if hi["reward"] - lo["reward"] <= TIE_TOL:
+        return None
+    return {
+        "prompt": hi["prompt"],
+        "chosen": hi["completion"],
+        "rejected": lo["completion"],
+        "chosen_reward": hi["reward"],
+        "rejected_reward": lo["reward"],
+        "chosen_correct": hi["correct"],
+        "question_id": hi["question_id"],
+        "cell": hi["cell"],
+        "score": hi["score"],
+    }
+
+
+def export_rewards(
+    run_dir: str | Path,
+    out_dir: str | Path | None = None,
+    *,
+    score: str = "log",
+    eps: float | None = None,
+    parse_failures: str | None = None,
+) -> RewardExport:
+    """Write ``rewards.jsonl`` (one record per argument: ``prompt``, ``completion``, ``reward``)
+    and ``preferences.jsonl`` (one per question and cell: ``prompt``, ``chosen``, ``rejected``,
+    the shape TRL's reward and DPO trainers read) to ``out_dir`` (default ``RUN_DIR/rewards``).
+    The rewards are the agent scores of the lines rescored with the run's ``eps`` and policy."""
+    check_score(score)
+    folder = RunFolder(run_dir)
+    cfg = folder.config
+    eps_v = check_eps(cfg.get("eps", DEFAULT_EPS) if eps is None else eps)
+    policy = check_policy(parse_failures or cfg.get("parse_failures", "exclude"))
+    target = Path(out_dir) if out_dir is not None else folder.path / "rewards"
+    ex = RewardExport(target, target / "rewards.jsonl", target / "preferences.jsonl")
+    rewards: list[str] = []
+    prefs: list[str] = []
+    cells = folder.cells()
+    if not cells:
+        raise ConfigError(f"no results.jsonl under {run_dir}: the run has not finished a question yet")
+    for cell in cells:
+        lines, skipped = cell.read()
+        if skipped:
+            ex.skipped_lines[cell.key] = skipped
+        for line in lines:
+            recs = reward_records(rescore(line, eps=eps_v, policy=policy), cell.key, score)
+            rewards.extend(json.dumps(r) for r in recs)
+            pair = preference_record(recs)
+            if pair is not None:
+                prefs.append(json.dumps(pair))
+            elif len(recs) == 2:
+                ex.n_ties += 1
+    ex.n_rewards, ex.n_preferences = len(rewards), len(prefs)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for path, rows in ((ex.rewards, rewards), (ex.preferences, prefs)):
+            tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+            tmp.write_text("".join(r + "\n" for r in rows), encoding="utf-8")
+            os.replace(tmp, path)
+    except OSError as e:
+        raise ConfigError(f"cannot write {target}: {e.strerror or e}") from None
+    return ex
+
+
 __all__ = [
     "COLUMNS",
     "FORMATS",
@@ -556,7 +693,9 @@ __all__ = [
     "SCHEMA",
     "Export",
     "InspectExport",
+    "RewardExport",
     "export_inspect",
+    "export_rewards",
     "export_rows",
     "flat_row",
     "inspect_available",

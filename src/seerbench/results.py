@@ -222,6 +222,8 @@ class CellStats:
         """Take one scored line (as :func:`rescore` returns it)."""
         if self.axes is None:
             self.axes = {k: ln.get(k) for k in CELL_AXES}
+            if ln.get("adversary") is not None:  # a cross-play cell: the other side's debater
+                self.axes["adversary"] = ln["adversary"]
         self.n_lines += 1
         self.parse_failures += ln["parse_failures"]
         if ln["parse_failures"] and self.failure_example is None:

@@ -195,6 +195,8 @@ def cell_meta(lines: list[dict[str, Any]] | CellStats, cell: Cell) -> dict[str, 
         if isinstance(lines, CellStats)
         else ({k: lines[0].get(k) for k in CELL_AXES} if lines else None)
     )
+    if first is not None and not isinstance(lines, CellStats) and lines[0].get("adversary") is not None:
+        first["adversary"] = lines[0]["adversary"]
     if first is not None:
         meta = first
     else:

@@ -89,6 +89,11 @@ class ResultLine(_Record):
     judge: str
     tools: list[str]
     best_of_n: int
+    adversary: str | None = Field(
+        default=None,
+        description="Cross-play only: the opposing debater (as `agent` names the agent); "
+        "absent in self-play.",
+    )
     question: Question
     symmetric: bool = Field(description="True when one run serves every answer case (e.g. NaiveJudge).")
     chosen_case: str | None = Field(description="The option an open consultant chose to argue; else null.")

@@ -419,8 +419,8 @@ def optimization_pressure(
     axes_of: dict[str, dict[str, Any]] = {}
     for cell in folder.cells():
         first = next(iter(cell.results()), None)
-        if first is None:
-            continue
+        if first is None or first.get("adversary") is not None:
+            continue  # cross-play cells are rated by Elo (analysis/_elo.py), not by best-of-N here
         axes = {a: first.get(a) for a in group_axes}
         gkey = repr(sorted(axes.items()))
         axes_of[gkey] = axes

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from seerbench.analysis._elo import elo_section
 from seerbench.analysis._pressure import pressure_section
 from seerbench.errors import ConfigError
 from seerbench.metrics import DEFAULT_EPS
@@ -39,6 +40,29 @@ def _anytime(values: list[float], lo: float = 0.0) -> dict[str, Any] | None:
     return confidence_sequence(values, lo=lo, hi=1.0).summary()
 
 
+def _beside_elo(elo: dict[str, Any], cells: list[dict[str, Any]], *, beta: float, score: str) -> None:
+    """The seed's comparison: beside each debater's Elo, its ASD and ASE (``score``, ``beta``) as
+    the agent, averaged over its cross-play cells of that protocol and judge (one per opponent)."""
+    from seerbench.metrics import beta_key
+
+    ase = f"ase_{beta_key(beta)}"
+    for t in elo["tournaments"]:
+        for r in t["ratings"]:
+            mine = [
+                s
+                for s in cells
+                if s.get("adversary") is not None
+                and s.get("agent") == r["debater"]
+                and s.get("protocol") == t["protocol"]
+                and s.get("judge") == t["judge"]
+            ]
+            for key, metric in (("asd", "asd"), ("ase", ase)):
+                vals = [((s["metrics"].get(metric) or {}).get(score) or {}).get("mean") for s in mine]
+                ok = [float(v) for v in vals if v is not None and math.isfinite(float(v))]
+                r[key] = sum(ok) / len(ok) if ok else None
+        t["score"], t["beta"] = score, beta
+
+
 def summarize_run(
     run_dir: str | Path,
     *,
@@ -56,7 +80,8 @@ def summarize_run(
     Returns ``{"run_dir", "cells": [stats...], "paired": [...], "skipped_lines": n}``; when grid
     cells have no finished question yet, ``not_started`` (their keys); when lines were skipped,
     ``skipped_reasons`` (the first 20, ``FILE:LINE: reason``); when cells differ only in
-    best-of-N, ``pressure`` (:func:`seerbench.analysis.optimization_pressure`).
+    best-of-N, ``pressure`` (:func:`seerbench.analysis.optimization_pressure`); when it has
+    cross-play cells, ``elo`` (:func:`seerbench.analysis._elo.elo_section`).
 
     Each cell's stats carry the counts of :func:`seerbench.runs.cell_counts` (failed, unstarted,
     skipped, foreign and duplicate lines, unfinished).
@@ -130,6 +155,10 @@ def summarize_run(
             folder.path, [s for _, s in cells], beta=beta, score=score, eps=eps_v, parse_failures=policy
         )
     )
+    elo = elo_section(folder.path, n_boot=int(cfg.get("n_boot", 2000)), seed=int(cfg.get("seed", 0)))
+    if elo:  # cross-play cells: Elo ratings of the debaters (docs/tournaments.md)
+        _beside_elo(elo, [s for _, s in cells], beta=beta, score=score)
+        out["elo"] = elo
     if reasons:
         out["skipped_reasons"] = reasons[:MAX_REASONS]
     return out

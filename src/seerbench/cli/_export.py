@@ -18,6 +18,7 @@ from seerbench.export import (
     INSPECT_HINT,
     PARQUET_HINT,
     export_inspect,
+    export_rewards,
     export_rows,
     inspect_available,
     parquet_available,
@@ -39,7 +40,9 @@ def export(
     format: Annotated[
         str | None,
         typer.Option(
-            "--format", "-f", help="csv, parquet or inspect (default: from --out's suffix, else csv)."
+            "--format",
+            "-f",
+            help="csv, parquet, inspect or rewards (default: from --out's suffix, else csv).",
         ),
     ] = None,
     out: Annotated[
@@ -48,7 +51,8 @@ def export(
             "--out",
             "-o",
             help="File to write (default: RUN_DIR/export.csv or .parquet); - for stdout (csv); "
-            "with --format inspect a folder (default RUN_DIR/inspect).",
+            "with --format inspect a folder (default RUN_DIR/inspect), with --format rewards a "
+            "folder (default RUN_DIR/rewards).",
         ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print what was written as JSON.")] = False,
@@ -59,8 +63,13 @@ def export(
     if fmt == "inspect":
         _export_inspect(run_dir, out, json_out=json_out)
         return
+    if fmt == "rewards":
+        _export_rewards(run_dir, out, json_out=json_out)
+        return
     if fmt not in FORMATS:
-        raise ConfigError(f"--format must be one of {', '.join((*FORMATS, 'inspect'))}; got {fmt!r}")
+        raise ConfigError(
+            f"--format must be one of {', '.join((*FORMATS, 'inspect', 'rewards'))}; got {fmt!r}"
+        )
     if fmt == "parquet" and not parquet_available():
         raise ConfigError(
             f"--format parquet needs pyarrow, which is not installed: {PARQUET_HINT} (or use --format csv)"
@@ -151,6 +160,33 @@ def _export_inspect(run_dir: Path, out: Path | None, *, json_out: bool) -> None:
             highlight=False,
             soft_wrap=True,
         )
+
+
+def _export_rewards(run_dir: Path, out: Path | None, *, json_out: bool) -> None:
+    """Per-argument rewards and per-question preference pairs (docs/tournaments.md, Reward data)."""
+    if out is not None and str(out) == "-":
+        raise ConfigError("--format rewards writes two files: give --out a folder, not -")
+    ex = export_rewards(run_dir, out)
+    if json_out:
+        print_json(
+            {
+                "format": "rewards",
+                "rewards": str(ex.rewards),
+                "preferences": str(ex.preferences),
+                "n_rewards": ex.n_rewards,
+                "n_preferences": ex.n_preferences,
+                "n_ties": ex.n_ties,
+                "skipped_lines": ex.skipped_lines,
+            }
+        )
+    if quiet() or json_out:
+        return
+    console.print(
+        f"wrote {ex.n_rewards} rewarded argument(s) to {escape(str(ex.rewards))} and {ex.n_preferences} "
+        f"preference pair(s) to {escape(str(ex.preferences))} ({ex.n_ties} tie(s) left out)",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _write(rows: list[dict[str, Any]], fmt: str, target: Path) -> None:

@@ -362,10 +362,11 @@ def stats_table(
     b = beta_key(beta)
     digits = 3 if wide else 2
     # "-" (a protocol without an agent) and "trust" (BlindTrust's judge) are placeholders, not values
-    placeholder = {"agent": {"-"}, "judge": {"trust"}, "tools": set(), "best_of_n": set()}
-    varying = [a for a in CELL_AXES[1:] if len({_axis_value(s, a) for s in stats} - placeholder[a]) > 1]
+    placeholder = {"agent": {"-"}, "judge": {"trust"}, "tools": set(), "best_of_n": set(), "adversary": {"-"}}
+    axes = [*CELL_AXES[1:], "adversary"]  # the adversary: cross-play cells only
+    varying = [a for a in axes if len({_axis_value(s, a) for s in stats} - placeholder[a]) > 1]
     fixed = []
-    for a in CELL_AXES[1:]:
+    for a in axes:
         values = sorted({_axis_value(s, a) for s in stats} - placeholder[a] - {"none", "1"})
         if a not in varying and values:
             fixed.append(f"{'best of' if a == 'best_of_n' else a} {values[0]}")
@@ -532,6 +533,9 @@ def stats(
     if anytime:
         _print_anytime(summary)
 
+    if "elo" in summary:
+        print_elo(summary["elo"])
+
 
 def _ci(d: dict[str, Any] | None) -> str:
     if not d or d.get("ci_low") is None or d.get("mean") is None:
@@ -562,6 +566,60 @@ def _print_anytime(summary: dict[str, Any]) -> None:
         "[dim]the anytime-valid interval holds however often the run was looked at and whenever it "
         "stopped (questions in file order); ASD is unbounded and not covered[/]"
     )
+
+
+def _fmt_mean(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.2f}"
+
+
+def print_elo(elo: dict[str, Any]) -> None:
+    """The Elo table of each cross-play tournament: aggregate, correct-side and incorrect-side
+    ratings and correct minus incorrect, with their intervals, then the win-rate matrix."""
+
+    def iv(x: dict[str, float]) -> str:
+        lo, hi = x["ci_low"], x["ci_high"]
+        rng = "" if lo is None or math.isnan(lo) else f" [{lo:.0f},{hi:.0f}]"
+        est = f"{x['estimate']:.0f}"
+        return f"{'0' if est == '-0' else est}{rng}"
+
+    for t in elo["tournaments"]:
+        pct = round(100 * t["confidence"])
+        tab = Table(
+            title=f"Elo of the debaters: {t['protocol']}, judge {t['judge']} "
+            f"({t['n_questions']} questions, {t['n_matches']} debates, {pct}% CIs by question)"
+        )
+        score, b = t.get("score", "log"), beta_key(t.get("beta", 1.0))
+        cols = ("debater", "aggregate", "correct side", "incorrect side", "correct - incorrect", "debates")
+        for col in (*cols, f"ASD({score})", f"ASE_{b}({score})"):
+            tab.add_column(col, overflow="fold")
+        for r in sorted(t["ratings"], key=lambda r: -r["aggregate"]["estimate"]):
+            tab.add_row(
+                escape(r["debater"]),
+                iv(r["aggregate"]),
+                iv(r["correct"]),
+                iv(r["incorrect"]),
+                iv(r["difference"]),
+                str(r["n_matches"]),
+                _fmt_mean(r.get("asd")),
+                _fmt_mean(r.get("ase")),
+            )
+        console.print(tab)
+        tr = t["trend"]
+        if tr["estimate"] is not None and not math.isnan(tr["estimate"]):
+            lo, hi = tr["ci_low"], tr["ci_high"]
+            ci = "" if lo is None or math.isnan(lo) else f" [{lo:.2f},{hi:.2f}]"
+            console.print(
+                f"correct - incorrect against aggregate Elo: slope {tr['estimate']:.2f}{ci} "
+                "(Khan et al. 2024 find it rising); ASD/ASE: the debater as agent, mean over its opponents",
+                highlight=False,
+            )
+        w = Table(title="win rate: mean judge probability of the row debater's side against the column's")
+        w.add_column("")
+        for d in t["debaters"]:
+            w.add_column(escape(d), overflow="fold")
+        for d, row in zip(t["debaters"], t["win_rate"], strict=True):
+            w.add_row(escape(d), *("-" if v is None else f"{v:.2f}" for v in row))
+        console.print(w)
 
 
 @app.command()

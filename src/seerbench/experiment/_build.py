@@ -84,13 +84,22 @@ class CellBuilder:
 
     def agent(self, spec: RunSpec) -> Agent:
         assert spec.agent_entry is not None
-        base = self.make_agent(spec.agent_entry, spec.tools)
-        if spec.best_of_n > 1:
+        return self.side(spec, spec.agent_entry, spec.agent_model, spec.tools, spec.best_of_n)
+
+    def adversary(self, spec: RunSpec) -> Agent | None:
+        """A cross-play cell's other debater (None in self-play: the agent argues both sides)."""
+        d = spec.adversary
+        return None if d is None else self.side(spec, d.agent, d.label(), d.tools, d.best_of_n)
+
+    def side(self, spec: RunSpec, entry: Entry, label: str, tools: Sequence[str], n: int) -> Agent:
+        """One debater of a cell: its agent entry with its tools, best-of-N when ``n`` > 1."""
+        base = self.make_agent(entry, tools)
+        if n > 1:
             if not isinstance(base, ModelAgent):
                 raise ConfigError(
-                    f"cell {spec.key}: best_of_n needs a model agent (a model spec), not {spec.agent_model}"
+                    f"cell {spec.key}: best_of_n needs a model agent (a model spec), not {label}"
                 )
-            return BestOfNAgent(base, spec.best_of_n, self.judge(spec))
+            return BestOfNAgent(base, n, self.judge(spec))
         return base
 
     def keywords(self, spec: RunSpec) -> dict[str, Any]:
@@ -118,6 +127,9 @@ class CellBuilder:
         judge: Any = self.judge(spec) if spec.judge_entry is not None else None
         agent: Any = self.agent(spec) if cls.needs_agent else None
         kw = self.keywords(spec)
+        adv = self.adversary(spec)
+        if adv is not None:
+            kw["adversary"] = adv
         try:
             return cls(judge, agent, seed=self.config.seed, **kw)
         except TypeError as e:

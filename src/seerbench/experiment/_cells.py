@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seerbench.experiment._components import Entry
+
+if TYPE_CHECKING:
+    from seerbench.experiment._config import Debater
 
 __all__ = ["RunResult", "RunSpec"]
 
@@ -24,6 +27,7 @@ class RunSpec:
     pair_dir: str = ""
     agent_entry: Entry | None = None  # the config entry the agent is built from
     judge_entry: Entry | None = None  # None: the protocol's fixed judge
+    adversary: Debater | None = None  # cross-play: the other side; None: the agent itself
 
     @property
     def key(self) -> str:

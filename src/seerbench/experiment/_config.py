@@ -33,6 +33,8 @@ NOT_IN_FINGERPRINT = frozenset({"out", "limit", "concurrency", "name"})
 #: Keys of a dataset mapping that name files; relative ones are read from the config file's folder.
 _PATH_KEYS = ("path",)
 
+DEBATERS = "debaters"  # a debate protocol entry's key for cross-play
+
 REPLAY = "replay"  # agent model name for human-written arguments replayed from the dataset
 
 
@@ -48,12 +50,45 @@ class GenerationSpec(BaseModel):
 ENTRY_KEYS = ("judge_models", "agent_models")
 
 
+class Debater(BaseModel):
+    """One side of a cross-play debate: an agent entry with its own tools and best-of-N."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    agent: str | dict[str, Any]
+    tools: tuple[str, ...] = ()
+    best_of_n: int = Field(default=1, ge=1)
+
+    def label(self) -> str:
+        """How folders and tables name the debater (as a cell names its agent)."""
+        from seerbench.experiment._components import entry_label
+
+        t = f"_T_{'+'.join(self.tools)}" if self.tools else ""
+        return entry_label(self.agent) + t + (f"_bo{self.best_of_n}" if self.best_of_n > 1 else "")
+
+    def identity(self) -> dict[str, Any]:
+        return {"agent": self.agent, "tools": list(self.tools), "best_of_n": self.best_of_n}
+
+
+def parse_debater(v: Any) -> Debater:
+    """A ``debaters`` item: a model spec, a class entry ``{class: ...}``, or
+    ``{agent: <entry>, tools: [...], best_of_n: N}``."""
+    if isinstance(v, str) or (isinstance(v, dict) and "class" in v):
+        return Debater(agent=v)
+    if isinstance(v, dict) and "agent" in v:
+        return Debater.model_validate(v)
+    raise ValueError(
+        "a debater is a model spec, a {class: ...} entry or {agent: ..., best_of_n: N, tools: [...]}; "
+        f"got {v!r}"
+    )
+
+
 class ProtocolSpec(BaseModel):
     """A protocol and its keyword grid: any extra key is a protocol keyword; a list value is an axis
     of the grid (e.g. ``{name: EvidenceDebate, condition: [SA, PSA]}``), except for a keyword the
     protocol annotates as a list of judges, agents or models (a panel), whose list is one value (a
     list of such lists is an axis). ``judge_models`` / ``agent_models`` on the entry pair this
-    protocol with its own judges / agents instead of the config's."""
+    protocol with its own judges / agents instead of the config's. ``debaters`` (debates only)
+    makes it a cross-play grid: every ordered pair of different debaters, one cell each."""
 
     model_config = ConfigDict(extra="allow")
     name: str
@@ -63,6 +98,29 @@ class ProtocolSpec(BaseModel):
     def _known(cls, v: str) -> str:
         get_protocol(v)
         return v
+
+    @model_validator(mode="after")
+    def _debaters(self) -> ProtocolSpec:
+        raw = (self.model_extra or {}).get(DEBATERS)
+        if raw is None:
+            return self
+        if not get_protocol(self.name).cross_play:
+            raise ValueError(
+                f"{DEBATERS}: {self.name} has no second debater; cross-play is for the debates "
+                "(SimultaneousDebate, SequentialDebate, EvidenceDebate)"
+            )
+        if not isinstance(raw, list):
+            raise ValueError(f"{DEBATERS}: give a list of at least two debaters, got {raw!r}")
+        ds = [parse_debater(v) for v in raw]
+        labels = [d.label() for d in ds]
+        if len(set(labels)) < 2 or len(set(labels)) != len(labels):
+            raise ValueError(f"{DEBATERS}: give at least two different debaters, each once; got {labels}")
+        return self
+
+    def debaters(self) -> list[Debater] | None:
+        """The cross-play debaters, or None for an ordinary (self-play) entry."""
+        raw = (self.model_extra or {}).get(DEBATERS)
+        return None if raw is None else [parse_debater(v) for v in raw]
 
     @model_validator(mode="after")
     def _own_entries(self) -> ProtocolSpec:
@@ -91,7 +149,7 @@ class ProtocolSpec(BaseModel):
         from seerbench.experiment._components import init_hints, is_component_list
 
         hints = init_hints(get_protocol(self.name))
-        extra = {k: v for k, v in (self.model_extra or {}).items() if k not in ENTRY_KEYS}
+        extra = {k: v for k, v in (self.model_extra or {}).items() if k not in (*ENTRY_KEYS, DEBATERS)}
 
         def axis(k: str, v: Any) -> list[Any]:
             if not isinstance(v, list):
@@ -178,6 +236,20 @@ class ExperimentConfig(BaseModel):
                     f"a mapping entry needs a 'class' (a registered name or module:Class); got {e}"
                 )
         return v
+
+    @model_validator(mode="after")
+    def _cross_play_axes(self) -> ExperimentConfig:
+        """Agent axes that no cell would use (every agent protocol entry is cross-play, whose
+        debaters carry their own) are refused rather than ignored."""
+        agentful = [p for p in self.protocols if get_protocol(p.name).needs_agent]
+        if agentful and all(p.debaters() is not None for p in agentful):
+            unused = [k for k in ("agent_models", "agent_tools", "best_of_n") if k in self.model_fields_set]
+            if unused:
+                raise ValueError(
+                    f"{', '.join(unused)} would be ignored: every agent protocol here is cross-play; "
+                    f"give each debater its own ({DEBATERS}: [{{agent: ..., best_of_n: N, tools: [...]}}])"
+                )
+        return self
 
     @field_validator("num_turns", "best_of_n")
     @classmethod

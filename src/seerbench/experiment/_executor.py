@@ -184,6 +184,8 @@ class CellWriter:
             "tools": list(spec.tools),
             "best_of_n": spec.best_of_n,
         }
+        if spec.adversary is not None:  # cross-play: the other side's debater
+            self.meta["adversary"] = spec.adversary.label()
         stamp = {"fingerprint": self.fingerprint, "prompts": exp.prompt_hashes()}
         self.fmt = LineFormat(self.meta, stamp, cfg.eps, cfg.parse_failures)
         self._file: Appender | None = Appender(self.path)

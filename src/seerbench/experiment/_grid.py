@@ -12,7 +12,7 @@ from typing import Any
 from seerbench.errors import ConfigError
 from seerbench.experiment._cells import RunSpec
 from seerbench.experiment._components import Entry, entry_label
-from seerbench.experiment._config import ExperimentConfig
+from seerbench.experiment._config import Debater, ExperimentConfig
 from seerbench.protocols import OversightProtocol, get_protocol
 
 #: Constructor parameters of every protocol that a config's protocol entry may not give: the grid
@@ -99,6 +99,10 @@ def build_grid(
             tools = c.agent_tools if cls.needs_agent else [[]]
             bons = c.best_of_n if cls.needs_agent else [1]
             judges: list[Entry | None] = list(judge_entries) if cls.fixed_judge is None else [None]
+            debaters = p.debaters()
+            if debaters is not None:
+                specs.extend(_cross_play(c, p.name, kw, turns, judges, debaters, instance_name))
+                continue
             for nt, a, j, t, b in itertools.product(turns, agents, judges, tools, bons):
                 kwargs = {**kw, "num_turns": int(nt)} if cls.takes_turns else dict(kw)
                 j_label = cls.fixed_judge if j is None else entry_label(j)
@@ -129,6 +133,44 @@ def build_grid(
     if len(set(keys)) != len(keys):
         raise ConfigError(f"the grid has duplicate cells: {sorted({k for k in keys if keys.count(k) > 1})}")
     return specs
+
+
+def _cross_play(
+    c: ExperimentConfig,
+    name: str,
+    kw: dict[str, Any],
+    turns: Sequence[Any],
+    judges: Sequence[Entry | None],
+    debaters: Sequence[Debater],
+    instance_name: Callable[[RunSpec], str] | None,
+) -> list[RunSpec]:
+    """A cross-play entry's cells: every ordered pair of different debaters (the agent first, the
+    adversary second), every judge and number of turns. Each cell runs both answer cases, so each
+    debater argues both sides of every question against each other one."""
+    cls = get_protocol(name)
+    out = []
+    for nt, j, a, d in itertools.product(turns, judges, debaters, debaters):
+        if a == d:
+            continue
+        kwargs = {**kw, "num_turns": int(nt)} if cls.takes_turns else dict(kw)
+        spec = RunSpec(
+            name,
+            kwargs,
+            a.label(),
+            (cls.fixed_judge if j is None else entry_label(j)) or "",
+            a.tools,
+            a.best_of_n,
+            agent_entry=a.agent,
+            judge_entry=j,
+            adversary=d,
+        )
+        if names_itself(cls) and instance_name is not None:
+            spec.protocol_dir = instance_name(spec)
+        else:
+            spec.protocol_dir = cls.cell_name({"both_orders": c.both_orders, **kwargs})
+        spec.pair_dir = f"A_{_slug(a.label())}_vs_{_slug(d.label())}_J_{_slug(spec.judge_model)}"
+        out.append(spec)
+    return out
 
 
 __all__ = ["RunSpec", "build_grid", "names_itself", "protocol_keywords"]

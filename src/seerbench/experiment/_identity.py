@@ -54,6 +54,9 @@ def cell_identity(
             ident["agent_generation"] = c.agent_generation.model_dump(mode="json")
         if spec.agent_entry is not None:
             code.update(entry_code(spec.agent_entry, "agent", base))
+    if spec.adversary is not None:  # cross-play only: self-play cells keep their identity
+        ident["adversary"] = spec.adversary.identity()
+        code.update(entry_code(spec.adversary.agent, "agent", base))
     if code:
         ident["code"] = code
     ident["models"] = models

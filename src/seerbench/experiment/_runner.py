@@ -190,6 +190,14 @@ class Experiment:
                     f"cell {spec.key}: tools are for model agents; {spec.agent_model} takes none "
                     "(use agent_tools: [[]] with this agent)"
                 )
+            d = spec.adversary
+            if d is not None and isinstance(d.agent, str) and d.agent != REPLAY:
+                get_model(d.agent)
+                get_tools(list(d.tools))
+            elif d is not None and d.tools:
+                raise ConfigError(
+                    f"cell {spec.key}: tools are for model agents; debater {d.label()} takes none"
+                )
             try:
                 # built for real (models load lazily; every spec resolved): entries and capabilities
                 proto = builder.protocol(spec)

@@ -78,7 +78,9 @@ class OversightProtocol(ABC):
     - ``agent_needs`` / ``judge_needs``: capabilities the agent or judge must have (see
       :func:`seerbench.agents.capabilities`), checked when a config is read;
     - ``fixed_judge``: a judge name that replaces the configured judges (BlindTrust: ``trust``);
-    - ``keywords``: extra constructor keywords a config may give (EvidenceDebate: ``condition``).
+    - ``keywords``: extra constructor keywords a config may give (EvidenceDebate: ``condition``);
+    - ``cross_play``: the adversary is an agent of its own, so a config's ``debaters`` may set the
+      two sides to different debaters (the debates).
 
     A cell's folder name comes from the class and the config entry's keywords, never from a
     half-built instance: override the class method :meth:`name_parts` to show your keywords
@@ -93,6 +95,8 @@ class OversightProtocol(ABC):
     judge_needs: ClassVar[frozenset[str]] = frozenset()
     fixed_judge: ClassVar[str | None] = None
     keywords: ClassVar[tuple[str, ...]] = ()
+    #: the other side is an agent of its own (debates): a config may name ``debaters`` for cross-play
+    cross_play: ClassVar[bool] = False
 
     def __init__(
         self,

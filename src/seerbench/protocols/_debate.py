@@ -26,6 +26,7 @@ class SimultaneousDebate(OversightProtocol):
     agent takes, so one run serves both answer cases."""
 
     name: ClassVar[str] = "SimultaneousDebate"
+    cross_play: ClassVar[bool] = True
     takes_turns: ClassVar[bool] = True
 
     @property
@@ -68,6 +69,7 @@ class SequentialDebate(OversightProtocol):
     loop). The order makes it asymmetric: one run per answer case."""
 
     name: ClassVar[str] = "SequentialDebate"
+    cross_play: ClassVar[bool] = True
     takes_turns: ClassVar[bool] = True
 
     async def run(self, question: Question, answer_case: str) -> CaseRun:
@@ -114,6 +116,7 @@ class EvidenceDebate(OversightProtocol):
     in front also the passage (PS, PSA)."""
 
     name: ClassVar[str] = "EvidenceDebate"
+    cross_play: ClassVar[bool] = True
     keywords: ClassVar[tuple[str, ...]] = ("condition",)
 
     def __init__(self, *args: object, condition: str = "SA", **kw: object) -> None:

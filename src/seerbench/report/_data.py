@@ -52,13 +52,16 @@ def _axis_text(s: dict[str, Any], axis: str) -> str:
         return f"bo{v or 1}"
     if axis == "judge" and v == "trust":  # BlindTrust's placeholder, not a judge model
         return ""
+    if axis == "adversary":
+        return f"vs {v}" if v else ""
     return f"{axis[0].upper()} {v}" if v else ""
 
 
 def cell_labels(cells: list[dict[str, Any]]) -> dict[str, str]:
     """A short label per cell: its protocol folder, plus agent, judge, tools and best-of-N where
     they vary between the run's cells (so no two labels are alike)."""
-    varying = [a for a in CELL_AXES[1:] if len({_axis_text(s, a) for s in cells} - {""}) > 1]
+    axes = [*CELL_AXES[1:], "adversary"]  # the adversary: cross-play cells only
+    varying = [a for a in axes if len({_axis_text(s, a) for s in cells} - {""}) > 1]
     out = {}
     for s in cells:
         parts = [str(s["protocol"]), *(_axis_text(s, a) for a in varying if _axis_text(s, a))]

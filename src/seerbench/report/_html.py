@@ -340,6 +340,55 @@ def part_pressure(r: RunData, i: int) -> str:
     return "".join(out)
 
 
+def part_elo(r: RunData, i: int) -> str:
+    e = r.summary.get("elo")
+    if not e:
+        return (
+            '<p class="note">no cross-play cells (a debate entry with <code>debaters</code>) in this run.</p>'
+        )
+    out = []
+    for t in e["tournaments"]:
+        rows = []
+        for d in sorted(t["ratings"], key=lambda d: -d["aggregate"]["estimate"]):
+            cells = "".join(
+                num(d[k][part], f"{k}_{part}")
+                for k in ("aggregate", "correct", "incorrect", "difference")
+                for part in ("estimate", "ci_low", "ci_high")
+            )
+            rows.append(
+                f'<tr data-debater="{esc(d["debater"])}"><td>{esc(d["debater"])}</td>'
+                + cells
+                + num(d.get("asd"), "asd")
+                + num(d.get("ase"), "ase")
+                + "</tr>"
+            )
+        head = ["debater"]
+        for k in ("aggregate", "correct", "incorrect", "correct - incorrect"):
+            head += [k, "low", "high"]
+        tr = t.get("trend") or {}
+        slope = (
+            "<tr><td>slope of correct - incorrect on aggregate</td>"
+            + num(tr.get("estimate"), "trend")
+            + num(tr.get("ci_low"), "trend_low")
+            + num(tr.get("ci_high"), "trend_high")
+            + "</tr>"
+        )
+        wr = [
+            f"<tr><td>{esc(a)}</td>"
+            + "".join(num(v, f"win_{esc(b)}") for b, v in zip(t["debaters"], row, strict=True))
+            + "</tr>"
+            for a, row in zip(t["debaters"], t["win_rate"], strict=True)
+        ]
+        out.append(
+            f"<h3>{esc(t['protocol'])}, judge {esc(t['judge'])}: {t['n_questions']} questions, "
+            f"{t['n_matches']} debates</h3>"
+            + table([*head, f"ASD({t.get('score', 'log')})", "ASE"], rows, cls="stats-elo")
+            + table(("", "estimate", "low", "high"), [slope], cls="stats-elo-trend")
+            + table(("win rate (row vs column)", *t["debaters"]), wr, cls="stats-elo-wins")
+        )
+    return "".join(out)
+
+
 HOW = {
     "asd": "Agent score difference: the score of the agent arguing for the truth minus that of the agent "
     "arguing against it (log score; seed 003). Above 0 the protocol favours the truth; a CI that excludes 0 "
@@ -366,6 +415,12 @@ HOW = {
     "most probable answer against the truth; quotes are shown verified (found verbatim in the passage), "
     "unverified or unchecked (no passage). 'wrong verdicts' keeps rows with a wrong or tied verdict; 'parse "
     "failures' rows whose verdict did not parse.",
+    "elo": "Persuasion tournament (seed 003; Khan et al. 2024): Elo ratings of the debaters of "
+    "cross-play cells, when arguing for the correct and for the incorrect answer, their mean "
+    "(aggregate) and difference, with 95% bootstrap intervals over questions; beside them each "
+    "debater's ASD and ASE as the agent. The slope of correct - incorrect on aggregate is the "
+    "literature's measure of whether stronger debaters gain more from the truth; win rates are the "
+    "judge's mean probability of the row debater's side.",
 }
 
 
@@ -418,6 +473,10 @@ def run_sections(runs: Sequence[RunData]) -> str:
                 HOW["pressure"],
                 runs_side_by_side(runs, part_pressure),
             )
+        )
+    if any(r.summary.get("elo") for r in runs):
+        parts.append(
+            section("elo", "Elo of the debaters (cross-play)", HOW["elo"], runs_side_by_side(runs, part_elo))
         )
     return "".join(parts)
 

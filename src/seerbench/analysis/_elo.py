@@ -1,0 +1,385 @@
+"""Elo / Bradley-Terry ratings of debaters from a cross-play tournament's judge verdicts.
+
+Following Khan et al. 2024 (arXiv:2402.06782), each debater gets two ratings, one for when it
+argues for the correct answer and one for when it argues for the incorrect answer (the correct side
+has an advantage of its own, so one rating per debater would mix skill with side). A match is one
+debate of debater ``i`` (correct side) against debater ``j`` (incorrect side) on one question; its
+outcome is the judge's probability of the correct answer ``p`` (a soft win for ``i``; a 0/1
+verdict works too). The model is Bradley-Terry on the logistic scale::
+
+    P(correct side wins) = sigmoid(c_i - u_j)
+
+with ``c`` the correct-side and ``u`` the incorrect-side ratings (natural-log units), fitted by
+maximum likelihood with the soft outcome (``p log s + (1 - p) log(1 - s)``). The aggregate rating is
+``(c_i + u_i) / 2`` and the seed's quantity of interest is ``c_i - u_i`` (correct minus incorrect),
+which Khan et al. report rising with aggregate rating.
+
+seerbench's choices, where the paper leaves room or differs:
+
+- ratings are fitted jointly by (penalised) maximum likelihood, not by sequential Elo updates, so
+  the order of the debates does not matter;
+- a small ridge penalty (:data:`RIDGE`, a N(0, 1/RIDGE) prior on each logit rating) keeps the fit
+  finite when a debater always wins; it also fixes the one free constant (only differences
+  ``c_i - u_j`` are identified), so the mean of all ratings is 0;
+- ratings are reported in Elo points (``400 / ln 10`` per logit unit), centred on a mean aggregate
+  rating of 0 rather than an arbitrary 1000;
+- intervals are percentile bootstraps clustered by question: all debates on a question are
+  resampled together (they share its difficulty), with every replicate refitted.
+
+All functions are pure; :func:`fit_elo` takes :class:`Match` records.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from seerbench.stats import ClusterBootstrap, Interval
+
+#: Elo points per logit unit: a 400-point gap is 10:1 odds.
+ELO_PER_LOGIT = 400.0 / math.log(10.0)
+#: Ridge penalty on the logit ratings (a weak N(0, 1/RIDGE) prior): finite fits under separation.
+RIDGE = 1e-3
+DEFAULT_N_BOOT = 1000
+_MAX_NEWTON = 100
+_TOL = 1e-10
+_MAX_STEP = 2.0  # logits per Newton step: no overshoot far into a flat tail
+
+
+@dataclass(frozen=True)
+class Match:
+    """One debate of the tournament: ``correct`` argued for the correct answer against
+    ``incorrect``, and the judge gave the correct answer probability ``p_correct`` (averaged over
+    both option orders when the run had them)."""
+
+    question_id: str
+    correct: str
+    incorrect: str
+    p_correct: float
+
+
+@dataclass(frozen=True)
+class DebaterRating:
+    """One debater's ratings in Elo points, each with its bootstrap interval."""
+
+    debater: str
+    aggregate: Interval
+    correct: Interval
+    incorrect: Interval
+    difference: Interval  # correct minus incorrect
+    n_matches: int
+
+    def as_dict(self) -> dict[str, Any]:
+        def iv(x: Interval) -> dict[str, float]:
+            return {"estimate": x.estimate, "ci_low": x.ci_low, "ci_high": x.ci_high}
+
+        return {
+            "debater": self.debater,
+            "aggregate": iv(self.aggregate),
+            "correct": iv(self.correct),
+            "incorrect": iv(self.incorrect),
+            "difference": iv(self.difference),
+            "n_matches": self.n_matches,
+        }
+
+
+@dataclass(frozen=True)
+class EloResult:
+    """The fitted tournament: per-debater ratings, the win-rate matrix, and the bootstrap
+    replicates (Elo points, columns ``c_0..c_{n-1}, u_0..u_{n-1}``) for further contrasts."""
+
+    debaters: list[str]
+    ratings: list[DebaterRating]
+    win_rate: np.ndarray  # [i, j]: mean judge probability of i's side in i-vs-j debates (NaN: none)
+    n_questions: int
+    n_matches: int
+    confidence: float
+    n_boot: int
+    seed: int
+    replicates: np.ndarray = field(repr=False)
+    estimate: np.ndarray = field(repr=False)  # the point fit, same columns
+
+    def rating(self, debater: str) -> DebaterRating:
+        return self.ratings[self._index(debater)]
+
+    def _index(self, debater: str) -> int:
+        try:
+            return self.debaters.index(debater)
+        except ValueError:
+            raise KeyError(f"no debater {debater!r} in this tournament; debaters: {self.debaters}") from None
+
+    def contrast(self, a: str, b: str, which: str = "aggregate") -> Interval:
+        """Rating of ``a`` minus rating of ``b`` (``which``: aggregate, correct, incorrect or
+        difference), with the percentile interval of the paired replicates."""
+        i, j, n = self._index(a), self._index(b), len(self.debaters)
+
+        def col(x: np.ndarray, k: int) -> np.ndarray:
+            return _kind(x, k, n, which)
+
+        return _interval(
+            float(col(self.estimate, i) - col(self.estimate, j)),
+            col(self.replicates, i) - col(self.replicates, j),
+            self.confidence,
+        )
+
+    def trend(self) -> Interval:
+        """Khan et al.'s figure in one number: the least-squares slope of correct-minus-incorrect
+        rating on aggregate rating across the debaters (NaN for fewer than three), with the
+        percentile interval of its bootstrap replicates."""
+        n = len(self.debaters)
+        if n < 3:
+            return Interval(math.nan, math.nan, math.nan)
+        from seerbench.analysis._pressure import _ols
+
+        ks = range(n)
+
+        def slope(x: np.ndarray) -> np.ndarray:
+            agg = np.stack([_kind(x, k, n, "aggregate") for k in ks], axis=-1)
+            diff = np.stack([_kind(x, k, n, "difference") for k in ks], axis=-1)
+            return _ols(agg, diff)[0]
+
+        return _interval(float(slope(self.estimate)), slope(self.replicates), self.confidence)
+
+    def as_dict(self) -> dict[str, Any]:
+        t = self.trend()
+        return {
+            "debaters": self.debaters,
+            "trend": {"estimate": t.estimate, "ci_low": t.ci_low, "ci_high": t.ci_high},
+            "ratings": [r.as_dict() for r in self.ratings],
+            "win_rate": [[None if math.isnan(v) else float(v) for v in row] for row in self.win_rate],
+            "n_questions": self.n_questions,
+            "n_matches": self.n_matches,
+            "confidence": self.confidence,
+            "n_boot": self.n_boot,
+            "seed": self.seed,
+        }
+
+
+def _kind(x: np.ndarray, k: int, n: int, which: str) -> np.ndarray:
+    c, u = x[..., k], x[..., n + k]
+    if which == "aggregate":
+        return (c + u) / 2
+    if which == "correct":
+        return c
+    if which == "incorrect":
+        return u
+    if which == "difference":
+        return c - u
+    raise ValueError(f"which must be aggregate, correct, incorrect or difference, got {which!r}")
+
+
+def _interval(estimate: float, reps: np.ndarray, confidence: float) -> Interval:
+    alpha = (1 - confidence) / 2
+    ok = reps[np.isfinite(reps)]
+    if ok.size < 2:
+        return Interval(estimate, math.nan, math.nan)
+    lo, hi = np.quantile(ok, [alpha, 1 - alpha])
+    return Interval(estimate, float(lo), float(hi))
+
+
+def _design(
+    matches: Sequence[Match], debaters: list[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(correct index, incorrect index, outcome, question code) per match."""
+    idx = {d: k for k, d in enumerate(debaters)}
+    ci = np.array([idx[m.correct] for m in matches], dtype=np.int64)
+    ui = np.array([idx[m.incorrect] for m in matches], dtype=np.int64)
+    y = np.array([m.p_correct for m in matches], dtype=float)
+    first: dict[str, int] = {}
+    q = np.array([first.setdefault(m.question_id, len(first)) for m in matches], dtype=np.int64)
+    return ci, ui, y, q
+
+
+def fit_logits(
+    ci: np.ndarray, ui: np.ndarray, y: np.ndarray, n: int, weights: np.ndarray, ridge: float = RIDGE
+) -> np.ndarray:
+    """Penalised soft-outcome Bradley-Terry fit by Newton's method, for a batch of match weights.
+
+    ``weights`` is (replicates x matches); returns (replicates x 2n) logit ratings, columns
+    ``c_0..c_{n-1}`` (correct side) then ``u_0..u_{n-1}`` (incorrect side)."""
+    w = np.atleast_2d(weights).astype(float)
+    b = w.shape[0]
+    # every debate of one pairing (i correct, j incorrect) has the same prediction, so the fit works
+    # on per-pairing sums of weight and weighted outcome (no BLAS: the arrays are tiny)
+    pairs, inv = np.unique(ci * n + ui, return_inverse=True)
+    order = np.argsort(inv, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(inv[order]) != 0])
+    wp = np.add.reduceat(w[:, order], starts, axis=1)
+    yp = np.add.reduceat((w * y[None, :])[:, order], starts, axis=1)
+    pi, pj = pairs // n, pairs % n
+    theta = np.zeros((b, 2 * n))
+    diag = np.arange(n)
+    for _ in range(_MAX_NEWTON):
+        mu = 1.0 / (1.0 + np.exp(-(theta[:, pi] - theta[:, n + pj])))
+        g = np.zeros((b, n, n))
+        g[:, pi, pj] = yp - wp * mu
+        s = np.zeros((b, n, n))
+        s[:, pi, pj] = wp * mu * (1 - mu)
+        grad = np.concatenate([g.sum(axis=2), -g.sum(axis=1)], axis=1) - ridge * theta
+        h = np.zeros((b, 2 * n, 2 * n))
+        h[:, diag, diag] = s.sum(axis=2)
+        h[:, n + diag, n + diag] = s.sum(axis=1)
+        h[:, :n, n:] = -s
+        h[:, n:, :n] = -s.transpose(0, 2, 1)
+        h += np.eye(2 * n) * ridge
+        step = np.clip(np.linalg.solve(h, grad[..., None])[..., 0], -_MAX_STEP, _MAX_STEP)
+        theta = theta + step
+        if float(np.max(np.abs(step))) < _TOL:
+            break
+    return theta
+
+
+def win_rates(matches: Sequence[Match], debaters: Sequence[str]) -> np.ndarray:
+    """[i, j]: the mean judge probability of debater i's side over its debates against j (both
+    sides, both orders), NaN where they never met; ``W[i, j] + W[j, i] = 1``."""
+    n = len(debaters)
+    idx = {d: k for k, d in enumerate(debaters)}
+    s, c = np.zeros((n, n)), np.zeros((n, n))
+    for mt in matches:
+        i, j = idx[mt.correct], idx[mt.incorrect]
+        s[i, j] += mt.p_correct
+        s[j, i] += 1 - mt.p_correct
+        c[i, j] += 1
+        c[j, i] += 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(c > 0, s / np.where(c > 0, c, 1), np.nan)
+
+
+def check_matches(matches: Sequence[Match]) -> list[str]:
+    """The debaters, in order of first appearance; refuse what a fit cannot use."""
+    if not matches:
+        raise ValueError("no debates to rate: a tournament needs at least one cross-play debate")
+    debaters: dict[str, None] = {}
+    for m in matches:
+        if not 0.0 <= m.p_correct <= 1.0 or math.isnan(m.p_correct):
+            raise ValueError(f"question {m.question_id!r}: judge probability {m.p_correct} is not in [0, 1]")
+        if m.correct == m.incorrect:
+            raise ValueError(
+                f"question {m.question_id!r}: {m.correct!r} debated itself; self-play says nothing "
+                "about relative strength (run cross-play: two different debaters)"
+            )
+        debaters.setdefault(m.correct)
+        debaters.setdefault(m.incorrect)
+    if len(debaters) < 2:
+        raise ValueError("a tournament needs at least two debaters")
+    return list(debaters)
+
+
+def fit_elo(
+    matches: Iterable[Match],
+    *,
+    confidence: float = 0.95,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    ridge: float = RIDGE,
+) -> EloResult:
+    """Ratings of every debater in ``matches`` (see the module docstring), with percentile
+    bootstrap intervals that resample questions (seeded, ``n_boot`` replicates)."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    ms = list(matches)
+    debaters = check_matches(ms)
+    n = len(debaters)
+    ci, ui, y, q = _design(ms, debaters)
+    n_q = int(q.max()) + 1
+    point = fit_logits(ci, ui, y, n, np.ones((1, len(ms))), ridge)[0] * ELO_PER_LOGIT
+    shift = float(np.mean((point[:n] + point[n:]) / 2))
+    point = point - shift
+    reps: list[np.ndarray] = []
+    if n_boot >= 2:
+        for wt in ClusterBootstrap(n_q, 1, len(ms), n_boot=n_boot, seed=seed).blocks():
+            if wt.mode != "items":
+                break  # the question bootstrap only; the other modes come after it
+            assert wt.a is not None
+            th = fit_logits(ci, ui, y, n, wt.a[:, q], ridge) * ELO_PER_LOGIT
+            th -= ((th[:, :n] + th[:, n:]) / 2).mean(axis=1, keepdims=True)
+            reps.append(th)
+    boot = np.concatenate(reps, axis=0) if reps else np.full((0, 2 * n), np.nan)
+    counts = np.bincount(ci, minlength=n) + np.bincount(ui, minlength=n)
+    ratings = []
+    for k, d in enumerate(debaters):
+        ivs = {
+            w: _interval(float(_kind(point, k, n, w)), _kind(boot, k, n, w), confidence)
+            for w in ("aggregate", "correct", "incorrect", "difference")
+        }
+        ratings.append(DebaterRating(d, **ivs, n_matches=int(counts[k])))
+    return EloResult(
+        debaters,
+        ratings,
+        win_rates(ms, debaters),
+        n_q,
+        len(ms),
+        confidence,
+        n_boot,
+        seed,
+        replicates=boot,
+        estimate=point,
+    )
+
+
+# ---- from a run folder ---------------------------------------------------------------------------
+
+
+def matches_from_line(line: dict[str, Any]) -> list[Match]:
+    """The debates of one cross-play results line (one per answer case the agent argued): the
+    judge's probability of the true option, with the debater on each side. Self-play lines (no
+    ``adversary``), excluded lines and unscored cases give none."""
+    adversary, agent = line.get("adversary"), line.get("agent")
+    if adversary is None or agent is None or line.get("excluded"):
+        return []
+    cases = line.get("answer_cases") or []
+    true = [c["short"] for c in cases if c.get("value") == 1.0]
+    if len(true) != 1:
+        return []
+    out = []
+    for c in cases:
+        probs = (c.get("case_probs") or {}).get("probabilities")
+        if not probs or probs.get(true[0]) is None:
+            continue  # a parse failure: no verdict to rate
+        p = float(probs[true[0]])
+        correct, incorrect = (agent, adversary) if c["short"] == true[0] else (adversary, agent)
+        out.append(Match(str(line["question_id"]), str(correct), str(incorrect), p))
+    return out
+
+
+def elo_section(
+    run_dir: Any, *, n_boot: int = DEFAULT_N_BOOT, seed: int = 0, confidence: float = 0.95
+) -> dict[str, Any]:
+    """``{"tournaments": [...]}``: one Elo fit per protocol folder and judge over a run's cross-play
+    cells (``debaters`` in the config), each with ``protocol`` and ``judge`` and
+    :meth:`EloResult.as_dict`; ``{}`` when the run has no cross-play cell."""
+    from seerbench.runs import ResultsFile, RunFolder
+
+    groups: dict[tuple[str, str], list[Match]] = {}
+    for cell in RunFolder(run_dir).cells():
+        for ln in ResultsFile(cell.results_path):
+            if ln.get("adversary") is None:
+                break  # a self-play cell: every line of it is
+            key = (str(ln.get("protocol")), str(ln.get("judge")))
+            groups.setdefault(key, []).extend(matches_from_line(ln))
+    out = []
+    for (protocol, judge), ms in groups.items():
+        if len({m.correct for m in ms} | {m.incorrect for m in ms}) < 2:
+            continue
+        r = fit_elo(ms, confidence=confidence, n_boot=n_boot, seed=seed)
+        out.append({"protocol": protocol, "judge": judge, **r.as_dict()})
+    return {"tournaments": out} if out else {}
+
+
+__all__ = [
+    "ELO_PER_LOGIT",
+    "RIDGE",
+    "DebaterRating",
+    "EloResult",
+    "Match",
+    "check_matches",
+    "elo_section",
+    "fit_elo",
+    "fit_logits",
+    "matches_from_line",
+    "win_rates",
+]

@@ -1,0 +1,235 @@
+"""Cross-play debate grids (issue 25): every ordered pair of different debaters, both answer cases,
+results in the ordinary results files, resumable; the Elo section read from the real output."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from seerbench.analysis._elo import Match, elo_section, matches_from_line
+from seerbench.analysis.run import summarize_run
+from seerbench.errors import ConfigError
+from seerbench.experiment import Experiment, ExperimentConfig
+from seerbench.models import register_scripted
+
+DEBATERS = ["scripted:coin", "scripted:echo", {"agent": "scripted:coin", "best_of_n": 2}]
+N_QUESTIONS = 4
+
+
+def config(out: Path, **protocol: Any) -> ExperimentConfig:
+    return ExperimentConfig.parse(
+        {
+            "name": "xp",
+            "dataset": {"name": "arithmetic", "n": N_QUESTIONS, "seed": 0},
+            "out": str(out),
+            "judge_models": ["scripted:coin"],
+            **({} if "debaters" in protocol else {"agent_models": ["scripted:coin"]}),
+            "protocols": [{"name": "SimultaneousDebate", **protocol}],
+            "agent_generation": {"temperature": 0.8, "max_tokens": 40, "max_words": 20},
+            "n_boot": 100,
+        }
+    )
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def test_grid_is_every_ordered_pair(tmp_path: Path) -> None:
+    exp = Experiment(config(tmp_path / "r", debaters=DEBATERS))
+    specs = exp.grid()
+    pairs = [(s.agent_model, s.adversary.label() if s.adversary else None) for s in specs]
+    names = ["scripted:coin", "scripted:echo", "scripted:coin_bo2"]
+    assert sorted(pairs) == sorted((a, b) for a in names for b in names if a != b)  # 3 * 2 = 6
+    keys = {s.key for s in specs}
+    assert "SimultaneousDebate_t1/A_scripted-coin_vs_scripted-echo_J_scripted-coin" in keys
+    bo2 = [s for s in specs if s.agent_model == "scripted:coin_bo2"]
+    assert {s.best_of_n for s in bo2} == {2}
+    ident = exp.cell_identity(specs[0])
+    assert ident["adversary"] == {"agent": "scripted:echo", "tools": [], "best_of_n": 1}
+
+
+def test_self_play_cells_keep_their_identity(tmp_path: Path) -> None:
+    # the cross-play keys exist only in cross-play cells: an existing config's cells hash as before
+    exp = Experiment(config(tmp_path / "r"))
+    (spec,) = exp.grid()
+    assert spec.adversary is None
+    assert "adversary" not in exp.cell_identity(spec)
+    assert spec.pair_dir == "A_scripted-coin_J_scripted-coin"
+
+
+def test_agent_axes_no_cell_would_use_are_refused(tmp_path: Path) -> None:
+    raw = {
+        "dataset": {"name": "arithmetic", "n": 2},
+        "best_of_n": [1, 4],
+        "protocols": [{"name": "SimultaneousDebate", "debaters": ["scripted:coin", "scripted:echo"]}],
+    }
+    with pytest.raises(ConfigError, match=r"best_of_n would be ignored.*give each debater its own"):
+        ExperimentConfig.parse(raw)
+    # beside a self-play entry the axis is used, so it is fine
+    ExperimentConfig.parse({**raw, "protocols": [*raw["protocols"], "Consultancy"]})
+
+
+@pytest.mark.parametrize(
+    ("protocol", "message"),
+    [
+        ({"name": "Consultancy", "debaters": ["scripted:coin", "scripted:echo"]}, "no second debater"),
+        ({"debaters": ["scripted:coin"]}, "at least two different debaters"),
+        ({"debaters": ["scripted:coin", "scripted:coin"]}, "at least two different debaters"),
+        ({"debaters": "scripted:coin"}, "give a list"),
+        ({"debaters": ["scripted:coin", {"model": "x"}]}, "a debater is a model spec"),
+    ],
+)
+def test_refused_when_read(tmp_path: Path, protocol: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as e:
+        config(tmp_path / "r", **{"name": "SimultaneousDebate", **protocol})
+    assert "\n" not in str(e.value)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("xp") / "run"
+    Experiment(config(out, debaters=DEBATERS[:2])).run()
+    return out
+
+
+def test_lines_name_both_debaters_and_both_sides(finished: Path) -> None:
+    files = sorted(finished.glob("*/*/results.jsonl"))
+    assert len(files) == 2  # coin vs echo and echo vs coin
+    seen: dict[tuple[str, str], int] = {}
+    for f in files:
+        ls = lines(f)
+        assert len(ls) == N_QUESTIONS
+        for ln in ls:
+            assert {ln["agent"], ln["adversary"]} == {"scripted:coin", "scripted:echo"}
+            assert len(ln["answer_cases"]) == 2 and not ln["symmetric"]
+            for c in ln["answer_cases"]:
+                roles = {t["answer_case"]: t["role"] for t in c["case_probs"]["transcript"]}
+                assert roles[c["short"]] == "agent"  # the agent argued this case, the adversary the other
+            for m in matches_from_line(ln):
+                seen[(m.correct, m.incorrect)] = seen.get((m.correct, m.incorrect), 0) + 1
+    # each debater argued each side of every question against the other, once from each cell
+    assert seen == {
+        ("scripted:coin", "scripted:echo"): 2 * N_QUESTIONS,
+        ("scripted:echo", "scripted:coin"): 2 * N_QUESTIONS,
+    }
+
+
+def test_second_run_adds_nothing(finished: Path) -> None:
+    before = {f: f.read_text() for f in finished.glob("*/*/results.jsonl")}
+    Experiment(config(finished, debaters=DEBATERS[:2])).run()
+    assert {f: f.read_text() for f in finished.glob("*/*/results.jsonl")} == before
+
+
+def test_stats_has_the_elo_section(finished: Path) -> None:
+    s = summarize_run(finished)
+    (t,) = s["elo"]["tournaments"]
+    assert t["protocol"] == "SimultaneousDebate_t1" and t["judge"] == "scripted:coin"
+    assert sorted(t["debaters"]) == ["scripted:coin", "scripted:echo"]
+    assert t["n_questions"] == N_QUESTIONS and t["n_matches"] == 4 * N_QUESTIONS
+    agg = [r["aggregate"]["estimate"] for r in t["ratings"]]
+    assert agg[0] == pytest.approx(-agg[1])  # two debaters: centred on 0
+    assert {c.get("adversary") for c in s["cells"]} == {"scripted:coin", "scripted:echo"}
+    for r in t["ratings"]:  # the seed's comparison: ASD/ASE of the debater as agent beside its Elo
+        (cell,) = [c for c in s["cells"] if c["agent"] == r["debater"]]  # one opponent: one cell
+        assert r["asd"] == pytest.approx(cell["metrics"]["asd"]["log"]["mean"])
+        assert r["ase"] == pytest.approx(cell["metrics"]["ase_b1"]["log"]["mean"])
+    assert t["trend"]["estimate"] is None or math.isnan(t["trend"]["estimate"])  # two debaters: no slope
+
+
+def test_self_play_run_has_no_elo(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    Experiment(config(out)).run()
+    assert elo_section(out) == {}
+    assert "elo" not in summarize_run(out)
+
+
+def test_matches_from_a_line_by_hand() -> None:
+    def case(short: str, value: float, p_a: float | None) -> dict[str, Any]:
+        probs = None if p_a is None else {"A": p_a, "B": 1 - p_a}
+        return {"short": short, "value": value, "case_probs": {"probabilities": probs}}
+
+    line: dict[str, Any] = {
+        "question_id": "q",
+        "agent": "x",
+        "adversary": "y",
+        "excluded": False,
+        "answer_cases": [case("A", 0.0, 0.3), case("B", 1.0, 0.25)],  # B is true
+    }
+    # x argued A (false) against y: y correct, P(B) = 0.7; x argued B (true): P(B) = 0.75
+    assert matches_from_line(line) == [Match("q", "y", "x", 0.7), Match("q", "x", "y", 0.75)]
+    line["answer_cases"][0] = case("A", 0.0, None)  # a parse failure: that debate is not rated
+    assert matches_from_line(line) == [Match("q", "x", "y", 0.75)]
+    assert matches_from_line({**line, "adversary": None}) == []
+    assert matches_from_line({**line, "excluded": True}) == []
+
+
+def test_report_has_the_elo_section(
+    finished: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_cli_global import run_main
+
+    out = finished.parent / "report.html"
+    code, _, err = run_main(["report", str(finished), "--out", str(out)], capsys, monkeypatch)
+    assert code == 0, err
+    html = out.read_text()
+    assert 'id="elo"' in html
+    (t,) = summarize_run(finished)["elo"]["tournaments"]
+    for r in t["ratings"]:
+        row = html[html.index(f'data-debater="{r["debater"]}"') :]
+        v = float(row.split('data-k="aggregate_estimate" data-v="')[1].split('"')[0])
+        assert v == pytest.approx(r["aggregate"]["estimate"])
+
+
+# ---- a tournament of scripted debaters with known strengths, through the whole grid -------------
+POWER = {"strong": 200, "middle": 100, "weak": 0}  # Elo points
+
+
+def _power_judge(messages: Any, config: Any, seed: int | None) -> str:
+    """P(A) from the Elo model on the powers the two debaters state: no side is favoured."""
+    text = messages[-1].content
+    if "How likely" not in text:
+        return "A"
+    pw = {m[0]: int(m[1]) for m in re.findall(r"\(arguing for ([A-Z])\): power=(-?\d+)", text)}
+    return f"{1 / (1 + 10 ** (-(pw['A'] - pw['B']) / 400)):.6f}"
+
+
+register_scripted("tour-judge", _power_judge, replace=True)
+
+
+def _stating(power: int) -> Any:
+    def responder(messages: Any, config: Any, seed: int | None) -> str:
+        return f"power={power}"
+
+    return responder
+
+
+for _name, _p in POWER.items():
+    register_scripted(f"tour-{_name}", _stating(_p), replace=True)
+
+
+def test_scripted_tournament_recovers_the_known_strengths(tmp_path: Path) -> None:
+    cfg = ExperimentConfig.parse(
+        {
+            "name": "tour",
+            "dataset": {"name": "arithmetic", "n": 5, "seed": 0},
+            "out": str(tmp_path / "run"),
+            "judge_models": ["scripted:tour-judge"],
+            "protocols": [{"name": "SequentialDebate", "debaters": [f"scripted:tour-{n}" for n in POWER]}],
+            "n_boot": 100,
+        }
+    )
+    Experiment(cfg).run()
+    (t,) = summarize_run(tmp_path / "run")["elo"]["tournaments"]
+    got = {r["debater"].removeprefix("scripted:tour-"): r for r in t["ratings"]}
+    # powers 200, 100, 0 around their mean 100: aggregate 100, 0, -100; no side is favoured, so the
+    # correct-side and incorrect-side ratings agree and their difference is 0 (up to the weak ridge)
+    for name, want in (("strong", 100), ("middle", 0), ("weak", -100)):
+        assert got[name]["aggregate"]["estimate"] == pytest.approx(want, abs=3)
+        assert got[name]["difference"]["estimate"] == pytest.approx(0, abs=3)
+    assert t["win_rate"][0][2] == pytest.approx(1 / (1 + 10 ** (-200 / 400)), abs=1e-4)  # strong vs weak
