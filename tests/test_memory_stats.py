@@ -188,7 +188,9 @@ def test_summarize_run_memory_is_far_below_the_file(run_dir: Path, monkeypatch: 
     streamed = _peak(lambda: summarize_run(run_dir, baseline="BlindTrust"))
     assert size > 1_000_000
     assert whole > 2 * size  # what statistics held before
-    assert streamed < size / 4, (streamed, size)
+    # per line: its id (once, to count duplicates and foreign lines) and a few paired values per
+    # cell; measured 0.25 x the file with every round-3 reader check, against > 2 x read whole
+    assert streamed < size / 3, (streamed, size)
     # without paired differences only the ids are kept (once each, to count duplicate lines)
     assert _peak(lambda: summarize_run(run_dir)) < size / 4
 

@@ -326,14 +326,18 @@ def test_summarize_by_hand() -> None:
     # SE = std / sqrt(4) = 0.6454972
     assert s.se == pytest.approx(math.sqrt(5 / 3) / 2)
     assert s.ci_low <= s.mean <= s.ci_high
-    assert 1.0 <= s.ci_low < s.ci_high <= 4.0
     assert (s.confidence, s.n_boot, s.seed) == (0.95, 500, 7)
-    # reproducible with the same seed; the bootstrap is the percentile of resampled means
+    # reproducible with the same seed; the CI is the percentile of resampled means, widened on each
+    # side to Student's t on n - 1 = 3 df (t_{0.975, 3} = 3.182446): at n = 4 the t interval,
+    # 2.5 -/+ 3.182446 x 0.6454972 = [0.44574, 4.55426], is the wider on both sides (resampled
+    # means never leave [1, 4])
     assert summarize(x, seed=7, n_boot=500) == s
     rng = np.random.default_rng(7)
     means = np.asarray(x)[rng.integers(0, 4, size=(500, 4))].mean(axis=1)
-    assert s.ci_low == pytest.approx(float(np.quantile(means, 0.025)))
-    assert s.ci_high == pytest.approx(float(np.quantile(means, 0.975)))
+    assert float(np.quantile(means, 0.025)) >= 1.0 and float(np.quantile(means, 0.975)) <= 4.0
+    assert s.ci_low == pytest.approx(2.5 - 3.182446305 * math.sqrt(5 / 3) / 2, abs=1e-6)
+    assert s.ci_high == pytest.approx(2.5 + 3.182446305 * math.sqrt(5 / 3) / 2, abs=1e-6)
+    assert s.ci_low == pytest.approx(0.44574, abs=1e-5)
     # another seed gives (almost surely) another interval
     other = summarize([0.1 * i for i in range(30)], seed=1)
     assert other != summarize([0.1 * i for i in range(30)], seed=2)

@@ -320,6 +320,8 @@ def test_cli_names_the_extra_when_gpboost_is_missing(
     study: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run, db, _ = study
+    # the command asks the package's public name; the analysis its own module's
+    monkeypatch.setattr("seerbench.complementarity.gpboost_available", lambda: False)
     monkeypatch.setattr("seerbench.complementarity._mixed.gpboost_available", lambda: False)
     code, _, err = _run(["complementarity", "--ai", str(run), "--humans", str(db)], capsys, monkeypatch)
     assert code == 2 and "seerbench[mixed]" in err and len(err.strip().splitlines()) == 1

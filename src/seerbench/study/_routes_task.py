@@ -22,6 +22,18 @@ __all__ = ["AUTO_SUBMIT_SLACK_S", "task_router"]
 AUTO_SUBMIT_SLACK_S = 1.0
 
 
+ANSWERED_ELSEWHERE = (
+    "This task was already answered in another tab or window; the answer on this page was not saved."
+)
+
+
+def _other_answer(form: dict[str, Any], a: Assignment) -> bool:
+    """Whether ``form`` answers differently from the answer stored for ``a`` (a double click of
+    the same answer is not)."""
+    sent = form.get("answer")
+    return sent is not None and a.answer is not None and str(sent) != a.answer
+
+
 def task_router(web: StudyWeb) -> APIRouter:
     """``/task/{aid}`` and its ``/start``, ``/submit`` and ``/feedback``."""
     st, m = web.st, web.m
@@ -99,15 +111,10 @@ def task_router(web: StudyWeb) -> APIRouter:
         rid, a = web.own(request, aid)
         web.check_csrf(form, *web.session_of(request))
         if a.status == "submitted":
-            sent = form.get("answer")
-            if sent is not None and a.answer is not None and str(sent) != a.answer:
+            if _other_answer(form, a):
                 # another tab answered first: this page's (different) answer is not stored, and
                 # the feedback of the other answer would be about an answer this page never gave
-                raise HTTPError(
-                    409,
-                    "This task was already answered in another tab or window; the answer on this "
-                    "page was not saved.",
-                )
+                raise HTTPError(409, ANSWERED_ELSEWHERE)
             return RedirectResponse(f"/task/{aid}/feedback", status_code=303)
         if st.reclaimed(a):
             return reclaimed_page()
@@ -142,6 +149,8 @@ def task_router(web: StudyWeb) -> APIRouter:
             raise HTTPError(404, "Task not found.")
         if res.outcome == "reclaimed":
             return reclaimed_page()
+        if res.outcome == "duplicate" and _other_answer(form, res.assignment):
+            raise HTTPError(409, ANSWERED_ELSEWHERE)  # the same race, decided in the database
         return RedirectResponse(f"/task/{aid}/feedback", status_code=303)
 
     router.add_api_route("/task/{aid}/submit", form_handler(task_submit), methods=["POST"])
