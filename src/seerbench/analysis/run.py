@@ -133,9 +133,7 @@ def summarize_run(
     if not cells:
         raise ConfigError(f"no results.jsonl under {folder.path}: the run has not finished a question yet")
     comparisons = (
-        paired_comparisons(
-            cells, baseline, score, n_boot=cfg.get("n_boot", 2000), seed=cfg.get("seed", 0)
-        )
+        paired_comparisons(cells, baseline, score, n_boot=cfg.get("n_boot", 2000), seed=cfg.get("seed", 0))
         if baseline
         else []
     )
