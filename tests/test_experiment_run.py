@@ -350,6 +350,8 @@ def test_cli_stats_baseline(finished: Path) -> None:
     assert "BlindTrust" not in cmp  # another judge
     assert cmp["Consultancy_t1"]["asd_diff"]["n"] == 5
     assert cmp["Consultancy_t1"]["asd_diff"]["mean"] == pytest.approx(sum(per_q.values()) / 5)
+    # the run's n_boot (200), as the cells' own intervals; it was always 2,000 here
+    assert cmp["Consultancy_t1"]["asd_diff"]["n_boot"] == 200
     # both have judge accuracy 0.5 on every question except NaiveJudge: 1 when A is true, 0 when B
     acc = [0.5 - (1.0 if trues[q] == "A" else 0.0) for q in per_q]
     assert cmp["Consultancy_t1"]["accuracy_diff"]["mean"] == pytest.approx(sum(acc) / 5)

@@ -259,9 +259,15 @@ def cell_counts(cell: Cell, f: ResultsFile, n_read: int) -> dict[str, Any]:
 
 
 def paired_comparisons(
-    cells: Iterable[tuple[list[dict[str, Any]] | CellStats, dict[str, Any]]], baseline: str, score: str
+    cells: Iterable[tuple[list[dict[str, Any]] | CellStats, dict[str, Any]]],
+    baseline: str,
+    score: str,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
 ) -> list[dict[str, Any]]:
-    """Each cell minus the ``baseline`` protocol's cell with the same judge, on shared questions.
+    """Each cell minus the ``baseline`` protocol's cell with the same judge, on shared questions,
+    with the run's ``n_boot`` and ``seed`` (as the cells' own intervals).
     Where the baseline has several cells with that judge (other agents, tools or best-of-N), the
     one that also matches the cell on those axes, each axis in turn where one matches.
     ``baseline`` is a protocol folder (``NaiveJudge_swap``) or a protocol name (``NaiveJudge``)
@@ -293,8 +299,8 @@ def paired_comparisons(
                     **{k: s.get(k) for k in ("cell", *CELL_AXES)},
                     "baseline": baseline,
                     "baseline_cell": bs.get("cell"),
-                    "asd_diff": paired(lines, blines, "asd", score),
-                    "accuracy_diff": paired(lines, blines, "judge_accuracy"),
+                    "asd_diff": paired(lines, blines, "asd", score, n_boot=n_boot, seed=seed),
+                    "accuracy_diff": paired(lines, blines, "judge_accuracy", n_boot=n_boot, seed=seed),
                 }
             )
     return out

@@ -50,10 +50,19 @@ def test_ask_json_then_cached(isolated_cache_dir: Path) -> None:
     assert first["probabilities"] == pytest.approx({"A": 0.8, "B": 0.2})
     assert first["method"] == "verbalized"
     assert first["cached"] is False
-    assert first["usage"]["completion_tokens"] == 1
+    # every fresh call (the free-text answer and the elicitation's) answers one token ("0.8"): the
+    # tokens of every call are reported, not those of the free-text one only
+    calls = first["usage"]["model_calls"]
+    assert calls >= 2 and first["usage"]["completion_tokens"] == calls
     second = _json(args)
     assert isinstance(second, dict)
     assert second["cached"] is True and second["probabilities"] == first["probabilities"]
+    assert second["usage"] == {
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "model_calls": 0,
+        "cache_hits": calls,
+    }
 
     info = _json(["cache", "info", "--json"])
     assert isinstance(info, dict)

@@ -132,7 +132,11 @@ def summarize_run(
         )  # the per-question values only for paired differences
     if not cells:
         raise ConfigError(f"no results.jsonl under {folder.path}: the run has not finished a question yet")
-    comparisons = paired_comparisons(cells, baseline, score) if baseline else []
+    comparisons = (
+        paired_comparisons(cells, baseline, score, n_boot=cfg.get("n_boot", 2000), seed=cfg.get("seed", 0))
+        if baseline
+        else []
+    )
     if anytime:
         by_key = {m["cell"]: a for a, m in cells if isinstance(a, CellStats)}
         for c in comparisons:

@@ -82,8 +82,14 @@ def ask(
         verdict = await elicit(m, prompt, opts, cfg)
         return out, verdict
 
+    def counts() -> tuple[int, int, int, int]:
+        u = default_tracker().by_model.get(model)
+        return (u.calls, u.cache_hits, u.prompt_tokens, u.completion_tokens) if u else (0, 0, 0, 0)
+
+    before = counts()
     out, verdict = asyncio.run(run())
-    usage = default_tracker().by_model.get(model)
+    # this command's calls only: the free-text answer and every elicitation call (votes included)
+    calls, hits, prompt_tokens, completion_tokens = (a - b for a, b in zip(counts(), before, strict=True))
     result = {
         "model": model,
         "text": out.text,
@@ -93,10 +99,10 @@ def ask(
         "error": verdict.error,
         "attempts": verdict.metadata.get("attempts"),
         "usage": {
-            "prompt_tokens": out.usage.prompt_tokens,
-            "completion_tokens": out.usage.completion_tokens,
-            "model_calls": usage.calls if usage else 0,
-            "cache_hits": usage.cache_hits if usage else 0,
+            "prompt_tokens": prompt_tokens,  # of the fresh model calls (cache hits cost none)
+            "completion_tokens": completion_tokens,
+            "model_calls": calls,
+            "cache_hits": hits,
         },
         "cached": bool(out.cached and verdict.metadata.get("cached")),
     }
@@ -111,7 +117,7 @@ def ask(
     else:
         console.print(f"[red]could not elicit probabilities:[/] {verdict.error}")
     console.print(
-        f"[dim]tokens: {out.usage.prompt_tokens} prompt + {out.usage.completion_tokens} completion; "
+        f"[dim]tokens of fresh calls: {prompt_tokens} prompt + {completion_tokens} completion; "
         + (
             "from the disk cache"
             if result["cached"]
