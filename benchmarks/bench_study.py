@@ -262,6 +262,9 @@ def _mixed(url: str, raters: int) -> dict[str, Any]:
         "p50_ms": _pct(lat, 0.5),
         "p99_ms": _pct(lat, 0.99),
         "errors": sum(len(log.errors) for log in logs),
+        # raters sent to "This study is full" (the study has a slot for every submission, so a
+        # launch must turn none away: issue 28.1)
+        "turned_away": sum(log.full for log in logs),
     }
 
 
@@ -310,6 +313,8 @@ def _line(name: str, n: int, mode: str, r: dict[str, Any], workers: int) -> str:
             f"{r['all_p99_ms']} ms | errors {r['errors']}{_cpu(r, r['requests'])}"
         )
     extra = f" | errors {r['errors']}" if "errors" in r else ""
+    if "turned_away" in r:
+        extra += f" | turned away {r['turned_away']}"
     return (
         f"{head} | {r['submissions_per_s']} submissions/s | p50 "
         f"{r['p50_ms']} p99 {r['p99_ms']} ms{extra}{_cpu(r, None)}"
