@@ -172,6 +172,7 @@ def test_postgres_simultaneous_first_claims_never_report_full(tmp_path: Path) ->
     # open. Under READ COMMITTED every claimer read the same few candidate rows, the losers' guarded
     # UPDATE matched nothing, and after a handful of lost races the claim said "exhausted" (the
     # rater was shown "This study is full"; 3 of 96 here before the fix). Every one gets a task.
+    # (96 connections at once: .ci/run starts its server with max_connections=300.)
     n_raters = 96
     pytest.importorskip("psycopg")
     import threading
