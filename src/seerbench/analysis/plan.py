@@ -75,6 +75,28 @@ def _spread(values: dict[str, float], clusters: dict[str, str]) -> tuple[int, fl
     return n, float(x.mean()) if n else math.nan, sd, deff, len(set(labels))
 
 
+def _pilot_row(
+    head: dict[str, Any], values: dict[str, float], clusters: dict[str, str], what: str
+) -> tuple[dict[str, Any], int, float, float]:
+    """A plan row's pilot part (``head`` then the pilot's n, clusters, mean, sd and design effect)
+    and, where the pilot cannot support a plan, ``questions: None`` and ``why``; with n, sd and
+    the design effect for the planner."""
+    n, mean, sd, deff, n_clusters = _spread(values, clusters)
+    row: dict[str, Any] = {
+        **head,
+        "pilot_n": n,
+        "pilot_clusters": n_clusters,
+        "pilot_mean": mean,
+        "sd": sd,
+        "design_effect": deff,
+    }
+    why = _unplannable(n, sd, what)
+    if why:
+        row["questions"] = None
+        row["why"] = why
+    return row, n, sd, deff
+
+
 def _unplannable(n: int, sd: float, what: str) -> str | None:
     if n < 2:
         return f"{n} {what} in the pilot: a plan needs at least 2"
@@ -147,22 +169,9 @@ def plan_run(
             for name, key in METRICS:
                 va, vb = a.paired_values(key), b.paired_values(key)
                 diffs = {q: va[q] - vb[q] for q in va.keys() & vb.keys()}
-                n, mean, sd, deff, n_clusters = _spread(diffs, clusters)
-                row: dict[str, Any] = {
-                    "cell": comp["cell"],
-                    "baseline_cell": comp["baseline_cell"],
-                    "metric": name,
-                    "pilot_n": n,
-                    "pilot_clusters": n_clusters,
-                    "pilot_mean": mean,
-                    "sd": sd,
-                    "design_effect": deff,
-                }
-                why = _unplannable(n, sd, "shared scored question(s)")
-                if why:
-                    row["questions"] = None
-                    row["why"] = why
-                else:
+                head = {"cell": comp["cell"], "baseline_cell": comp["baseline_cell"], "metric": name}
+                row, n, sd, deff = _pilot_row(head, diffs, clusters, "shared scored question(s)")
+                if "why" not in row:
                     q = questions_for_power(sd, effect, power=power, alpha=alpha, deff=deff)
                     row["questions"] = q
                     row["power_at_pilot_n"] = power_at(n, sd, effect, alpha=alpha, deff=deff)
@@ -172,21 +181,9 @@ def plan_run(
         out["half_width"] = half_width
         for a, m in cells:
             for name, key in METRICS:
-                n, mean, sd, deff, n_clusters = _spread(a.paired_values(key), clusters)
-                row = {
-                    "cell": m["cell"],
-                    "metric": name,
-                    "pilot_n": n,
-                    "pilot_clusters": n_clusters,
-                    "pilot_mean": mean,
-                    "sd": sd,
-                    "design_effect": deff,
-                }
-                why = _unplannable(n, sd, "scored question(s)")
-                if why:
-                    row["questions"] = None
-                    row["why"] = why
-                else:
+                head = {"cell": m["cell"], "metric": name}
+                row, n, sd, deff = _pilot_row(head, a.paired_values(key), clusters, "scored question(s)")
+                if "why" not in row:
                     q = questions_for_half_width(sd, half_width, alpha=alpha, deff=deff)
                     row["questions"] = q
                     row["expected"] = _expected(per_q, q, 1)

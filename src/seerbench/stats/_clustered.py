@@ -21,11 +21,10 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import t as student_t
 
 from seerbench.stats._cluster import difference_interval, proportion_interval
 from seerbench.stats._interval import check_confidence, wilson
-from seerbench.stats._summary import DEFAULT_N_BOOT, Summary, bootstrap_means, summarize
+from seerbench.stats._summary import DEFAULT_N_BOOT, Summary, bootstrap_means, summarize, widen_to_t
 
 
 def cluster_codes(labels: Sequence[object] | np.ndarray | None, n: int) -> tuple[np.ndarray, int]:
@@ -85,8 +84,7 @@ def clustered_summary(
     # with few clusters the percentile interval is too narrow (its variance is (g - 1) / g of the
     # sandwich one, with normal tails); the t interval on g - 1 degrees of freedom with the
     # sandwich SE is not, but is symmetric: take the wider of the two on each side
-    half = float(student_t.ppf(1 - alpha, g - 1)) * se
-    lo, hi = min(lo, mean - half), max(hi, mean + half)
+    lo, hi = widen_to_t(mean, se, lo, hi, g - 1, confidence)
     method = f"cluster bootstrap over {g} clusters (percentile, widened to t on {g - 1} df)"
     return Summary(n, mean, std, se, lo, hi, confidence, n_boot, seed, method, None, g)
 
