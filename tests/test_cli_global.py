@@ -385,3 +385,26 @@ def test_ctrl_c_says_what_was_kept_and_exits_130(
     assert code == 130
     assert "interrupted: every finished question is saved; the same command resumes a run" in err
     assert "Traceback" not in err
+
+
+def test_a_reader_that_goes_away_is_not_taken_for_failed_questions() -> None:
+    """`seerbench ... | head -1`: the closed pipe exits 141 (what a shell reports for SIGPIPE),
+    not 1, which means "some questions failed", and prints no traceback."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the command writes a byte
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    proc = subprocess.run(
+        [sys.executable, "-c", "from seerbench.cli import main; main()", "--help"],
+        stdout=write,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        check=False,
+    )
+    os.close(write)
+    assert proc.returncode == 141, proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -155,9 +155,10 @@ def test_an_edited_helper_module_of_a_judge_is_refused_naming_it(
     _forget(tmp_path)
     more = ExperimentConfig.from_yaml(cfg).with_updates(limit=6)
     with pytest.raises(
-        ConfigError, match=rf"differs in: rubrics_{tag}\.py \(code of judges_{tag}:RubricJudge\)"
-    ):
+        ConfigError, match=rf"differs in: rubrics_{tag}\.py \(code of judges_{tag}:RubricJudge\)\)"
+    ) as refused:
         Experiment(more).run()
+    assert str(refused.value).count("(") == str(refused.value).count(")")  # one ")" per "("
     assert len((cell / "results.jsonl").read_text().splitlines()) == 3  # nothing mixed in
     _forget(tmp_path)
     exp = Experiment(ExperimentConfig.from_yaml(cfg).with_updates(limit=6))

@@ -420,3 +420,15 @@ def test_broken_plugins_through_the_cli(
     )
     code, _, err = run_main(["--plugin", "no_such_module", "models"], capsys, monkeypatch, tmp_path)
     assert "plugin module 'no_such_module' not found" in one_line_error(code, err)
+
+
+def test_a_misspelt_plugin_names_the_file_it_was_probably_meant_to_be(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "my_protocols.py").write_text("X = 1\n")
+    code, _, err = run_main(["--plugin", "my_protocol.py", "models"], capsys, monkeypatch, tmp_path)
+    assert "does not exist (did you mean my_protocols.py?)" in one_line_error(code, err)
+    code, _, err = run_main(["--plugin", "my_protocol", "models"], capsys, monkeypatch, tmp_path)
+    assert "not found (did you mean my_protocols.py?)" in one_line_error(code, err)
+    code, _, err = run_main(["--plugin", "zzz.py", "models"], capsys, monkeypatch, tmp_path)
+    assert "did you mean" not in one_line_error(code, err)

@@ -4,7 +4,8 @@ the CLI prints its message (no traceback) and exits with status 2.
 The command line's exit statuses, one home (docs/experiments.md documents them): 0 everything
 done; 1 some questions (or sentences, answers) failed, their results kept for a rerun to resume;
 2 a user, config or environment error (one line); 3 an internal error of seerbench or a plugin
-(a traceback, to report)."""
+(a traceback, to report); 141 (128 + SIGPIPE, as a shell reports a program killed by it) the
+reader of its output went away, as in ``seerbench show RUN Q | head -1``."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from contextlib import contextmanager
 
 #: Exit statuses of the command line (see the module docstring).
 EXIT_OK, EXIT_PARTIAL, EXIT_USER, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_BROKEN_PIPE = 141
 
 
 class SeerbenchError(Exception):

@@ -63,8 +63,8 @@ def load_plugin(ref: str, base_dir: str | Path | None = None) -> str:
         path = path if path.is_absolute() else base / path
         if not path.is_file():
             raise ConfigError(
-                f"plugin file {path} does not exist (a relative path is read from {base}: the config "
-                "file's folder, or the working folder for --plugin)"
+                f"plugin file {path} does not exist{_close_file(path.name, path.parent)} (a relative "
+                f"path is read from {base}: the config file's folder, or the working folder for --plugin)"
             )
         key = str(path.resolve())
         if key in _loaded_paths:
@@ -99,8 +99,8 @@ def load_plugin(ref: str, base_dir: str | Path | None = None) -> str:
     except ModuleNotFoundError as e:
         if e.name == ref or (e.name and ref.startswith(e.name + ".")):
             raise ConfigError(
-                f"plugin module {ref!r} not found (looked in {base} and on the Python path); "
-                "give a module name or a path to a .py file"
+                f"plugin module {ref!r} not found{_close_file(ref + '.py', base)} (looked in {base} "
+                "and on the Python path); give a module name or a path to a .py file"
             ) from None
         raise ConfigError(f"plugin {ref} failed to import: {e}") from e
     except ConfigError:
@@ -111,6 +111,15 @@ def load_plugin(ref: str, base_dir: str | Path | None = None) -> str:
         if added:
             sys.path.remove(str(base))
     return ref
+
+
+def _close_file(name: str, folder: Path) -> str:
+    """`` (did you mean F?)`` for the ``.py`` file in ``folder`` closest to ``name``."""
+    try:
+        files = [p.name for p in folder.iterdir() if p.suffix == ".py"]
+    except OSError:
+        return ""
+    return did_you_mean(name, files)
 
 
 def load_plugins(refs: Any, base_dir: str | Path | None = None) -> None:

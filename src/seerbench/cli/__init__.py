@@ -24,7 +24,7 @@ import typer
 
 from seerbench import __version__
 from seerbench.cli._app import app as _app
-from seerbench.errors import EXIT_INTERNAL, EXIT_USER, SeerbenchError
+from seerbench.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_USER, SeerbenchError
 
 #: Each command (or command group) -> the module that registers it on `app` when imported.
 COMMAND_MODULES = {
@@ -156,6 +156,7 @@ def main() -> None:
     """Console-script entry point: user errors print one line, not a traceback, and exit 2; an
     internal error prints its traceback and exits 3 (see :mod:`seerbench.errors`)."""
     argv = sys.argv[1:]
+    stdout_at_start = _stdout_identity()
     if argv == ["--version"]:  # nothing to import for it
         typer.echo(f"seerbench {__version__}")
         sys.exit(0)
@@ -171,6 +172,8 @@ def main() -> None:
                     fg="yellow",
                     err=True,
                 )
+            if e.code == 1 and _stdout_closed(stdout_at_start):  # 1 means "questions failed"
+                sys.exit(EXIT_BROKEN_PIPE)
             _warn_unused_prices()  # also after a run that exited 1 for failed questions
             raise
     except SeerbenchError as e:
@@ -184,6 +187,30 @@ def main() -> None:
         sys.exit(EXIT_USER)
     except Exception:
         _internal_error()
+
+
+def _stdout_identity() -> tuple[int, int] | None:
+    try:
+        st = os.fstat(1)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _stdout_closed(at_start: tuple[int, int] | None) -> bool:
+    """Whether the reader of our output went away (``| head``). click and rich both exit 1 then:
+    click after swapping in its flush-silencing wrapper, rich after pointing descriptor 1 at
+    /dev/null; and a pipe whose reader is gone polls as an error."""
+    if type(sys.stdout).__name__ == "_PacifyFlushWrapper" or _stdout_identity() != at_start:
+        return True
+    try:
+        import select
+
+        poller = select.poll()
+        poller.register(1, select.POLLOUT)
+        return any(ev & select.POLLERR for _, ev in poller.poll(0))
+    except (OSError, AttributeError, ValueError):  # no poll() on this platform
+        return False
 
 
 def _internal_error() -> NoReturn:

@@ -26,7 +26,7 @@ def _group(problems: list[str]) -> str:
     by_why: dict[str, list[str]] = {}
     for p in problems:
         cell, _, why = p.partition(" (")
-        by_why.setdefault(why.rstrip(")") if why else p, []).append(cell)
+        by_why.setdefault(why.removesuffix(")") if why else p, []).append(cell)
     parts = []
     for why, cells in by_why.items():
         if len(cells) == 1:

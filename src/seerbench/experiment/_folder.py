@@ -27,7 +27,7 @@ Identity = Callable[[RunSpec], dict[str, Any]]
 def _rescore_hint(problems: Sequence[str], out: Path) -> str:
     """When only scoring settings differ, say that stats rescores the stored results."""
     scoring = {"eps", "parse_failures"}
-    diffs = [set(p.partition("differs in: ")[2].rstrip(")").split(", ")) for p in problems]
+    diffs = [set(p.partition("differs in: ")[2].removesuffix(")").split(", ")) for p in problems]
     if not diffs or not all(d and d <= scoring for d in diffs):
         return ""
     return (
