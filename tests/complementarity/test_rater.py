@@ -14,7 +14,7 @@ import pytest
 
 from seerbench.complementarity import ai_items, analyze, read_ai_ratings, simulate_judgments
 from seerbench.factcheck import Page, RaterConfig, aggregate, rate, verify_sample
-from seerbench.models import ChatMessage, GenerateConfig, register_scripted
+from seerbench.models import ChatMessage, GenerateConfig, read_usage, register_scripted
 from tests.test_cli_global import one_line_error, run_main
 
 CORPUS = [
@@ -149,6 +149,10 @@ def test_verifier_counts_and_excludes_malformed_samples(tmp_path: Path) -> None:
 def test_run_folder_feeds_the_analysis_and_resumes(tmp_path: Path) -> None:
     cfg = _config(tmp_path)
     asyncio.run(rate(cfg))
+    # the folder's usage log: 3 sentences x 7 samples x 2 turns (claims + search, then the rating)
+    used = read_usage(tmp_path / "run")
+    assert used is not None and used["runs"] == 1
+    assert used["models"]["scripted:fc-hand"]["calls"] + used["total"]["cache_hits"] == 3 * 7 * 2
     ai = ai_items(read_ai_ratings(tmp_path / "run"))
     # s1 right at 0.75, s2 right at 1.0 (inaccurate = inaccurate), s3 no rating: wrong, confidence 0
     assert ai.ids == ["s1", "s2", "s3"]
@@ -166,6 +170,9 @@ def test_run_folder_feeds_the_analysis_and_resumes(tmp_path: Path) -> None:
     res = asyncio.run(rate(cfg))
     assert res.resumed == 1 and [r.item_id for r in res.ratings] == ["s1", "s2", "s3"]
     assert path.read_text().splitlines() == lines
+    used = read_usage(tmp_path / "run")  # the second run's 2 sentences added to the first's
+    assert used is not None and used["runs"] == 2
+    assert used["models"]["scripted:fc-hand"]["calls"] + used["total"]["cache_hits"] == 5 * 7 * 2
     assert len((tmp_path / "run" / "samples.jsonl").read_text().splitlines()) == 3
     # a smaller limit rates nothing new and deletes nothing (it cut both files to the limit)
     samples = (tmp_path / "run" / "samples.jsonl").read_text()

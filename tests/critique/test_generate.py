@@ -18,7 +18,7 @@ from seerbench.critique import (
     read_critiques,
     sort_by_helpfulness,
 )
-from seerbench.models import ChatMessage, GenerateConfig, Model, ScriptedBackend, register_scripted
+from seerbench.models import ChatMessage, GenerateConfig, Model, ScriptedBackend, read_usage, register_scripted
 from tests.test_cli_global import one_line_error, run_main
 
 
@@ -56,6 +56,11 @@ def test_helpfulness_is_the_elicited_probability_and_orders_the_critiques(tmp_pa
         }
     )
     res = asyncio.run(generate_critiques(cfg))
+    # the folder's usage log: 5 critiques (one per temperature), 5 helpfulness elicitations, and the
+    # answer revised twice (with the most helpful critique, and with none)
+    used = read_usage(tmp_path / "r")
+    assert used is not None and used["runs"] == 1
+    assert used["models"]["scripted:crit-by-temp"]["calls"] + used["total"]["cache_hits"] == 5 + 5 + 2
     (a,) = res.answers
     assert [(c.temperature, c.helpfulness) for c in a.critiques] == [
         (0.4, 0.95),

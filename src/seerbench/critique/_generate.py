@@ -12,6 +12,7 @@ import asyncio
 import json
 import re
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from seerbench.critique._assess import critique_summary, refine, validate_intend
 from seerbench.critique._config import DEFAULT_TEMPERATURES, CritiqueConfig
 from seerbench.critique._dedup import dedup
 from seerbench.errors import DataError
-from seerbench.models import Model, elicit, get_model
+from seerbench.models import USAGE_LOG, Model, UsageLog, default_tracker, elicit, get_model
 from seerbench.quotes import verify_quote
 from seerbench.records import Critique, CritiquedAnswer, dump_answer, read_critiques
 from seerbench.store import append_line, atomic_write_text, keep_in_order
@@ -287,9 +288,9 @@ async def generate_critiques(
     answers' order) and ``critique.json`` (the config and its fingerprint). Resumes; an answer whose
     model calls fail is listed in ``failed`` and left out (run again to retry it). The folder is
     locked for the whole run: a second process on it is refused."""
-    with lock_folder(Path(cfg.out), command_line()):
+    with lock_folder(Path(cfg.out), command_line()), ExitStack() as usage:
         return await _generate_critiques(
-            cfg, critic=critic, answerer=answerer, judge=judge, progress=progress
+            cfg, critic=critic, answerer=answerer, judge=judge, progress=progress, usage=usage
         )
 
 
@@ -300,6 +301,7 @@ async def _generate_critiques(
     answerer: Model | None,
     judge: Model | None,
     progress: Callable[[int, int, int], None] | None,
+    usage: ExitStack,
 ) -> CritiqueRun:
     todos, order = _todos(cfg)
     out = Path(cfg.out)
@@ -313,6 +315,8 @@ async def _generate_critiques(
         "models, answers, temperatures, dedup or elicitation",
         {"config": cfg.model_dump()},
     )
+    # the folder is claimed: every model event is appended to its usage log as it happens
+    usage.enter_context(UsageLog(out / USAGE_LOG).attached(default_tracker()))
     path = out / "critiques.jsonl"
     done = keep_in_order(path, "answer_id", order)  # answers past this run's limit are kept
     critic = critic or get_model(cfg.model)

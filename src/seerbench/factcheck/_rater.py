@@ -32,6 +32,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,15 @@ from seerbench.errors import ConfigError, DataError
 from seerbench.factcheck._generate import LABELS, FactItem, Page
 from seerbench.factcheck._load import load_factcheck
 from seerbench.factcheck._search import CorpusIndex, SearchResult, format_results
-from seerbench.models import ChatMessage, GenerateConfig, Model, get_model
+from seerbench.models import (
+    USAGE_LOG,
+    ChatMessage,
+    GenerateConfig,
+    Model,
+    UsageLog,
+    default_tracker,
+    get_model,
+)
 from seerbench.plugins import load_plugins
 from seerbench.quotes import verify_quote
 from seerbench.records import AIRating, read_ai_ratings
@@ -428,8 +437,8 @@ async def rate(
     ``ratings.jsonl`` are kept; a folder of another config is refused. A sentence whose model
     calls fail is reported in ``failed`` and left out (run again to retry it). The folder is
     locked for the whole run: a second process on it is refused."""
-    with lock_folder(Path(cfg.out), command_line()):
-        return await _rate(cfg, model=model, progress=progress)
+    with lock_folder(Path(cfg.out), command_line()), ExitStack() as usage:
+        return await _rate(cfg, model=model, progress=progress, usage=usage)
 
 
 async def _rate(
@@ -437,6 +446,7 @@ async def _rate(
     *,
     model: Model | None,
     progress: Callable[[int, int, int], None] | None,
+    usage: ExitStack,
 ) -> RateResult:
     fc = load_factcheck(str(cfg.dataset["name"]), **{k: v for k, v in cfg.dataset.items() if k != "name"})
     items = fc.items[: cfg.limit] if cfg.limit else fc.items
@@ -454,6 +464,8 @@ async def _rate(
         "model, dataset, samples or generation settings",
         {"config": cfg.model_dump(), "dataset": fc.name, "pages": len(fc.pages)},
     )
+    # the folder is claimed: every model event is appended to its usage log as it happens
+    usage.enter_context(UsageLog(out / USAGE_LOG).attached(default_tracker()))
     ratings_path, samples_path = out / "ratings.jsonl", out / "samples.jsonl"
     order = [it.id for it in fc.items]  # the whole dataset: ratings past this run's limit are kept
     # a sentence is done when both its parts are written (a kill between the two appends leaves
