@@ -18,7 +18,14 @@ from seerbench.critique import (
     read_critiques,
     sort_by_helpfulness,
 )
-from seerbench.models import ChatMessage, GenerateConfig, Model, ScriptedBackend, read_usage, register_scripted
+from seerbench.models import (
+    ChatMessage,
+    GenerateConfig,
+    Model,
+    ScriptedBackend,
+    read_usage,
+    register_scripted,
+)
 from tests.test_cli_global import one_line_error, run_main
 
 
