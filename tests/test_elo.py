@@ -149,8 +149,9 @@ def test_simulated_tournaments_recover_the_order_and_cover_at_about_nominal() ->
             iv = r.rating(d).difference
             covered[3 + k] += iv.ci_low <= TRUE_C[k] - TRUE_U[k] <= iv.ci_high
     rate = covered / reps
-    # nominal 0.95; 300 replications give a binomial s.e. of about 0.013 per quantity
-    assert 0.9 <= rate.mean() <= 0.98, rate
-    assert rate.min() >= 0.86, rate
+    # nominal 0.95; 300 replications give a binomial s.e. of about 0.013 per quantity. Measured:
+    # 0.957 to 0.970 (the percentile interval alone, before widening to t: 0.883 to 0.933)
+    assert 0.94 <= rate.mean() <= 0.98, rate
+    assert rate.min() >= 0.93, rate
     # the weakest gap (strong - middle, 75 Elo) with 40 questions is ordered right most of the time
     assert ordered / reps >= 0.75

@@ -23,8 +23,11 @@ seerbench's choices, where the paper leaves room or differs:
   ``c_i - u_j`` are identified), so the mean of all ratings is 0;
 - ratings are reported in Elo points (``400 / ln 10`` per logit unit), centred on a mean aggregate
   rating of 0 rather than an arbitrary 1000;
-- intervals are percentile bootstraps clustered by question: all debates on a question are
-  resampled together (they share its difficulty), with every replicate refitted.
+- intervals are bootstraps clustered by question: all debates on a question are resampled
+  together (they share its difficulty), with every replicate refitted; the percentile interval
+  is widened to the t interval on (questions - 1) df with the replicates' SD
+  (:func:`seerbench.stats.replicate_interval`): at 40 questions the percentile interval alone
+  covered 0.88 to 0.93, widened 0.96 to 0.97 (tests/test_elo.py).
 
 All functions are pure; :func:`fit_elo` takes :class:`Match` records.
 """
@@ -38,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from seerbench.stats import ClusterBootstrap, Interval
+from seerbench.stats import ClusterBootstrap, Interval, replicate_interval
 
 #: Elo points per logit unit: a 400-point gap is 10:1 odds.
 ELO_PER_LOGIT = 400.0 / math.log(10.0)
@@ -114,22 +117,23 @@ class EloResult:
 
     def contrast(self, a: str, b: str, which: str = "aggregate") -> Interval:
         """Rating of ``a`` minus rating of ``b`` (``which``: aggregate, correct, incorrect or
-        difference), with the percentile interval of the paired replicates."""
+        difference), with the interval of the paired replicates (``replicate_interval``)."""
         i, j, n = self._index(a), self._index(b), len(self.debaters)
 
         def col(x: np.ndarray, k: int) -> np.ndarray:
             return _kind(x, k, n, which)
 
-        return _interval(
+        return replicate_interval(
             float(col(self.estimate, i) - col(self.estimate, j)),
             col(self.replicates, i) - col(self.replicates, j),
+            self.n_questions,
             self.confidence,
         )
 
     def trend(self) -> Interval:
         """Khan et al.'s figure in one number: the least-squares slope of correct-minus-incorrect
         rating on aggregate rating across the debaters (NaN for fewer than three), with the
-        percentile interval of its bootstrap replicates."""
+        interval of its bootstrap replicates."""
         n = len(self.debaters)
         if n < 3:
             return Interval(math.nan, math.nan, math.nan)
@@ -142,7 +146,9 @@ class EloResult:
             diff = np.stack([_kind(x, k, n, "difference") for k in ks], axis=-1)
             return _ols(agg, diff)[0]
 
-        return _interval(float(slope(self.estimate)), slope(self.replicates), self.confidence)
+        return replicate_interval(
+            float(slope(self.estimate)), slope(self.replicates), self.n_questions, self.confidence
+        )
 
     def as_dict(self) -> dict[str, Any]:
         t = self.trend()
@@ -170,15 +176,6 @@ def _kind(x: np.ndarray, k: int, n: int, which: str) -> np.ndarray:
     if which == "difference":
         return c - u
     raise ValueError(f"which must be aggregate, correct, incorrect or difference, got {which!r}")
-
-
-def _interval(estimate: float, reps: np.ndarray, confidence: float) -> Interval:
-    alpha = (1 - confidence) / 2
-    ok = reps[np.isfinite(reps)]
-    if ok.size < 2:
-        return Interval(estimate, math.nan, math.nan)
-    lo, hi = np.quantile(ok, [alpha, 1 - alpha])
-    return Interval(estimate, float(lo), float(hi))
 
 
 def _design(
@@ -277,8 +274,8 @@ def fit_elo(
     seed: int = 0,
     ridge: float = RIDGE,
 ) -> EloResult:
-    """Ratings of every debater in ``matches`` (see the module docstring), with percentile
-    bootstrap intervals that resample questions (seeded, ``n_boot`` replicates)."""
+    """Ratings of every debater in ``matches`` (see the module docstring), with bootstrap
+    intervals that resample questions (seeded, ``n_boot`` replicates; percentile widened to t)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     ms = list(matches)
@@ -303,7 +300,7 @@ def fit_elo(
     ratings = []
     for k, d in enumerate(debaters):
         ivs = {
-            w: _interval(float(_kind(point, k, n, w)), _kind(boot, k, n, w), confidence)
+            w: replicate_interval(float(_kind(point, k, n, w)), _kind(boot, k, n, w), n_q, confidence)
             for w in ("aggregate", "correct", "incorrect", "difference")
         }
         ratings.append(DebaterRating(d, **ivs, n_matches=int(counts[k])))
