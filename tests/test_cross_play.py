@@ -238,6 +238,13 @@ def test_report_has_the_elo_section(
     assert code == 0, err
     html = out.read_text()
     assert 'id="elo"' in html
+    # the seed's comparison figure: Elo on the left, ASD/ASE on the right, one point per debater
+    figure = html[html.index('<div class="fig" data-figure="elo">') :]
+    figure = figure[: figure.index("</svg>")]
+    assert 'aria-label="elo-0-0"' in figure
+    assert "correct − incorrect Elo" in figure and "ASD and ASE (seed 003) as the agent" in figure
+    assert "slope n/a (fewer than three debaters)" in figure  # two debaters: no line
+    assert figure.count(">scripted:coin<") == 2 and figure.count(">scripted:echo<") == 2  # both panels
     (t,) = summarize_run(finished)["elo"]["tournaments"]
     for r in t["ratings"]:
         row = html[html.index(f'data-debater="{r["debater"]}"') :]
@@ -292,3 +299,27 @@ def test_scripted_tournament_recovers_the_known_strengths(tmp_path: Path) -> Non
         assert got[name]["aggregate"]["estimate"] == pytest.approx(want, abs=3)
         assert got[name]["difference"]["estimate"] == pytest.approx(0, abs=3)
     assert t["win_rate"][0][2] == pytest.approx(1 / (1 + 10 ** (-200 / 400)), abs=1e-4)  # strong vs weak
+
+
+def test_elo_figure_draws_the_trend_from_the_record() -> None:
+    pytest.importorskip("matplotlib")
+    from seerbench.report._figures import elo_plot
+
+    def iv(e: float, half: float = 30.0) -> dict[str, float]:
+        return {"estimate": e, "ci_low": e - half, "ci_high": e + half}
+
+    # the second hand example of tests/test_elo.py: aggregate (100, 0, -50), difference (400, 200, 100)
+    record = {
+        "protocol": "SequentialDebate_t1",
+        "judge": "j",
+        "score": "log",
+        "trend": {"estimate": 2.0, "ci_low": 1.25, "ci_high": 2.75},
+        "ratings": [
+            {"debater": d, "aggregate": iv(a), "difference": iv(x), "asd": asd, "ase": -0.5}
+            for d, a, x, asd in (("A", 100, 400, 0.2), ("B", 0, 200, 0.1), ("C", -50, 100, None))
+        ],
+    }
+    svg = elo_plot(record, name="elo-t")
+    assert "slope 2.00 [1.25, 2.75]" in svg
+    assert "SequentialDebate_t1, judge j" in svg
+    assert svg.count(">A<") == 2 and svg.count(">C<") == 1  # C has no ASD: only its Elo point

@@ -355,3 +355,89 @@ def hybrid_plot(sweep: dict[str, Any], *, name: str) -> str:
     ax.legend(loc="lower left", fontsize=8)
     ax.grid(alpha=0.3)
     return to_svg(fig, name)
+
+
+def _iv_err(d: dict[str, Any]) -> tuple[float, float]:
+    """(below, above) error bar lengths of an ``{estimate, ci_low, ci_high}`` record (0 where a
+    bound is missing)."""
+    return _err({"mean": d["estimate"], "ci_low": d.get("ci_low"), "ci_high": d.get("ci_high")})
+
+
+def elo_plot(t: dict[str, Any], *, name: str) -> str:
+    """The seed's comparison for one tournament (an ``elo`` record of ``stats --json``), two panels
+    over the same strength axis, the debater's aggregate Elo (with its interval): on the left
+    Khan et al.'s measure, correct-minus-incorrect Elo (with its interval) and the least-squares
+    line whose slope (with its interval) is ``trend``; on the right the seed's, the debater's ASD
+    and ASE as the cells' agent (means over its cells; no interval: each cell's is in the table)."""
+    fig = _figure(8.4, 3.8)
+    left, right = fig.subplots(1, 2, sharex=True)
+    pts = [
+        r
+        for r in t["ratings"]
+        if _ok({"mean": r["aggregate"]["estimate"]}) and _ok({"mean": r["difference"]["estimate"]})
+    ]
+    xs = [r["aggregate"]["estimate"] for r in pts]
+    for k, r in enumerate(pts):
+        (xl, xh), (yl, yh) = _iv_err(r["aggregate"]), _iv_err(r["difference"])
+        left.errorbar(
+            [xs[k]],
+            [r["difference"]["estimate"]],
+            xerr=[[xl], [xh]],
+            yerr=[[yl], [yh]],
+            fmt="o",
+            color=COLORS[0],
+            capsize=3,
+            ms=4,
+        )
+        left.annotate(
+            str(r["debater"]),
+            (xs[k], r["difference"]["estimate"]),
+            textcoords="offset points",
+            xytext=(5, 5),
+            fontsize=7,
+        )
+        for j, (key, label) in enumerate((("asd", f"ASD({t.get('score', 'log')})"), ("ase", "ASE"))):
+            v = r.get(key)
+            if v is None or not math.isfinite(v):
+                continue
+            right.errorbar(
+                [xs[k]],
+                [v],
+                xerr=[[xl], [xh]],
+                fmt="os"[j],
+                color=COLORS[1 + j],
+                capsize=3,
+                ms=4,
+                label=label if k == 0 else None,
+            )
+            if j == 0:
+                right.annotate(
+                    str(r["debater"]), (xs[k], v), textcoords="offset points", xytext=(5, 5), fontsize=7
+                )
+    tr = t.get("trend") or {}
+    est = tr.get("estimate")
+    title = "slope n/a (fewer than three debaters)"
+    if est is not None and math.isfinite(est) and xs:
+        ys = [r["difference"]["estimate"] for r in pts]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        a = my - est * mx
+        left.plot([min(xs), max(xs)], [a + est * min(xs), a + est * max(xs)], color=COLORS[1], lw=1)
+
+        def bound(v: Any) -> str:
+            return "n/a" if v is None or not math.isfinite(v) else f"{v:.2f}"
+
+        title = f"slope {est:.2f} [{bound(tr.get('ci_low'))}, {bound(tr.get('ci_high'))}]"
+    left.axhline(0.0, color="#999", lw=0.8, ls="--")
+    left.set_title(f"Elo (Khan et al. 2024)\n{title}", loc="left", fontsize=9)
+    left.set_xlabel("aggregate Elo")
+    left.set_ylabel("correct − incorrect Elo")
+    left.grid(alpha=0.3)
+    right.axhline(0.0, color="#999", lw=0.8, ls="--")
+    right.set_title("ASD and ASE (seed 003) as the agent", loc="left", fontsize=9)
+    right.set_xlabel("aggregate Elo")
+    right.set_ylabel(f"agent score ({t.get('score', 'log')})")
+    right.grid(alpha=0.3)
+    if right.get_legend_handles_labels()[0]:
+        right.legend(fontsize=7)
+    fig.suptitle(f"{t['protocol']}, judge {t['judge']}", fontsize=9, x=0.01, ha="left")
+    return to_svg(fig, name)
