@@ -155,3 +155,23 @@ def test_simulated_tournaments_recover_the_order_and_cover_at_about_nominal() ->
     assert rate.min() >= 0.93, rate
     # the weakest gap (strong - middle, 75 Elo) with 40 questions is ordered right most of the time
     assert ordered / reps >= 0.75
+
+
+def test_aggregate_is_the_mean_of_sides_not_a_separate_one_rating_fit() -> None:
+    """docs/tournaments.md's numbers: Khan et al.'s released code fits the aggregate Elo separately,
+    one rating per debater, by least squares on the win rate of every ordered pairing; seerbench's
+    aggregate is the mean of the side ratings. Same order, narrower spread."""
+    from scipy.optimize import minimize
+
+    pairs = [(i, j) for i in range(3) for j in range(3) if i != j]
+    win = {(i, j): p_win(TRUE_C[i] - TRUE_U[j]) for i, j in pairs}
+
+    def cost(r: np.ndarray) -> float:
+        return sum((p_win(r[i] - r[j]) - win[(i, j)]) ** 2 for i, j in pairs)
+
+    fit = minimize(cost, np.zeros(3), method="Nelder-Mead", options={"xatol": 1e-8, "fatol": 1e-16})
+    theirs = fit.x - fit.x.mean()
+    assert theirs == pytest.approx([52.70, -5.74, -46.96], abs=0.05)
+    ms = [Match("q", NAMES[i], NAMES[j], w) for (i, j), w in win.items()]
+    ours = [fit_elo(ms, n_boot=2, ridge=1e-12).rating(d).aggregate.estimate for d in NAMES]
+    assert ours == pytest.approx([200 / 3, -25 / 3, -175 / 3], abs=1e-3)  # TRUE_AGG centred

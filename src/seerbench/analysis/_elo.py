@@ -14,17 +14,23 @@ maximum likelihood with the soft outcome (``p log s + (1 - p) log(1 - s)``). The
 ``(c_i + u_i) / 2`` and the seed's quantity of interest is ``c_i - u_i`` (correct minus incorrect),
 which Khan et al. report rising with aggregate rating.
 
-seerbench's choices, where the paper leaves room or differs:
+seerbench's choices, where the authors' released code (ucl-dark/llm_debate at 5c5ada04,
+``core/scoring/ratings.py``; docs/tournaments.md) differs:
 
-- ratings are fitted jointly by (penalised) maximum likelihood, not by sequential Elo updates, so
-  the order of the debates does not matter;
+- the aggregate rating is the mean of the two side ratings of the one fit; theirs is a separate
+  fit with one rating per debater on the same matches, which spreads the ratings less (on the
+  ratings of tests/test_elo.py, 52.7 / -5.7 / -47.0 against 66.7 / -8.3 / -58.3);
+- ratings are fitted jointly by (penalised) maximum likelihood over the single debates with the
+  judge's probability as a soft outcome; theirs by least squares between predicted and observed
+  win rates (share of 0/1 verdicts) per pairing;
 - a small ridge penalty (:data:`RIDGE`, a N(0, 1/RIDGE) prior on each logit rating) keeps the fit
   finite when a debater always wins; it also fixes the one free constant (only differences
   ``c_i - u_j`` are identified), so the mean of all ratings is 0;
 - ratings are reported in Elo points (``400 / ln 10`` per logit unit), centred on a mean aggregate
-  rating of 0 rather than an arbitrary 1000;
-- intervals are bootstraps clustered by question: all debates on a question are resampled
-  together (they share its difficulty), with every replicate refitted; the percentile interval
+  rating of 0 rather than their starting 1500;
+- intervals (theirs report none for Elo) are bootstraps clustered by question: all debates on a
+  question are resampled together (they share its difficulty), with every replicate refitted; the
+  percentile interval
   is widened to the t interval on (questions - 1) df with the replicates' SD
   (:func:`seerbench.stats.replicate_interval`): at 40 questions the percentile interval alone
   covered 0.88 to 0.93, widened 0.96 to 0.97 (tests/test_elo.py).
