@@ -201,6 +201,18 @@ def test_stats_has_the_elo_section(finished: Path) -> None:
     assert t["trend"]["estimate"] is None or math.isnan(t["trend"]["estimate"])  # two debaters: no slope
 
 
+def test_stats_prints_the_elo_table_saying_what_the_aggregate_is(
+    finished: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_cli_global import run_main
+
+    code, out, err = run_main(["stats", str(finished)], capsys, monkeypatch)
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "Elo of the debaters: SimultaneousDebate_t1" in flat
+    assert "aggregate: a separate fit with one rating per debater over both sides (Khan et al.'s)" in flat
+
+
 def test_self_play_run_has_no_elo(tmp_path: Path) -> None:
     out = tmp_path / "r"
     Experiment(config(out)).run()
@@ -293,8 +305,9 @@ def test_scripted_tournament_recovers_the_known_strengths(tmp_path: Path) -> Non
     Experiment(cfg).run()
     (t,) = summarize_run(tmp_path / "run")["elo"]["tournaments"]
     got = {r["debater"].removeprefix("scripted:tour-"): r for r in t["ratings"]}
-    # powers 200, 100, 0 around their mean 100: aggregate 100, 0, -100; no side is favoured, so the
-    # correct-side and incorrect-side ratings agree and their difference is 0 (up to the weak ridge)
+    # powers 200, 100, 0 around their mean 100: no side is favoured, so the one-rating aggregate fit
+    # is exact, 100, 0, -100, and the correct-side and incorrect-side ratings agree and their
+    # difference is 0 (up to the weak ridge)
     for name, want in (("strong", 100), ("middle", 0), ("weak", -100)):
         assert got[name]["aggregate"]["estimate"] == pytest.approx(want, abs=3)
         assert got[name]["difference"]["estimate"] == pytest.approx(0, abs=3)
@@ -308,7 +321,7 @@ def test_elo_figure_draws_the_trend_from_the_record() -> None:
     def iv(e: float, half: float = 30.0) -> dict[str, float]:
         return {"estimate": e, "ci_low": e - half, "ci_high": e + half}
 
-    # the second hand example of tests/test_elo.py: aggregate (100, 0, -50), difference (400, 200, 100)
+    # a hand record: aggregate (100, 0, -50), difference (400, 200, 100): slope 2
     record = {
         "protocol": "SequentialDebate_t1",
         "judge": "j",

@@ -368,10 +368,11 @@ def _iv_err(d: dict[str, Any]) -> tuple[float, float]:
 
 def elo_plot(t: dict[str, Any], *, name: str) -> str:
     """The seed's comparison for one tournament (an ``elo`` record of ``stats --json``), two panels
-    over the same strength axis, the debater's aggregate Elo (with its interval): on the left
-    Khan et al.'s measure, correct-minus-incorrect Elo (with its interval) and the least-squares
-    line whose slope (with its interval) is ``trend``; on the right the seed's, the debater's ASD
-    and ASE as the cells' agent (means over its cells; no interval: each cell's is in the table)."""
+    over the same strength axis, the debater's aggregate Elo (its one-rating-per-debater fit, with
+    its interval): on the left Khan et al.'s measure, correct-minus-incorrect Elo (with its
+    interval) and the least-squares line whose slope (with its interval) is ``trend``; on the right
+    the seed's, the debater's ASD and ASE as the cells' agent (means over its cells; no interval:
+    each cell's is in the table)."""
     fig = _figure(8.4, 3.8)
     left, right = fig.subplots(1, 2, sharex=True)
     pts = [

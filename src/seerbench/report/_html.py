@@ -418,8 +418,9 @@ HOW = {
     "unverified or unchecked (no passage). 'wrong verdicts' keeps rows with a wrong or tied verdict; 'parse "
     "failures' rows whose verdict did not parse.",
     "elo": "Persuasion tournament (seed 003; Khan et al. 2024): Elo ratings of the debaters of "
-    "cross-play cells, when arguing for the correct and for the incorrect answer, their mean "
-    "(aggregate) and difference, with 95% bootstrap intervals over questions; beside them each "
+    "cross-play cells, when arguing for the correct and for the incorrect answer and their "
+    "difference, and the aggregate rating (a separate fit with one rating per debater over both "
+    "sides, as Khan et al.'s), with 95% bootstrap intervals over questions; beside them each "
     "debater's ASD and ASE as the agent. The slope of correct - incorrect on aggregate is the "
     "literature's measure of whether stronger debaters gain more from the truth; win rates are the "
     "judge's mean probability of the row debater's side. The figure puts the two measures on one "
