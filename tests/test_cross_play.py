@@ -15,6 +15,7 @@ from seerbench.analysis._elo import Match, elo_section, matches_from_line
 from seerbench.analysis.run import summarize_run
 from seerbench.errors import ConfigError
 from seerbench.experiment import Experiment, ExperimentConfig
+from seerbench.experiment._grid import balanced_pairs
 from seerbench.models import register_scripted
 
 DEBATERS = ["scripted:coin", "scripted:echo", {"agent": "scripted:coin", "best_of_n": 2}]
@@ -54,6 +55,55 @@ def test_grid_is_every_ordered_pair(tmp_path: Path) -> None:
     assert ident["adversary"] == {"agent": "scripted:echo", "tools": [], "best_of_n": 1}
 
 
+def test_balanced_pairs_by_hand() -> None:
+    # 3 debaters: {0,1} d=1 < 2: 0 first; {0,2} d=2 > 1: 2 first; {1,2} d=1: 1 first
+    assert balanced_pairs(3) == [(0, 1), (2, 0), (1, 2)]
+    # 4: {0,2} and {1,3} have d = n - d = 2: the one in the first half (0, 1) is the agent;
+    # {0,3} d=3 > 1: 3 first. Agent counts 0: 2, 1: 2, 2: 1, 3: 1 (n/2 or n/2 - 1)
+    assert balanced_pairs(4) == [(0, 1), (0, 2), (3, 0), (1, 2), (1, 3), (2, 3)]
+    assert balanced_pairs(2) == [(0, 1)]
+    for n in range(2, 9):
+        pairs = balanced_pairs(n)
+        assert sorted(tuple(sorted(p)) for p in pairs) == [(i, j) for i in range(n) for j in range(i + 1, n)]
+        agents = [sum(a == k for a, _ in pairs) for k in range(n)]
+        assert max(agents) - min(agents) == (n + 1) % 2  # equal for odd n, within one for even n
+
+
+def test_balanced_grid_is_each_pair_once_with_the_agent_role_rotated(tmp_path: Path) -> None:
+    exp = Experiment(config(tmp_path / "r", debaters=DEBATERS, schedule="balanced"))
+    pairs = [(s.agent_model, s.adversary.label() if s.adversary else None) for s in exp.grid()]
+    # 3 debaters: 3 cells (not 6), each debater the agent once: coin-echo, coin_bo2-coin, echo-coin_bo2
+    assert pairs == [
+        ("scripted:coin", "scripted:echo"),
+        ("scripted:coin_bo2", "scripted:coin"),
+        ("scripted:echo", "scripted:coin_bo2"),
+    ]
+    # the all_ordered default: the same cells and the three reversed ones, same folders
+    every = Experiment(config(tmp_path / "o", debaters=DEBATERS, schedule="all_ordered")).grid()
+    assert len(every) == 6
+    assert {s.key for s in exp.grid()} < {s.key for s in every}
+
+
+def test_balanced_tournament_has_each_debater_on_each_side_equally_often(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    Experiment(config(out, debaters=DEBATERS, schedule="balanced")).run()
+    sides: dict[tuple[str, str], int] = {}
+    pairs: dict[frozenset[str], int] = {}
+    for f in sorted(out.glob("*/*/results.jsonl")):
+        for ln in lines(f):
+            for m in matches_from_line(ln):
+                for d, side in ((m.correct, "correct"), (m.incorrect, "incorrect")):
+                    sides[(d, side)] = sides.get((d, side), 0) + 1
+                key = frozenset((m.correct, m.incorrect))
+                pairs[key] = pairs.get(key, 0) + 1
+    # 3 cells x 4 questions x 2 answer cases = 24 debates; each debater meets 2 opponents and
+    # argues each side once a question against each: 2 * 4 = 8 times correct, 8 times incorrect
+    names = ["scripted:coin", "scripted:echo", "scripted:coin_bo2"]
+    assert sides == {(d, s): 2 * N_QUESTIONS for d in names for s in ("correct", "incorrect")}
+    # each unordered pair once a question on each side: 2 * 4 = 8 debates
+    assert sorted(pairs.values()) == [2 * N_QUESTIONS] * 3
+
+
 def test_self_play_cells_keep_their_identity(tmp_path: Path) -> None:
     # the cross-play keys exist only in cross-play cells: an existing config's cells hash as before
     exp = Experiment(config(tmp_path / "r"))
@@ -83,6 +133,15 @@ def test_agent_axes_no_cell_would_use_are_refused(tmp_path: Path) -> None:
         ({"debaters": ["scripted:coin", "scripted:coin"]}, "at least two different debaters"),
         ({"debaters": "scripted:coin"}, "give a list"),
         ({"debaters": ["scripted:coin", {"model": "x"}]}, "a debater is a model spec"),
+        (
+            {"debaters": ["scripted:coin", "scripted:echo"], "schedule": "round_robin"},
+            "schedule of protocol SimultaneousDebate: 'round_robin' is not a schedule; give all_ordered",
+        ),
+        (
+            {"debaters": ["scripted:coin", "scripted:echo"], "schedule": ["balanced"]},
+            "is not a schedule",
+        ),
+        ({"schedule": "balanced"}, "only a cross-play entry has a schedule; give it debaters"),
     ],
 )
 def test_refused_when_read(tmp_path: Path, protocol: dict[str, Any], message: str) -> None:
@@ -142,6 +201,18 @@ def test_stats_has_the_elo_section(finished: Path) -> None:
     assert t["trend"]["estimate"] is None or math.isnan(t["trend"]["estimate"])  # two debaters: no slope
 
 
+def test_stats_prints_the_elo_table_saying_what_the_aggregate_is(
+    finished: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_cli_global import run_main
+
+    code, out, err = run_main(["stats", str(finished)], capsys, monkeypatch)
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "Elo of the debaters: SimultaneousDebate_t1" in flat
+    assert "aggregate: a separate fit with one rating per debater over both sides (Khan et al.'s)" in flat
+
+
 def test_self_play_run_has_no_elo(tmp_path: Path) -> None:
     out = tmp_path / "r"
     Experiment(config(out)).run()
@@ -179,6 +250,13 @@ def test_report_has_the_elo_section(
     assert code == 0, err
     html = out.read_text()
     assert 'id="elo"' in html
+    # the seed's comparison figure: Elo on the left, ASD/ASE on the right, one point per debater
+    figure = html[html.index('<div class="fig" data-figure="elo">') :]
+    figure = figure[: figure.index("</svg>")]
+    assert 'aria-label="elo-0-0"' in figure
+    assert "correct − incorrect Elo" in figure and "ASD and ASE (seed 003) as the agent" in figure
+    assert "slope n/a (fewer than three debaters)" in figure  # two debaters: no line
+    assert figure.count(">scripted:coin<") == 2 and figure.count(">scripted:echo<") == 2  # both panels
     (t,) = summarize_run(finished)["elo"]["tournaments"]
     for r in t["ratings"]:
         row = html[html.index(f'data-debater="{r["debater"]}"') :]
@@ -227,9 +305,34 @@ def test_scripted_tournament_recovers_the_known_strengths(tmp_path: Path) -> Non
     Experiment(cfg).run()
     (t,) = summarize_run(tmp_path / "run")["elo"]["tournaments"]
     got = {r["debater"].removeprefix("scripted:tour-"): r for r in t["ratings"]}
-    # powers 200, 100, 0 around their mean 100: aggregate 100, 0, -100; no side is favoured, so the
-    # correct-side and incorrect-side ratings agree and their difference is 0 (up to the weak ridge)
+    # powers 200, 100, 0 around their mean 100: no side is favoured, so the one-rating aggregate fit
+    # is exact, 100, 0, -100, and the correct-side and incorrect-side ratings agree and their
+    # difference is 0 (up to the weak ridge)
     for name, want in (("strong", 100), ("middle", 0), ("weak", -100)):
         assert got[name]["aggregate"]["estimate"] == pytest.approx(want, abs=3)
         assert got[name]["difference"]["estimate"] == pytest.approx(0, abs=3)
     assert t["win_rate"][0][2] == pytest.approx(1 / (1 + 10 ** (-200 / 400)), abs=1e-4)  # strong vs weak
+
+
+def test_elo_figure_draws_the_trend_from_the_record() -> None:
+    pytest.importorskip("matplotlib")
+    from seerbench.report._figures import elo_plot
+
+    def iv(e: float, half: float = 30.0) -> dict[str, float]:
+        return {"estimate": e, "ci_low": e - half, "ci_high": e + half}
+
+    # a hand record: aggregate (100, 0, -50), difference (400, 200, 100): slope 2
+    record = {
+        "protocol": "SequentialDebate_t1",
+        "judge": "j",
+        "score": "log",
+        "trend": {"estimate": 2.0, "ci_low": 1.25, "ci_high": 2.75},
+        "ratings": [
+            {"debater": d, "aggregate": iv(a), "difference": iv(x), "asd": asd, "ase": -0.5}
+            for d, a, x, asd in (("A", 100, 400, 0.2), ("B", 0, 200, 0.1), ("C", -50, 100, None))
+        ],
+    }
+    svg = elo_plot(record, name="elo-t")
+    assert "slope 2.00 [1.25, 2.75]" in svg
+    assert "SequentialDebate_t1, judge j" in svg
+    assert svg.count(">A<") == 2 and svg.count(">C<") == 1  # C has no ASD: only its Elo point

@@ -74,6 +74,20 @@ def test_t_interval_by_hand_and_refuses_no_spread() -> None:
     assert flat.empty and flat.note  # never a zero-width interval
 
 
+def test_replicate_interval_widens_the_percentile_interval_to_t() -> None:
+    # replicates 0..4 over 5 clusters: percentile (linear) 0.1 and 3.9; SD sqrt(2.5) times
+    # sqrt(5/4) = 1.767767, t_{0.975, 4} = 2.776445: 2 -/+ 4.908108, wider on both sides
+    iv = stats.replicate_interval(2.0, np.array([0.0, 1.0, 2.0, 3.0, 4.0]), 5)
+    assert (iv.ci_low, iv.ci_high) == pytest.approx((2 - 4.908108, 2 + 4.908108), abs=1e-5)
+    assert iv.method == "cluster bootstrap over 5 clusters (percentile, widened to t on 4 df)"
+    # skewed replicates over many clusters: the percentile bound (9.0) is kept where it is wider;
+    # SD sqrt(20) sqrt(1000/999), t_{0.975, 999} = 1.962341: half 8.780249
+    skew = stats.replicate_interval(0.0, np.array([0.0, 0.0, 0.0, 0.0, 10.0, math.nan]), 1000)
+    assert (skew.ci_low, skew.ci_high) == pytest.approx((-8.780249, 9.0), abs=1e-5)
+    none = stats.replicate_interval(1.0, np.array([1.0, math.inf]), 5)
+    assert none.empty and none.note == "fewer than 2 replicates"
+
+
 # ---- the main stats table --------------------------------------------------------------------------
 
 

@@ -2,29 +2,42 @@
 
 Following Khan et al. 2024 (arXiv:2402.06782), each debater gets two ratings, one for when it
 argues for the correct answer and one for when it argues for the incorrect answer (the correct side
-has an advantage of its own, so one rating per debater would mix skill with side). A match is one
-debate of debater ``i`` (correct side) against debater ``j`` (incorrect side) on one question; its
-outcome is the judge's probability of the correct answer ``p`` (a soft win for ``i``; a 0/1
-verdict works too). The model is Bradley-Terry on the logistic scale::
+has an advantage of its own), and an aggregate rating from a separate fit with one rating per
+debater whichever side it argued. A match is one debate of debater ``i`` (correct side) against
+debater ``j`` (incorrect side) on one question; its outcome is the judge's probability of the
+correct answer ``p`` (a soft win for ``i``; a 0/1 verdict works too). Both fits are Bradley-Terry on
+the logistic scale::
 
-    P(correct side wins) = sigmoid(c_i - u_j)
+    side ratings:       P(correct side wins) = sigmoid(c_i - u_j)
+    aggregate ratings:  P(correct side wins) = sigmoid(a_i - a_j)
 
-with ``c`` the correct-side and ``u`` the incorrect-side ratings (natural-log units), fitted by
-maximum likelihood with the soft outcome (``p log s + (1 - p) log(1 - s)``). The aggregate rating is
-``(c_i + u_i) / 2`` and the seed's quantity of interest is ``c_i - u_i`` (correct minus incorrect),
-which Khan et al. report rising with aggregate rating.
+with ``c`` the correct-side, ``u`` the incorrect-side and ``a`` the aggregate ratings (natural-log
+units), each fitted by maximum likelihood with the soft outcome (``p log s + (1 - p) log(1 - s)``)
+by the one fitter :func:`fit_logits` with its own design (:func:`side_design`,
+:func:`aggregate_design`). The seed's quantity of interest is ``c_i - u_i`` (correct minus
+incorrect), which Khan et al. report rising with the aggregate rating.
 
-seerbench's choices, where the paper leaves room or differs:
+seerbench's choices, where the authors' released code (ucl-dark/llm_debate at 5c5ada04,
+``core/scoring/ratings.py``; docs/tournaments.md) differs:
 
-- ratings are fitted jointly by (penalised) maximum likelihood, not by sequential Elo updates, so
-  the order of the debates does not matter;
+- ratings are fitted by (penalised) maximum likelihood over the single debates with the judge's
+  probability as a soft outcome; theirs by least squares between predicted and observed win rates
+  (share of 0/1 verdicts) per pairing, every pairing weighted alike whatever its number of
+  debates (on the exact win rates of tests/test_elo.py's simulation, a balanced round robin, the
+  aggregates agree within 0.02 Elo: theirs 52.70 / -5.74 / -46.96, seerbench's 52.69 / -5.74 /
+  -46.95);
 - a small ridge penalty (:data:`RIDGE`, a N(0, 1/RIDGE) prior on each logit rating) keeps the fit
-  finite when a debater always wins; it also fixes the one free constant (only differences
-  ``c_i - u_j`` are identified), so the mean of all ratings is 0;
-- ratings are reported in Elo points (``400 / ln 10`` per logit unit), centred on a mean aggregate
-  rating of 0 rather than an arbitrary 1000;
-- intervals are percentile bootstraps clustered by question: all debates on a question are
-  resampled together (they share its difficulty), with every replicate refitted.
+  finite when a debater always wins; it also fixes each fit's one free constant (only differences
+  are identified), so the mean side rating is 0 and so is the mean aggregate rating;
+- ratings are reported in Elo points (``400 / ln 10`` per logit unit), centred on 0 rather than
+  their starting 1500;
+- intervals (theirs report none for Elo) are bootstraps clustered by question: all debates on a
+  question are resampled together (they share its difficulty), with both fits redone in every
+  replicate on the same resampled questions (so the slope of correct minus incorrect on aggregate
+  has paired replicates); the percentile interval is widened to the t interval on
+  (questions - 1) df with the replicates' SD (:func:`seerbench.stats.replicate_interval`): at 40
+  questions the percentile interval alone covered 0.88 to 0.93, widened 0.95 to 0.96
+  (tests/test_elo.py).
 
 All functions are pure; :func:`fit_elo` takes :class:`Match` records.
 """
@@ -38,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from seerbench.stats import ClusterBootstrap, Interval
+from seerbench.stats import ClusterBootstrap, Interval, replicate_interval
 
 #: Elo points per logit unit: a 400-point gap is 10:1 odds.
 ELO_PER_LOGIT = 400.0 / math.log(10.0)
@@ -90,7 +103,9 @@ class DebaterRating:
 @dataclass(frozen=True)
 class EloResult:
     """The fitted tournament: per-debater ratings, the win-rate matrix, and the bootstrap
-    replicates (Elo points, columns ``c_0..c_{n-1}, u_0..u_{n-1}``) for further contrasts."""
+    replicates (Elo points, columns ``c_0..c_{n-1}, u_0..u_{n-1}`` of the side fit, then
+    ``a_0..a_{n-1}`` of the aggregate fit, each fit refitted on the same resampled questions) for
+    further contrasts."""
 
     debaters: list[str]
     ratings: list[DebaterRating]
@@ -114,22 +129,23 @@ class EloResult:
 
     def contrast(self, a: str, b: str, which: str = "aggregate") -> Interval:
         """Rating of ``a`` minus rating of ``b`` (``which``: aggregate, correct, incorrect or
-        difference), with the percentile interval of the paired replicates."""
+        difference), with the interval of the paired replicates (``replicate_interval``)."""
         i, j, n = self._index(a), self._index(b), len(self.debaters)
 
         def col(x: np.ndarray, k: int) -> np.ndarray:
             return _kind(x, k, n, which)
 
-        return _interval(
+        return replicate_interval(
             float(col(self.estimate, i) - col(self.estimate, j)),
             col(self.replicates, i) - col(self.replicates, j),
+            self.n_questions,
             self.confidence,
         )
 
     def trend(self) -> Interval:
         """Khan et al.'s figure in one number: the least-squares slope of correct-minus-incorrect
         rating on aggregate rating across the debaters (NaN for fewer than three), with the
-        percentile interval of its bootstrap replicates."""
+        interval of its bootstrap replicates."""
         n = len(self.debaters)
         if n < 3:
             return Interval(math.nan, math.nan, math.nan)
@@ -142,7 +158,9 @@ class EloResult:
             diff = np.stack([_kind(x, k, n, "difference") for k in ks], axis=-1)
             return _ols(agg, diff)[0]
 
-        return _interval(float(slope(self.estimate)), slope(self.replicates), self.confidence)
+        return replicate_interval(
+            float(slope(self.estimate)), slope(self.replicates), self.n_questions, self.confidence
+        )
 
     def as_dict(self) -> dict[str, Any]:
         t = self.trend()
@@ -162,7 +180,7 @@ class EloResult:
 def _kind(x: np.ndarray, k: int, n: int, which: str) -> np.ndarray:
     c, u = x[..., k], x[..., n + k]
     if which == "aggregate":
-        return (c + u) / 2
+        return x[..., 2 * n + k]
     if which == "correct":
         return c
     if which == "incorrect":
@@ -170,15 +188,6 @@ def _kind(x: np.ndarray, k: int, n: int, which: str) -> np.ndarray:
     if which == "difference":
         return c - u
     raise ValueError(f"which must be aggregate, correct, incorrect or difference, got {which!r}")
-
-
-def _interval(estimate: float, reps: np.ndarray, confidence: float) -> Interval:
-    alpha = (1 - confidence) / 2
-    ok = reps[np.isfinite(reps)]
-    if ok.size < 2:
-        return Interval(estimate, math.nan, math.nan)
-    lo, hi = np.quantile(ok, [alpha, 1 - alpha])
-    return Interval(estimate, float(lo), float(hi))
 
 
 def _design(
@@ -195,42 +204,67 @@ def _design(
 
 
 def fit_logits(
-    ci: np.ndarray, ui: np.ndarray, y: np.ndarray, n: int, weights: np.ndarray, ridge: float = RIDGE
+    win: np.ndarray, lose: np.ndarray, y: np.ndarray, m: int, weights: np.ndarray, ridge: float = RIDGE
 ) -> np.ndarray:
     """Penalised soft-outcome Bradley-Terry fit by Newton's method, for a batch of match weights.
 
-    ``weights`` is (replicates x matches); returns (replicates x 2n) logit ratings, columns
-    ``c_0..c_{n-1}`` (correct side) then ``u_0..u_{n-1}`` (incorrect side)."""
+    The design says which of the ``m`` logit ratings meet in each match: match ``k`` is won (by the
+    judge's probability ``y[k]``) with probability ``sigmoid(theta[win[k]] - theta[lose[k]])``. The
+    side ratings are ``win = correct``, ``lose = n + incorrect`` with ``m = 2n``
+    (:func:`side_design`); the aggregate ratings ``win = correct``, ``lose = incorrect`` with
+    ``m = n`` (:func:`aggregate_design`). ``weights`` is (replicates x matches); returns
+    (replicates x m) logit ratings."""
     w = np.atleast_2d(weights).astype(float)
     b = w.shape[0]
-    # every debate of one pairing (i correct, j incorrect) has the same prediction, so the fit works
-    # on per-pairing sums of weight and weighted outcome (no BLAS: the arrays are tiny)
-    pairs, inv = np.unique(ci * n + ui, return_inverse=True)
+    # every debate of one pairing (same two ratings) has the same prediction, so the fit works on
+    # per-pairing sums of weight and weighted outcome (no BLAS: the arrays are tiny)
+    pairs, inv = np.unique(win * m + lose, return_inverse=True)
     order = np.argsort(inv, kind="stable")
     starts = np.flatnonzero(np.r_[True, np.diff(inv[order]) != 0])
     wp = np.add.reduceat(w[:, order], starts, axis=1)
     yp = np.add.reduceat((w * y[None, :])[:, order], starts, axis=1)
-    pi, pj = pairs // n, pairs % n
-    theta = np.zeros((b, 2 * n))
-    diag = np.arange(n)
+    pi, pj = pairs // m, pairs % m
+    theta = np.zeros((b, m))
+    diag = np.arange(m)
     for _ in range(_MAX_NEWTON):
-        mu = 1.0 / (1.0 + np.exp(-(theta[:, pi] - theta[:, n + pj])))
-        g = np.zeros((b, n, n))
+        mu = 1.0 / (1.0 + np.exp(-(theta[:, pi] - theta[:, pj])))
+        g = np.zeros((b, m, m))
         g[:, pi, pj] = yp - wp * mu
-        s = np.zeros((b, n, n))
+        s = np.zeros((b, m, m))
         s[:, pi, pj] = wp * mu * (1 - mu)
-        grad = np.concatenate([g.sum(axis=2), -g.sum(axis=1)], axis=1) - ridge * theta
-        h = np.zeros((b, 2 * n, 2 * n))
-        h[:, diag, diag] = s.sum(axis=2)
-        h[:, n + diag, n + diag] = s.sum(axis=1)
-        h[:, :n, n:] = -s
-        h[:, n:, :n] = -s.transpose(0, 2, 1)
-        h += np.eye(2 * n) * ridge
+        grad = g.sum(axis=2) - g.sum(axis=1) - ridge * theta
+        h = -(s + s.transpose(0, 2, 1))
+        h[:, diag, diag] += s.sum(axis=2) + s.sum(axis=1)
+        h += np.eye(m) * ridge
         step = np.clip(np.linalg.solve(h, grad[..., None])[..., 0], -_MAX_STEP, _MAX_STEP)
         theta = theta + step
         if float(np.max(np.abs(step))) < _TOL:
             break
     return theta
+
+
+def side_design(ci: np.ndarray, ui: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Two ratings per debater: the correct side's ``c_i`` (index ``i``) against the incorrect
+    side's ``u_j`` (index ``n + j``)."""
+    return ci, n + ui, 2 * n
+
+
+def aggregate_design(ci: np.ndarray, ui: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """One rating per debater whichever side it argued (Khan et al.'s aggregate Elo)."""
+    return ci, ui, n
+
+
+def _fit_elo_points(
+    ci: np.ndarray, ui: np.ndarray, y: np.ndarray, n: int, weights: np.ndarray, ridge: float
+) -> np.ndarray:
+    """Both fits in Elo points, columns ``c_0..c_{n-1}, u_0..u_{n-1}, a_0..a_{n-1}``, each centred
+    on its own: the mean of the side ratings is 0 and so is the mean aggregate rating."""
+    out = []
+    for design in (side_design, aggregate_design):
+        win, lose, m = design(ci, ui, n)
+        th = fit_logits(win, lose, y, m, weights, ridge) * ELO_PER_LOGIT
+        out.append(th - th.mean(axis=1, keepdims=True))
+    return np.concatenate(out, axis=1)
 
 
 def win_rates(matches: Sequence[Match], debaters: Sequence[str]) -> np.ndarray:
@@ -277,8 +311,8 @@ def fit_elo(
     seed: int = 0,
     ridge: float = RIDGE,
 ) -> EloResult:
-    """Ratings of every debater in ``matches`` (see the module docstring), with percentile
-    bootstrap intervals that resample questions (seeded, ``n_boot`` replicates)."""
+    """Ratings of every debater in ``matches`` (see the module docstring), with bootstrap
+    intervals that resample questions (seeded, ``n_boot`` replicates; percentile widened to t)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     ms = list(matches)
@@ -286,24 +320,20 @@ def fit_elo(
     n = len(debaters)
     ci, ui, y, q = _design(ms, debaters)
     n_q = int(q.max()) + 1
-    point = fit_logits(ci, ui, y, n, np.ones((1, len(ms))), ridge)[0] * ELO_PER_LOGIT
-    shift = float(np.mean((point[:n] + point[n:]) / 2))
-    point = point - shift
+    point = _fit_elo_points(ci, ui, y, n, np.ones((1, len(ms))), ridge)[0]
     reps: list[np.ndarray] = []
     if n_boot >= 2:
         for wt in ClusterBootstrap(n_q, 1, len(ms), n_boot=n_boot, seed=seed).blocks():
             if wt.mode != "items":
                 break  # the question bootstrap only; the other modes come after it
             assert wt.a is not None
-            th = fit_logits(ci, ui, y, n, wt.a[:, q], ridge) * ELO_PER_LOGIT
-            th -= ((th[:, :n] + th[:, n:]) / 2).mean(axis=1, keepdims=True)
-            reps.append(th)
-    boot = np.concatenate(reps, axis=0) if reps else np.full((0, 2 * n), np.nan)
+            reps.append(_fit_elo_points(ci, ui, y, n, wt.a[:, q], ridge))
+    boot = np.concatenate(reps, axis=0) if reps else np.full((0, 3 * n), np.nan)
     counts = np.bincount(ci, minlength=n) + np.bincount(ui, minlength=n)
     ratings = []
     for k, d in enumerate(debaters):
         ivs = {
-            w: _interval(float(_kind(point, k, n, w)), _kind(boot, k, n, w), confidence)
+            w: replicate_interval(float(_kind(point, k, n, w)), _kind(boot, k, n, w), n_q, confidence)
             for w in ("aggregate", "correct", "incorrect", "difference")
         }
         ratings.append(DebaterRating(d, **ivs, n_matches=int(counts[k])))
@@ -376,10 +406,12 @@ __all__ = [
     "DebaterRating",
     "EloResult",
     "Match",
+    "aggregate_design",
     "check_matches",
     "elo_section",
     "fit_elo",
     "fit_logits",
     "matches_from_line",
+    "side_design",
     "win_rates",
 ]

@@ -573,8 +573,9 @@ def _fmt_mean(v: float | None) -> str:
 
 
 def print_elo(elo: dict[str, Any]) -> None:
-    """The Elo table of each cross-play tournament: aggregate, correct-side and incorrect-side
-    ratings and correct minus incorrect, with their intervals, then the win-rate matrix."""
+    """The Elo table of each cross-play tournament: aggregate (its own fit, one rating per
+    debater), correct-side and incorrect-side ratings and correct minus incorrect, with their
+    intervals, then the win-rate matrix."""
 
     def iv(x: dict[str, float]) -> str:
         lo, hi = x["ci_low"], x["ci_high"]
@@ -586,7 +587,8 @@ def print_elo(elo: dict[str, Any]) -> None:
         pct = round(100 * t["confidence"])
         tab = Table(
             title=f"Elo of the debaters: {t['protocol']}, judge {t['judge']} "
-            f"({t['n_questions']} questions, {t['n_matches']} debates, {pct}% CIs by question)"
+            f"({t['n_questions']} questions, {t['n_matches']} debates, {pct}% CIs by question)",
+            caption="aggregate: a separate fit with one rating per debater over both sides (Khan et al.'s)",
         )
         score, b = t.get("score", "log"), beta_key(t.get("beta", 1.0))
         cols = ("debater", "aggregate", "correct side", "incorrect side", "correct - incorrect", "debates")

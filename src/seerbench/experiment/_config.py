@@ -34,6 +34,10 @@ NOT_IN_FINGERPRINT = frozenset({"out", "limit", "concurrency", "name"})
 _PATH_KEYS = ("path",)
 
 DEBATERS = "debaters"  # a debate protocol entry's key for cross-play
+SCHEDULE = "schedule"  # a cross-play entry's key: which pairs of debaters get a cell
+#: The cross-play schedules: every ordered pair (each debater the cell's agent against every other),
+#: or each unordered pair once, the agent role rotated round-robin (:func:`balanced_pairs`).
+SCHEDULES = ("all_ordered", "balanced")
 
 REPLAY = "replay"  # agent model name for human-written arguments replayed from the dataset
 
@@ -88,7 +92,8 @@ class ProtocolSpec(BaseModel):
     protocol annotates as a list of judges, agents or models (a panel), whose list is one value (a
     list of such lists is an axis). ``judge_models`` / ``agent_models`` on the entry pair this
     protocol with its own judges / agents instead of the config's. ``debaters`` (debates only)
-    makes it a cross-play grid: every ordered pair of different debaters, one cell each."""
+    makes it a cross-play grid: every ordered pair of different debaters, one cell each, or with
+    ``schedule: balanced`` each unordered pair once."""
 
     model_config = ConfigDict(extra="allow")
     name: str
@@ -102,6 +107,17 @@ class ProtocolSpec(BaseModel):
     @model_validator(mode="after")
     def _debaters(self) -> ProtocolSpec:
         raw = (self.model_extra or {}).get(DEBATERS)
+        schedule = (self.model_extra or {}).get(SCHEDULE)
+        if schedule is not None and raw is None:
+            raise ValueError(
+                f"{SCHEDULE} of protocol {self.name}: only a cross-play entry has a schedule; "
+                f"give it {DEBATERS}: [...] or remove {SCHEDULE}"
+            )
+        if schedule is not None and schedule not in SCHEDULES:
+            raise ValueError(
+                f"{SCHEDULE} of protocol {self.name}: {schedule!r} is not a schedule; give all_ordered "
+                "(every ordered pair of debaters) or balanced (each pair once, agent role rotated)"
+            )
         if raw is None:
             return self
         if not get_protocol(self.name).cross_play:
@@ -116,6 +132,10 @@ class ProtocolSpec(BaseModel):
         if len(set(labels)) < 2 or len(set(labels)) != len(labels):
             raise ValueError(f"{DEBATERS}: give at least two different debaters, each once; got {labels}")
         return self
+
+    def schedule(self) -> str:
+        """The cross-play schedule (one of :data:`SCHEDULES`; all_ordered unless given)."""
+        return str((self.model_extra or {}).get(SCHEDULE, "all_ordered"))
 
     def debaters(self) -> list[Debater] | None:
         """The cross-play debaters, or None for an ordinary (self-play) entry."""
@@ -149,7 +169,8 @@ class ProtocolSpec(BaseModel):
         from seerbench.experiment._components import init_hints, is_component_list
 
         hints = init_hints(get_protocol(self.name))
-        extra = {k: v for k, v in (self.model_extra or {}).items() if k not in (*ENTRY_KEYS, DEBATERS)}
+        own = (*ENTRY_KEYS, DEBATERS, SCHEDULE)  # the entry's keys that are no protocol keyword
+        extra = {k: v for k, v in (self.model_extra or {}).items() if k not in own}
 
         def axis(k: str, v: Any) -> list[Any]:
             if not isinstance(v, list):

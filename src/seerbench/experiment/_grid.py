@@ -101,7 +101,7 @@ def build_grid(
             judges: list[Entry | None] = list(judge_entries) if cls.fixed_judge is None else [None]
             debaters = p.debaters()
             if debaters is not None:
-                specs.extend(_cross_play(c, p.name, kw, turns, judges, debaters, instance_name))
+                specs.extend(_cross_play(c, p.name, kw, turns, judges, debaters, instance_name, p.schedule()))
                 continue
             for nt, a, j, t, b in itertools.product(turns, agents, judges, tools, bons):
                 kwargs = {**kw, "num_turns": int(nt)} if cls.takes_turns else dict(kw)
@@ -135,6 +135,20 @@ def build_grid(
     return specs
 
 
+def balanced_pairs(n: int) -> list[tuple[int, int]]:
+    """The cells of a balanced schedule of ``n`` debaters: each unordered pair ``{i, j}`` (i < j)
+    once, as (agent, adversary). The agent role goes round-robin: with ``d = j - i``, ``i`` is the
+    agent when ``d < n - d``, ``j`` when ``d > n - d``, and at ``d = n - d`` (even n) the one in the
+    first half of the list. So with odd n every debater is the agent in (n - 1) / 2 cells; with
+    even n in n / 2 or n / 2 - 1 (3 debaters: (0, 1), (2, 0), (1, 2))."""
+    out = []
+    for i, j in itertools.combinations(range(n), 2):
+        d = j - i
+        first = d < n - d or (d == n - d and i < n / 2)
+        out.append((i, j) if first else (j, i))
+    return out
+
+
 def _cross_play(
     c: ExperimentConfig,
     name: str,
@@ -143,15 +157,22 @@ def _cross_play(
     judges: Sequence[Entry | None],
     debaters: Sequence[Debater],
     instance_name: Callable[[RunSpec], str] | None,
+    schedule: str = "all_ordered",
 ) -> list[RunSpec]:
-    """A cross-play entry's cells: every ordered pair of different debaters (the agent first, the
-    adversary second), every judge and number of turns. Each cell runs both answer cases, so each
-    debater argues both sides of every question against each other one."""
+    """A cross-play entry's cells, for every judge and number of turns: every ordered pair of
+    different debaters (the agent first, the adversary second), or with ``schedule`` balanced each
+    unordered pair once (:func:`balanced_pairs`). Each cell runs both answer cases, so each debater
+    argues both sides of every question against each other one: twice under all_ordered, once
+    under balanced."""
     cls = get_protocol(name)
+    n = len(debaters)
+    if schedule == "balanced":
+        pairs = balanced_pairs(n)
+    else:
+        pairs = [(i, k) for i in range(n) for k in range(n) if i != k]
     out = []
-    for nt, j, a, d in itertools.product(turns, judges, debaters, debaters):
-        if a == d:
-            continue
+    for nt, j, (ia, id_) in itertools.product(turns, judges, pairs):
+        a, d = debaters[ia], debaters[id_]
         kwargs = {**kw, "num_turns": int(nt)} if cls.takes_turns else dict(kw)
         spec = RunSpec(
             name,
@@ -173,4 +194,4 @@ def _cross_play(
     return out
 
 
-__all__ = ["RunSpec", "build_grid", "names_itself", "protocol_keywords"]
+__all__ = ["RunSpec", "balanced_pairs", "build_grid", "names_itself", "protocol_keywords"]

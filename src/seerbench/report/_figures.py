@@ -201,6 +201,36 @@ def reliability(cals: Sequence[tuple[str, Any]], *, name: str) -> str:
     return to_svg(fig, name)
 
 
+def _labelled_point(
+    ax: Any, x: float, y: float, xerr: tuple[float, float], yerr: tuple[float, float], label: str
+) -> None:
+    """One point with its two intervals as error bars, and its label beside it."""
+    ax.errorbar(
+        [x],
+        [y],
+        xerr=[[xerr[0]], [xerr[1]]],
+        yerr=[[yerr[0]], [yerr[1]]],
+        fmt="o",
+        color=COLORS[0],
+        capsize=3,
+        ms=4,
+    )
+    ax.annotate(label, (x, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
+
+
+def _slope_line(ax: Any, xs: Sequence[float], ys: Sequence[float], slope: float, label: str | None) -> None:
+    """The line of slope ``slope`` through the means of the points (a least-squares fit's line)."""
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    a = my - slope * mx
+    ax.plot(
+        [min(xs), max(xs)], [a + slope * min(xs), a + slope * max(xs)], color=COLORS[1], lw=1, label=label
+    )
+
+
+def _bound(v: Any, unbounded: str) -> str:
+    return unbounded if v is None or not math.isfinite(v) else f"{v:.2f}"
+
+
 def pressure_plot(group: dict[str, Any], *, score: str, beta: str, name: str) -> str:
     """ASD against ASE across best-of-N: one point per N with both CIs, and the fitted line with
     the slope's CI in the title."""
@@ -208,44 +238,17 @@ def pressure_plot(group: dict[str, Any], *, score: str, beta: str, name: str) ->
     ax = fig.add_subplot()
     pts = [p for p in group["points"] if _ok(p["asd"]) and _ok(p["ase"])]
     for p in pts:
-        (xl, xh), (yl, yh) = _err(p["ase"]), _err(p["asd"])
-        ax.errorbar(
-            [p["ase"]["mean"]],
-            [p["asd"]["mean"]],
-            xerr=[[xl], [xh]],
-            yerr=[[yl], [yh]],
-            fmt="o",
-            color=COLORS[0],
-            capsize=3,
-            ms=4,
-        )
-        ax.annotate(
-            f"N={p['best_of_n']}",
-            (p["ase"]["mean"], p["asd"]["mean"]),
-            textcoords="offset points",
-            xytext=(5, 5),
-            fontsize=8,
+        _labelled_point(
+            ax, p["ase"]["mean"], p["asd"]["mean"], _err(p["ase"]), _err(p["asd"]), f"N={p['best_of_n']}"
         )
     sl = group.get("slope")
     title = "slope n/a"
     if sl is not None and pts and sl.get("estimate") is not None and math.isfinite(sl["estimate"]):
         xs = [p["ase"]["mean"] for p in pts]
         ys = [p["asd"]["mean"] for p in pts]
-        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-        a = my - sl["estimate"] * mx
-        ax.plot(
-            [min(xs), max(xs)],
-            [a + sl["estimate"] * min(xs), a + sl["estimate"] * max(xs)],
-            color=COLORS[1],
-            lw=1,
-            label="least-squares line",
-        )
-
-        def bound(v: Any, unbounded: str) -> str:
-            return unbounded if v is None or not math.isfinite(v) else f"{v:.2f}"
-
+        _slope_line(ax, xs, ys, sl["estimate"], "least-squares line")
         title = (
-            f"slope {sl['estimate']:.2f} [{bound(sl.get('ci_low'), '-∞')}, {bound(sl.get('ci_high'), '∞')}]"
+            f"slope {sl['estimate']:.2f} [{_bound(sl.get('ci_low'), '-∞')}, {_bound(sl.get('ci_high'), '∞')}]"
         )
         ax.legend(fontsize=7)
     who = " ".join(
@@ -354,4 +357,69 @@ def hybrid_plot(sweep: dict[str, Any], *, name: str) -> str:
     ax.set_title(f"{sweep['condition']} ({sweep['aggregate']})", loc="left")
     ax.legend(loc="lower left", fontsize=8)
     ax.grid(alpha=0.3)
+    return to_svg(fig, name)
+
+
+def _iv_err(d: dict[str, Any]) -> tuple[float, float]:
+    """(below, above) error bar lengths of an ``{estimate, ci_low, ci_high}`` record (0 where a
+    bound is missing)."""
+    return _err({"mean": d["estimate"], "ci_low": d.get("ci_low"), "ci_high": d.get("ci_high")})
+
+
+def elo_plot(t: dict[str, Any], *, name: str) -> str:
+    """The seed's comparison for one tournament (an ``elo`` record of ``stats --json``), two panels
+    over the same strength axis, the debater's aggregate Elo (its one-rating-per-debater fit, with
+    its interval): on the left Khan et al.'s measure, correct-minus-incorrect Elo (with its
+    interval) and the least-squares line whose slope (with its interval) is ``trend``; on the right
+    the seed's, the debater's ASD and ASE as the cells' agent (means over its cells; no interval:
+    each cell's is in the table)."""
+    fig = _figure(8.4, 3.8)
+    left, right = fig.subplots(1, 2, sharex=True)
+    pts = [
+        r
+        for r in t["ratings"]
+        if _ok({"mean": r["aggregate"]["estimate"]}) and _ok({"mean": r["difference"]["estimate"]})
+    ]
+    xs = [r["aggregate"]["estimate"] for r in pts]
+    for k, r in enumerate(pts):
+        (xl, xh) = _iv_err(r["aggregate"])
+        y = r["difference"]["estimate"]
+        _labelled_point(left, xs[k], y, (xl, xh), _iv_err(r["difference"]), str(r["debater"]))
+        for j, (key, label) in enumerate((("asd", f"ASD({t.get('score', 'log')})"), ("ase", "ASE"))):
+            v = r.get(key)
+            if v is None or not math.isfinite(v):
+                continue
+            right.errorbar(
+                [xs[k]],
+                [v],
+                xerr=[[xl], [xh]],
+                fmt="os"[j],
+                color=COLORS[1 + j],
+                capsize=3,
+                ms=4,
+                label=label if k == 0 else None,
+            )
+            if j == 0:
+                right.annotate(
+                    str(r["debater"]), (xs[k], v), textcoords="offset points", xytext=(5, 5), fontsize=8
+                )
+    tr = t.get("trend") or {}
+    est = tr.get("estimate")
+    title = "slope n/a (fewer than three debaters)"
+    if est is not None and math.isfinite(est) and xs:
+        _slope_line(left, xs, [r["difference"]["estimate"] for r in pts], est, None)
+        title = f"slope {est:.2f} [{_bound(tr.get('ci_low'), 'n/a')}, {_bound(tr.get('ci_high'), 'n/a')}]"
+    left.axhline(0.0, color="#999", lw=0.8, ls="--")
+    left.set_title(f"Elo (Khan et al. 2024)\n{title}", loc="left", fontsize=9)
+    left.set_xlabel("aggregate Elo")
+    left.set_ylabel("correct − incorrect Elo")
+    left.grid(alpha=0.3)
+    right.axhline(0.0, color="#999", lw=0.8, ls="--")
+    right.set_title("ASD and ASE (seed 003) as the agent", loc="left", fontsize=9)
+    right.set_xlabel("aggregate Elo")
+    right.set_ylabel(f"agent score ({t.get('score', 'log')})")
+    right.grid(alpha=0.3)
+    if right.get_legend_handles_labels()[0]:
+        right.legend(fontsize=7)
+    fig.suptitle(f"{t['protocol']}, judge {t['judge']}", fontsize=9, x=0.01, ha="left")
     return to_svg(fig, name)

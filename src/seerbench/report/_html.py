@@ -347,7 +347,8 @@ def part_elo(r: RunData, i: int) -> str:
             '<p class="note">no cross-play cells (a debate entry with <code>debaters</code>) in this run.</p>'
         )
     out = []
-    for t in e["tournaments"]:
+    for n_t, t in enumerate(e["tournaments"]):
+        svg = F.elo_plot(t, name=f"elo-{i}-{n_t}")
         rows = []
         for d in sorted(t["ratings"], key=lambda d: -d["aggregate"]["estimate"]):
             cells = "".join(
@@ -382,6 +383,7 @@ def part_elo(r: RunData, i: int) -> str:
         out.append(
             f"<h3>{esc(t['protocol'])}, judge {esc(t['judge'])}: {t['n_questions']} questions, "
             f"{t['n_matches']} debates</h3>"
+            + fig(svg, "elo")
             + table([*head, f"ASD({t.get('score', 'log')})", "ASE"], rows, cls="stats-elo")
             + table(("", "estimate", "low", "high"), [slope], cls="stats-elo-trend")
             + table(("win rate (row vs column)", *t["debaters"]), wr, cls="stats-elo-wins")
@@ -416,11 +418,15 @@ HOW = {
     "unverified or unchecked (no passage). 'wrong verdicts' keeps rows with a wrong or tied verdict; 'parse "
     "failures' rows whose verdict did not parse.",
     "elo": "Persuasion tournament (seed 003; Khan et al. 2024): Elo ratings of the debaters of "
-    "cross-play cells, when arguing for the correct and for the incorrect answer, their mean "
-    "(aggregate) and difference, with 95% bootstrap intervals over questions; beside them each "
+    "cross-play cells, when arguing for the correct and for the incorrect answer and their "
+    "difference, and the aggregate rating (a separate fit with one rating per debater over both "
+    "sides, as Khan et al.'s), with 95% bootstrap intervals over questions; beside them each "
     "debater's ASD and ASE as the agent. The slope of correct - incorrect on aggregate is the "
     "literature's measure of whether stronger debaters gain more from the truth; win rates are the "
-    "judge's mean probability of the row debater's side.",
+    "judge's mean probability of the row debater's side. The figure puts the two measures on one "
+    "strength axis, the debater's aggregate Elo: on the left correct - incorrect Elo with the fitted "
+    "line (Khan et al.'s figure), on the right the debater's ASD and ASE as the cells' agent, means "
+    "over its cells (their intervals per cell are in the stats table).",
 }
 
 

@@ -10,7 +10,8 @@ here; docs/statistics.md has the table of which method each quantity gets.
 - :func:`clustered_summary` (one-way cluster bootstrap of a mean: questions sharing a passage),
   :func:`accuracy_summary` (Wilson, at the effective n when clustered): the main stats table;
 - :func:`summarize`, :func:`summarize_many`, :func:`paired_difference`: i.i.d. and paired
-  percentile bootstraps of means (:class:`Summary`);
+  percentile bootstraps of means (:class:`Summary`); :func:`replicate_interval`: the interval of
+  any statistic from its cluster-bootstrap replicates (percentile, widened to t);
 - :class:`ClusterBootstrap`, :func:`cluster_mean_interval`, :func:`cluster_group_means`: the
   two-way (items x raters) cluster bootstrap, and :func:`proportion_interval` (Wilson at the
   effective n it implies), :func:`difference_interval` (MOVER);
@@ -55,6 +56,7 @@ from seerbench.stats._summary import (
     Summary,
     bootstrap_means,
     paired_difference,
+    replicate_interval,
     summarize,
     summarize_many,
     widen_to_t,
@@ -88,6 +90,7 @@ __all__ = [
     "paired_difference",
     "paired_proportion_difference",
     "proportion_interval",
+    "replicate_interval",
     "run_bootstrap",
     "sandwich_se",
     "summarize",

@@ -109,6 +109,32 @@ def widen_to_t(
     return min(lo, mean - half), max(hi, mean + half)
 
 
+def replicate_interval(
+    estimate: float,
+    replicates: np.ndarray,
+    clusters: int,
+    confidence: float = 0.95,
+) -> Interval:
+    """Interval of a statistic from its cluster-bootstrap replicates (``clusters`` units resampled,
+    e.g. questions): the percentile interval of the finite replicates, widened where needed
+    (:func:`widen_to_t`) to the t interval on ``clusters - 1`` df with the replicates' SD times
+    ``sqrt(g / (g - 1))`` as the SE (a bootstrap over g clusters has (g - 1) / g of the variance).
+    For a model refitted in every replicate (Elo ratings over 40 questions) the percentile interval
+    alone covered 0.88 to 0.93; widened, 0.96 to 0.97. NaN bounds below two finite replicates."""
+    x = np.asarray(replicates, dtype=float)
+    x = x[np.isfinite(x)]
+    method = f"cluster bootstrap over {clusters} clusters (percentile, widened to t on {clusters - 1} df)"
+    if x.size < 2 or not math.isfinite(estimate):
+        note = "fewer than 2 replicates"
+        return Interval(estimate, math.nan, math.nan, None, method, None, confidence, note)
+    alpha = (1 - confidence) / 2
+    lo, hi = (float(v) for v in np.quantile(x, [alpha, 1 - alpha]))
+    if clusters >= 2:
+        se = float(x.std(ddof=1)) * math.sqrt(clusters / (clusters - 1))
+        lo, hi = widen_to_t(estimate, se, lo, hi, clusters - 1, confidence)
+    return Interval(estimate, lo, hi, None, method, None, confidence)
+
+
 def _bootstrap_means(columns: Sequence[np.ndarray], n_boot: int, seed: int) -> list[np.ndarray]:
     """Means of ``n_boot`` seeded resamples of each column (all of one length ``n``), the same
     resample indices for every column: row ``r`` of ``default_rng(seed).integers(0, n, (n_boot, n))``,
