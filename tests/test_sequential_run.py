@@ -123,6 +123,7 @@ def test_half_width_decisions_are_the_sequences_of_the_written_lines(tmp_path: P
     rec = _run(out, {"batch": 10, "seed": 1, "stop_when": {"half_width": 0.2}})
     lines = _lines(out)
     assert rec["settings"]["stop_when"]["half_width"] == 0.2
+    assert rec["warnings"] == []  # no passages: independent questions
     for cell, c in rec["cells"].items():
         vals = _values(lines[cell])
         assert c["n"] == len(vals) and c["n"] % 10 == 0
@@ -236,3 +237,17 @@ def test_a_dollar_budget_refuses_a_model_without_a_price() -> None:
     )
     with pytest.raises(ConfigError, match=f"sequential.budget.dollars: model {unpriced} has no price"):
         Experiment(cfg, QUESTIONS[:5]).check()
+
+
+def test_questions_sharing_passages_are_flagged(tmp_path: Path) -> None:
+    from seerbench.experiment._stopping import SHARED_PASSAGES
+
+    qs = [q.model_copy(update={"source_text": f"Passage {i // 2}."}) for i, q in enumerate(QUESTIONS[:20])]
+    cfg = ExperimentConfig.parse(
+        {**BASE, "sequential": {"batch": 10, "stop_when": NEVER}, "out": str(tmp_path / "p")}
+    )
+    Experiment(cfg, qs).run()
+    rec = json.loads((tmp_path / "p" / "sequential.json").read_text())
+    assert rec["warnings"] == [SHARED_PASSAGES]
+    r = runner.invoke(app, ["stats", str(tmp_path / "p")])
+    assert r.exit_code == 0 and "questions share passages" in " ".join(r.output.split())

@@ -604,6 +604,8 @@ def print_decisions(rec: dict[str, Any]) -> None:
             _ci(c.get("interval")),
         )
     console.print(t)
+    for w in rec.get("warnings") or []:
+        console.print(f"[yellow]warning[/] sequential run: {escape(str(w))}")
     spent = rec.get("spent") or {}
     dollars = spent.get("dollars")
     console.print(

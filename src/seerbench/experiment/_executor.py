@@ -37,6 +37,7 @@ from seerbench.experiment._config import _hash
 from seerbench.experiment._files import _gather_cancelling
 from seerbench.experiment._questions import QuestionStore
 from seerbench.metrics import FailurePolicy
+from seerbench.models import usage_cell
 from seerbench.protocols import PROTOCOLS, OversightProtocol
 from seerbench.results import CellStats, result_line
 from seerbench.schema import dump_line
@@ -138,7 +139,8 @@ async def run_questions(
             n_new += 1
             on_line(fmt.text(qr))
 
-    await _gather_cancelling([worker() for _ in range(min(concurrency, len(questions)))])
+    with usage_cell(cell):  # the workers' model events are logged as this cell's
+        await _gather_cancelling([worker() for _ in range(min(concurrency, len(questions)))])
 
 
 class CellWriter:

@@ -30,7 +30,7 @@ from seerbench.errors import ConfigError, SeerbenchError
 from seerbench.experiment._config import ExperimentConfig
 from seerbench.experiment._executor import CellWriter, LineFormat, OnStart, Progress, run_questions
 from seerbench.experiment._questions import QuestionStore
-from seerbench.models import cache_scope, default_tracker
+from seerbench.models import cache_scope, default_tracker, usage_cell
 from seerbench.types import Question
 
 if TYPE_CHECKING:
@@ -266,7 +266,8 @@ class RayExecutor:
                         w.write(text)
                     for message in res.errors:
                         w.error(message)
-                    _add_usage(res.usage)
+                    with usage_cell(spec.key):  # logged as the cell's, as a local run logs it
+                        _add_usage(res.usage)
                     left[spec.key] -= 1
                     if left[spec.key] == 0:
                         results[spec.key] = w.finish()

@@ -45,7 +45,7 @@ from seerbench.experiment._executor import OnStart, Progress
 from seerbench.experiment._questions import QuestionStore, QuestionView, _Lazy
 from seerbench.models import read_usage
 from seerbench.protocols import PROTOCOLS
-from seerbench.results import CellStats
+from seerbench.results import CellStats, question_cluster
 from seerbench.runs import DECISIONS, baseline_partners, json_safe
 from seerbench.store import RecordReader, atomic_write_text, done_keys
 from seerbench.types import Question
@@ -60,6 +60,14 @@ TARGET_MET = "target met"
 BUDGET_SPENT = "budget spent"
 EXHAUSTED = "dataset exhausted"
 SETTLED = "comparisons settled"
+
+#: What ``sequential.json`` says when questions share a passage (the sequences assume independent
+#: questions, as drawn in a random order from the pool).
+SHARED_PASSAGES = (
+    "questions share passages: the confidence sequences treat them as independent, so their "
+    "coverage is not guaranteed here (a passage's questions are correlated); stop on a wider target "
+    "or check the fixed-n interval, which resamples passages"
+)
 
 #: The per-question value each stop metric watches (a key of :meth:`CellStats.paired_values`).
 _VALUE_KEY = {"accuracy": "judge_accuracy"}
@@ -159,6 +167,7 @@ class _Controller:
                     self.cells[s.key] = {"status": "stopped", "reason": SETTLED, "n": 0}
         self.step = 0
         self.stopped_by: str | None = None
+        self.shared_passages = False  # whether questions the sequences read share a passage
 
     def running(self) -> list[RunSpec]:
         return [s for s in self.specs if self.cells[s.key]["status"] == "running"]
@@ -169,9 +178,16 @@ class _Controller:
         if not path.exists():
             return []
         acc = CellStats(paired_score="log")
+        first = set(self.store.ids[i] for i in self.order[:m])
+        passages: set[str] = set()
         with naming(path):
             for ln in RecordReader(path, "question_id", fingerprint=_hash(self.exp.cell_identity(spec))):
                 acc.add(ln)
+                label = question_cluster(ln.get("question") or {})
+                if label is not None and ln["question_id"] in first:
+                    if label in passages:
+                        self.shared_passages = True
+                    passages.add(label)
         v = acc.paired_values(self.key)
         ids = (self.store.ids[i] for i in self.order[:m])
         return [(q, v[q]) for q in ids if q in v]
@@ -262,6 +278,7 @@ class _Controller:
             "added": min(len(self.order), self.step * self.seq.batch),
             "spent": _spent(self.out),
             "stopped_by_budget": self.stopped_by,
+            "warnings": [SHARED_PASSAGES] if self.shared_passages else [],
             "finished": not self.running(),
             "cells": self.cells,
             "comparisons": self.comparisons,

@@ -389,6 +389,7 @@ def part_anytime(r: RunData, i: int) -> str:
             f"{esc(str(spent.get('tokens')))} tokens, "
             + ("unknown dollars" if dollars is None else f"${dollars:.4f}")
             + ".</p>"
+            + "".join(f'<p class="note">warning: {esc(str(w))}</p>' for w in rec.get("warnings") or [])
             + table(head, drows, cls="stats-sequential")
         )
     return out
