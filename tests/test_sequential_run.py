@@ -251,3 +251,16 @@ def test_questions_sharing_passages_are_flagged(tmp_path: Path) -> None:
     assert rec["warnings"] == [SHARED_PASSAGES]
     r = runner.invoke(app, ["stats", str(tmp_path / "p")])
     assert r.exit_code == 0 and "questions share passages" in " ".join(r.output.split())
+
+
+def test_a_folder_keeps_its_order_and_level(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    _run(out, {"batch": 10, "seed": 1, "stop_when": {"half_width": 0.2}})
+    for change in ({"seed": 2}, {"alpha": 0.1}):
+        seq = {"batch": 10, "seed": 1, "stop_when": {"half_width": 0.1}, **change}
+        cfg = ExperimentConfig.parse({**BASE, "sequential": seq, "out": str(out)})
+        with pytest.raises(ConfigError, match=f"sequential.{next(iter(change))}: .* holds a sequential run"):
+            Experiment(cfg, QUESTIONS).check()
+    # a narrower target (or another batch, or budget) resumes: the sequences hold at any stopping time
+    rec = _run(out, {"batch": 20, "seed": 1, "stop_when": {"half_width": 0.15}})
+    assert all(c["interval"]["half_width"] <= 0.15 or c["n"] == N for c in rec["cells"].values())

@@ -292,7 +292,7 @@ def baseline_partners(metas: Iterable[dict[str, Any]], baseline: str) -> list[tu
             raise ConfigError(f"no protocol folder {baseline!r}; have: {', '.join(folders)}")
         baseline = named[0]
     base = [j for j, m in enumerate(metas) if m["protocol"] == baseline]
-    out = []
+    out: list[tuple[int, int]] = []
     for i, s in enumerate(metas):
         if s["protocol"] == baseline:
             continue

@@ -35,7 +35,7 @@ from seerbench.errors import (
 from seerbench.experiment._cells import RunResult, RunSpec
 from seerbench.experiment._config import _hash
 from seerbench.experiment._files import _gather_cancelling
-from seerbench.experiment._questions import QuestionStore
+from seerbench.experiment._questions import RunQuestions
 from seerbench.metrics import FailurePolicy
 from seerbench.models import usage_cell
 from seerbench.protocols import PROTOCOLS, OversightProtocol
@@ -64,7 +64,7 @@ class Executor(Protocol):
         exp: Experiment,
         out: Path,
         specs: Sequence[RunSpec],
-        questions: QuestionStore,
+        questions: RunQuestions,
         progress: Progress | None,
         on_start: OnStart | None,
     ) -> list[RunResult]: ...
@@ -154,7 +154,7 @@ class CellWriter:
         exp: Experiment,
         out: Path,
         spec: RunSpec,
-        questions: QuestionStore,
+        questions: RunQuestions,
         progress: Progress | None = None,
     ) -> None:
         self.exp = exp
@@ -270,7 +270,7 @@ class LocalExecutor:
         exp: Experiment,
         out: Path,
         specs: Sequence[RunSpec],
-        questions: QuestionStore,
+        questions: RunQuestions,
         progress: Progress | None,
         on_start: OnStart | None,
     ) -> list[RunResult]:

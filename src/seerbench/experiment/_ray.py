@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from seerbench.errors import ConfigError, SeerbenchError
 from seerbench.experiment._config import ExperimentConfig
 from seerbench.experiment._executor import CellWriter, LineFormat, OnStart, Progress, run_questions
-from seerbench.experiment._questions import QuestionStore
+from seerbench.experiment._questions import RunQuestions
 from seerbench.models import cache_scope, default_tracker, usage_cell
 from seerbench.types import Question
 
@@ -158,7 +158,7 @@ class RayExecutor:
         exp: Experiment,
         out: Path,
         specs: Sequence[RunSpec],
-        questions: QuestionStore,
+        questions: RunQuestions,
         progress: Progress | None,
         on_start: OnStart | None,
     ) -> list[RunResult]:
@@ -203,7 +203,7 @@ class RayExecutor:
         exp: Experiment,
         out: Path,
         specs: Sequence[RunSpec],
-        questions: QuestionStore,
+        questions: RunQuestions,
         progress: Progress | None,
         on_start: OnStart | None,
     ) -> list[RunResult]:

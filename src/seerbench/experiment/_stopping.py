@@ -206,13 +206,14 @@ class _Controller:
         alpha = self.seq.alpha
         by_key = {s.key: s for s in self.specs}
         last = m >= len(self.order)
-        if rule is None or rule.half_width is not None:  # each cell alone (budget only: no target)
+        target = rule.half_width if rule is not None else None
+        if rule is None or target is not None:  # each cell alone (budget only: no target)
             for s in self.running():
                 vals = [x for _, x in self.values(s, m)]
                 cs = confidence_sequence(vals, alpha=alpha, lo=self.lo, hi=self.hi)
                 c = self.cells[s.key]
                 c.update(n=m, n_scored=len(vals), interval=_interval(cs))
-                if rule is not None and vals and cs.half_width <= rule.half_width:
+                if target is not None and vals and cs.half_width <= target:
                     c.update(status="stopped", reason=TARGET_MET)
                 elif last:
                     c.update(status="stopped", reason=EXHAUSTED)
@@ -302,11 +303,25 @@ def _meta(spec: RunSpec) -> dict[str, Any]:
 
 def check_sequential(exp: Experiment, specs: Sequence[RunSpec]) -> None:
     """What a sequential config asks that can be checked before a call: a sign rule's comparisons,
-    and a dollar budget's prices (a model without one would make the budget unknowable)."""
+    a dollar budget's prices (a model without one would make the budget unknowable), and that a
+    folder's sequential run is resumed with its own order and level (changing either after the
+    values were seen would void the sequences' guarantee)."""
     seq = exp.config.sequential
     if seq is None:
         return
     _Controller(exp, exp.out, specs, exp.questions())  # refuses cells with nothing to compare with
+    try:
+        old = json.loads((exp.out / DECISIONS).read_text()).get("settings") or {}
+    except (OSError, ValueError, AttributeError):
+        old = {}
+    for key in ("seed", "alpha"):
+        was = old.get(key)
+        if was is not None and was != getattr(seq, key):
+            raise ConfigError(
+                f"sequential.{key}: {exp.out} holds a sequential run with {key} {was}; resuming it with "
+                f"{getattr(seq, key)} would choose it after seeing the results. Use {key}: {was}, or "
+                "--out NEW_DIR for a new run"
+            )
     if seq.budget is not None and seq.budget.dollars is not None:
         from seerbench.models import default_tracker
 
