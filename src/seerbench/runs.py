@@ -119,6 +119,21 @@ class Cell:
 DECISIONS = "sequential.json"
 
 
+def stop_target(settings: dict[str, Any]) -> str:
+    """A sequential run's target in words (its ``sequential.json`` settings)."""
+    rule = settings.get("stop_when") or {}
+    if rule.get("half_width") is not None:
+        return f"half-width <= {rule['half_width']:g} ({rule.get('metric', 'accuracy')})"
+    if rule.get("sign"):
+        return f"sign vs {rule['baseline']} settled ({rule.get('metric', 'accuracy')})"
+    return "none (budget only)"
+
+
+def stop_reason(entry: dict[str, Any]) -> str:
+    """Why a cell or comparison of a sequential run stopped, with the budget that was spent."""
+    return str(entry.get("reason", "")) + (f" ({entry['budget']})" if entry.get("budget") else "")
+
+
 class RunFolder:
     """An experiment output folder. Raises :class:`ConfigError` naming the problem when ``path``
     is not one, or its ``experiment.json`` is unreadable."""
@@ -362,4 +377,6 @@ __all__ = [
     "paired_comparisons",
     "read_experiment_json",
     "read_results",
+    "stop_reason",
+    "stop_target",
 ]

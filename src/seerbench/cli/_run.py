@@ -25,7 +25,7 @@ from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RayExec
 from seerbench.metrics import beta_key
 from seerbench.models import default_tracker
 from seerbench.provenance import environment_lines
-from seerbench.runs import CELL_AXES, RunFolder, check_beta, check_eps
+from seerbench.runs import CELL_AXES, RunFolder, check_beta, check_eps, stop_reason, stop_target
 
 
 def _usage_line() -> str:
@@ -578,18 +578,10 @@ def print_decisions(rec: dict[str, Any]) -> None:
     """A sequential run's decisions (``sequential.json``): per cell and comparison, whether it
     stopped, why, at how many questions, and its anytime-valid interval then."""
     seq = rec.get("settings") or {}
-    rule = seq.get("stop_when") or {}
-    target = (
-        f"half-width <= {rule['half_width']:g}"
-        if rule.get("half_width") is not None
-        else f"sign vs {rule['baseline']} settled"
-        if rule.get("sign")
-        else "none"
-    )
     pct = round(100 * (1 - float(seq.get("alpha", 0.05))))
     t = Table(
-        title=f"sequential run: batches of {seq.get('batch')}, target {target} "
-        f"({rule.get('metric', 'accuracy')}), {pct}% anytime-valid"
+        title=f"sequential run: batches of {seq.get('batch')}, target {stop_target(seq)}, "
+        f"{pct}% anytime-valid"
     )
     for col in ("cell", "status", "reason", "questions", "anytime-valid interval"):
         t.add_column(col, overflow="fold")
@@ -599,7 +591,7 @@ def print_decisions(rec: dict[str, Any]) -> None:
         t.add_row(
             escape(str(name)),
             str(c.get("status")),
-            escape(str(c.get("reason", "")) + (f" ({c['budget']})" if c.get("budget") else "")),
+            escape(stop_reason(c)),
             str(c.get("n")),
             _ci(c.get("interval")),
         )

@@ -26,6 +26,7 @@ from seerbench.report._analyses import (
 from seerbench.report._assets import CSS, JS
 from seerbench.report._blocks import esc, fig, num, script_json, section, table
 from seerbench.report._data import RunData, StudyData, load_run, load_study
+from seerbench.runs import stop_reason, stop_target
 from seerbench.store import atomic_write_text
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
@@ -350,14 +351,7 @@ def part_anytime(r: RunData, i: int) -> str:
     rec = r.summary.get("sequential")
     if rec:
         seq = rec.get("settings") or {}
-        rule = seq.get("stop_when") or {}
-        target = (
-            f"half-width ≤ {rule['half_width']:g}"
-            if rule.get("half_width") is not None
-            else f"sign against {rule['baseline']} settled"
-            if rule.get("sign")
-            else "none (budget only)"
-        )
+        target = stop_target(seq)
         spent = rec.get("spent") or {}
         dollars = spent.get("dollars")
         head = ("cell", "status", "reason", "questions", "anytime low", "anytime high")
@@ -373,7 +367,7 @@ def part_anytime(r: RunData, i: int) -> str:
         ]
         for label, key, c in items:
             iv = c.get("interval") or {}
-            why = str(c.get("reason", "")) + (f" ({c['budget']})" if c.get("budget") else "")
+            why = stop_reason(c)
             drows.append(
                 f'<tr data-cell="{esc(key)}" data-status="{esc(str(c.get("status")))}"><td>{esc(label)}</td>'
                 f"<td>{esc(str(c.get('status')))}</td><td>{esc(why)}</td>"
