@@ -84,7 +84,7 @@ def test_a_stopped_and_resumed_run_is_a_prefix_of_the_unstopped_one(tmp_path: Pa
     out = tmp_path / "stopped"
     budget = int(2.5 * per_batch)
     stopped = _run(out, {"batch": 10, "seed": 7, "stop_when": NEVER, "budget": {"calls": budget}})
-    assert stopped["stopped_by_budget"].startswith("calls ")
+    assert stopped["stopped_by_budget"].startswith("calls ") and not stopped["finished"]
     assert {c["reason"] for c in stopped["cells"].values()} == {"budget spent"}
     assert budget <= stopped["spent"]["calls"] < budget + per_batch  # at most one cell's batch past it
     first = _lines(out)

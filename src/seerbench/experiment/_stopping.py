@@ -280,7 +280,8 @@ class _Controller:
             "spent": _spent(self.out),
             "stopped_by_budget": self.stopped_by,
             "warnings": [SHARED_PASSAGES] if self.shared_passages else [],
-            "finished": not self.running(),
+            # every cell stopped by its target or the dataset's end (a budget stop may be resumed)
+            "finished": not self.running() and self.stopped_by is None,
             "cells": self.cells,
             "comparisons": self.comparisons,
         }
