@@ -264,3 +264,23 @@ def test_a_folder_keeps_its_order_and_level(tmp_path: Path) -> None:
     # a narrower target (or another batch, or budget) resumes: the sequences hold at any stopping time
     rec = _run(out, {"batch": 20, "seed": 1, "stop_when": {"half_width": 0.15}})
     assert all(c["interval"]["half_width"] <= 0.15 or c["n"] == N for c in rec["cells"].values())
+
+
+def test_the_command_line_stops_on_budget_exits_0_and_resumes(tmp_path: Path) -> None:
+    qs = tmp_path / "q.jsonl"
+    qs.write_text("".join(q.model_dump_json() + "\n" for q in QUESTIONS[:30]))
+    seq = {"batch": 10, "stop_when": NEVER, "budget": {"calls": 50}}
+    cfg = {**BASE, "dataset": str(qs), "sequential": seq, "out": str(tmp_path / "out")}
+    (tmp_path / "xp.yaml").write_text(yaml.safe_dump(cfg))
+    r = runner.invoke(app, ["run", str(tmp_path / "xp.yaml")])
+    assert r.exit_code == 0, r.output  # a budget stop is what was asked for, not a failure
+    assert "budget spent" in " ".join(r.output.split())
+    r = runner.invoke(app, ["run", str(tmp_path / "xp.yaml"), "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["sequential"]["stopped_by_budget"]
+    (tmp_path / "xp.yaml").write_text(
+        yaml.safe_dump({**cfg, "sequential": {**seq, "budget": {"calls": 10**6}}})
+    )
+    r = runner.invoke(app, ["run", str(tmp_path / "xp.yaml"), "--json"])
+    assert r.exit_code == 0, r.output
+    rec = json.loads(r.stdout)["sequential"]
+    assert rec["finished"] and {c["n"] for c in rec["cells"].values()} == {30}
