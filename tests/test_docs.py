@@ -291,6 +291,13 @@ CASES: tuple[Case, ...] = (
         "quick.jsonl): not a complete manifest; examples/study.yaml is, and `seerbench study "
         "create examples/study.yaml` above runs it",
     ),
+    Case(
+        "docs/budget.md",
+        "sequential:",
+        "reference",
+        reason="the sequential section alone, each key explained: not a complete config; "
+        "sequential.yaml below is one, and `seerbench run sequential.yaml` runs it",
+    ),
 )
 
 FILE_MARK = re.compile(r"^\s*#\s*file:\s*(\S+)\s*$")

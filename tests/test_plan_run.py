@@ -109,6 +109,15 @@ def test_plan_a_cell_half_width(pilot: Path) -> None:
     (row,) = [c for c in p["cells"] if c["cell"].startswith("NaiveJudge") and c["metric"] == "accuracy"]
     assert row["questions"] == math.ceil(row["design_effect"] * (norm.ppf(0.975) * sd / 0.05) ** 2)
     assert p["comparisons"] == []
+    # each cell's cost from its own usage: the usage log names the cell of every model event
+    cells = json.loads((pilot / "usage.json").read_text())["cells"]
+    for r in p["cells"]:
+        c = cells[r["cell"]]
+        assert r["expected"]["calls"] == round((c["calls"] + c["cache_hits"]) / 40 * r["questions"])
+    naive_key = next(k for k in cells if k.startswith("NaiveJudge"))
+    cons_key = next(k for k in cells if k.startswith("Consultancy"))
+    naive, cons = cells[naive_key], cells[cons_key]
+    assert naive["calls"] + naive["cache_hits"] < cons["calls"] + cons["cache_hits"]  # and the agent's
 
 
 def test_label_plan_still_works_and_misuse_is_one_line(pilot: Path) -> None:

@@ -117,6 +117,10 @@ def _section(model: type[BaseModel], loc: Sequence[int | str]) -> type[BaseModel
     for part in loc:
         f = cls.model_fields.get(str(part))
         ann = f.annotation if f is not None else None
+        # an optional section (``Section | None``): its model
+        models = [a for a in getattr(ann, "__args__", ()) if isinstance(a, type) and issubclass(a, BaseModel)]
+        if len(models) == 1 and type(None) in getattr(ann, "__args__", ()):
+            ann = models[0]
         if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
             return None
         cls = ann

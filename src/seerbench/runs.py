@@ -115,6 +115,25 @@ class Cell:
         return lines, f.skipped
 
 
+#: A sequential run's decisions in its folder (docs/budget.md).
+DECISIONS = "sequential.json"
+
+
+def stop_target(settings: dict[str, Any]) -> str:
+    """A sequential run's target in words (its ``sequential.json`` settings)."""
+    rule = settings.get("stop_when") or {}
+    if rule.get("half_width") is not None:
+        return f"half-width <= {rule['half_width']:g} ({rule.get('metric', 'accuracy')})"
+    if rule.get("sign"):
+        return f"sign vs {rule['baseline']} settled ({rule.get('metric', 'accuracy')})"
+    return "none (budget only)"
+
+
+def stop_reason(entry: dict[str, Any]) -> str:
+    """Why a cell or comparison of a sequential run stopped, with the budget that was spent."""
+    return str(entry.get("reason", "")) + (f" ({entry['budget']})" if entry.get("budget") else "")
+
+
 class RunFolder:
     """An experiment output folder. Raises :class:`ConfigError` naming the problem when ``path``
     is not one, or its ``experiment.json`` is unreadable."""
@@ -142,6 +161,17 @@ class RunFolder:
         from seerbench.models import read_usage
 
         return read_usage(self.path)
+
+    def decisions(self) -> dict[str, Any] | None:
+        """A sequential run's record (``sequential.json``, written by
+        :mod:`seerbench.experiment._stopping`): per cell and comparison, running or stopped, why
+        and at how many questions, with the anytime-valid interval then; None for a fixed run (or
+        an unreadable record)."""
+        try:
+            rec = json.loads((self.path / DECISIONS).read_text())
+        except (OSError, ValueError):
+            return None
+        return rec if isinstance(rec, dict) and isinstance(rec.get("cells"), dict) else None
 
     def cells(self) -> list[Cell]:
         """The folder's cells, in the order of the grid that made them (as ``seerbench run`` shows them)."""
@@ -258,22 +288,15 @@ def cell_counts(cell: Cell, f: ResultsFile, n_read: int) -> dict[str, Any]:
     }
 
 
-def paired_comparisons(
-    cells: Iterable[tuple[list[dict[str, Any]] | CellStats, dict[str, Any]]],
-    baseline: str,
-    score: str,
-    *,
-    n_boot: int = 2000,
-    seed: int = 0,
-) -> list[dict[str, Any]]:
-    """Each cell minus the ``baseline`` protocol's cell with the same judge, on shared questions,
-    with the run's ``n_boot`` and ``seed`` (as the cells' own intervals).
+def baseline_partners(metas: Iterable[dict[str, Any]], baseline: str) -> list[tuple[int, int]]:
+    """Which cell each cell is compared with: ``(i, j)`` for each cell ``metas[i]`` (its grid axes,
+    ``protocol`` the folder) and the ``baseline`` protocol's cell ``metas[j]`` with the same judge.
     Where the baseline has several cells with that judge (other agents, tools or best-of-N), the
     one that also matches the cell on those axes, each axis in turn where one matches.
     ``baseline`` is a protocol folder (``NaiveJudge_swap``) or a protocol name (``NaiveJudge``)
     when exactly one folder of that protocol is in the run."""
-    cells = list(cells)
-    folders = sorted({c[1]["protocol"] for c in cells})
+    metas = list(metas)
+    folders = sorted({m["protocol"] for m in metas})
     if baseline not in folders:
         named = [f for f in folders if f.split("_")[0] == baseline]
         if len(named) > 1:
@@ -283,26 +306,44 @@ def paired_comparisons(
         if not named:
             raise ConfigError(f"no protocol folder {baseline!r}; have: {', '.join(folders)}")
         baseline = named[0]
-    base = [c for c in cells if c[1]["protocol"] == baseline]
-    out = []
-    for lines, s in cells:
+    base = [j for j, m in enumerate(metas) if m["protocol"] == baseline]
+    out: list[tuple[int, int]] = []
+    for i, s in enumerate(metas):
         if s["protocol"] == baseline:
             continue
-        partners = [b for b in base if b[1]["judge"] == s["judge"]]
+        partners = [j for j in base if metas[j]["judge"] == s["judge"]]
         for axis in ("agent", "tools", "best_of_n"):
-            same = [b for b in partners if b[1].get(axis) == s.get(axis)]
+            same = [j for j in partners if metas[j].get(axis) == s.get(axis)]
             if same:
                 partners = same
-        for blines, bs in partners:
-            out.append(
-                {
-                    **{k: s.get(k) for k in ("cell", *CELL_AXES)},
-                    "baseline": baseline,
-                    "baseline_cell": bs.get("cell"),
-                    "asd_diff": paired(lines, blines, "asd", score, n_boot=n_boot, seed=seed),
-                    "accuracy_diff": paired(lines, blines, "judge_accuracy", n_boot=n_boot, seed=seed),
-                }
-            )
+        out.extend((i, j) for j in partners)
+    return out
+
+
+def paired_comparisons(
+    cells: Iterable[tuple[list[dict[str, Any]] | CellStats, dict[str, Any]]],
+    baseline: str,
+    score: str,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Each cell minus the ``baseline`` protocol's cell with the same judge
+    (:func:`baseline_partners`), on shared questions, with the run's ``n_boot`` and ``seed`` (as
+    the cells' own intervals)."""
+    cells = list(cells)
+    out = []
+    for i, j in baseline_partners([s for _, s in cells], baseline):
+        (lines, s), (blines, bs) = cells[i], cells[j]
+        out.append(
+            {
+                **{k: s.get(k) for k in ("cell", *CELL_AXES)},
+                "baseline": bs["protocol"],
+                "baseline_cell": bs.get("cell"),
+                "asd_diff": paired(lines, blines, "asd", score, n_boot=n_boot, seed=seed),
+                "accuracy_diff": paired(lines, blines, "judge_accuracy", n_boot=n_boot, seed=seed),
+            }
+        )
     return out
 
 
@@ -319,11 +360,13 @@ def json_safe(obj: Any) -> Any:
 
 __all__ = [
     "CELL_AXES",
+    "DECISIONS",
     "FAILED",
     "LEFT_OUT",
     "Cell",
     "ResultsFile",
     "RunFolder",
+    "baseline_partners",
     "cell_counts",
     "cell_fingerprint",
     "check_beta",
@@ -334,4 +377,6 @@ __all__ = [
     "paired_comparisons",
     "read_experiment_json",
     "read_results",
+    "stop_reason",
+    "stop_target",
 ]

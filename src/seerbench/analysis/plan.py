@@ -5,12 +5,15 @@ The per-question values are the ones ``seerbench stats`` uses (rescored with the
 parse-failure policy; paired differences on the questions both cells scored, each cell matched to
 its baseline cell as ``stats --baseline`` matches it). Questions that share a passage count as one
 cluster: the design effect of :func:`seerbench.estimators.design_effect` widens the variance.
-Usage comes from the run folder's ``usage.json``/``usage.jsonl``, averaged over every question of
-every cell of the pilot (a cache hit counts as a call a fresh run would make)."""
+Usage comes from the run folder's ``usage.json``/``usage.jsonl``: per cell where the log names the
+cell of every model event (runs since the runner logs it), else averaged over every question of
+every cell of the pilot (a cache hit counts as a call a fresh run would make; its tokens and cost
+are those of the cell's calls made, or the folder's where the cell made none)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,31 +40,62 @@ __all__ = ["plan_run"]
 METRICS = (("accuracy", "judge_accuracy"), ("asd", "asd"))
 
 
-def _usage_per_question(folder: RunFolder, n_lines: int) -> dict[str, Any] | None:
-    usage = folder.usage()
-    if usage is None or not n_lines:
+def _per_question(t: dict[str, Any], n_lines: int, priced: dict[str, Any]) -> dict[str, Any] | None:
+    """Calls, tokens and cost per results line of usage counts ``t`` (calls made plus cache hits:
+    a fresh run makes both). Tokens and cost per call come from the calls ``t`` made, else from
+    ``priced`` (the folder's counts: a cell whose every call was a cache hit)."""
+    if not n_lines:
         return None
-    t = usage["total"]
-    made = int(t.get("calls", 0))
-    calls = made + int(t.get("cache_hits", 0))
-    tokens = int(t.get("prompt_tokens", 0)) + int(t.get("completion_tokens", 0))
-    per_call = 1 / made if made else math.nan
-    cost = t.get("cost")
+    calls = int(t.get("calls", 0)) + int(t.get("cache_hits", 0))
+    src = t if int(t.get("calls", 0)) else priced
+    made = int(src.get("calls", 0))
+    tokens = int(src.get("prompt_tokens", 0)) + int(src.get("completion_tokens", 0))
+    cost = src.get("cost")
     return {
         "calls": calls / n_lines,
-        "tokens": tokens * per_call * calls / n_lines if made else None,
-        "cost": cost * per_call * calls / n_lines if (made and cost is not None) else None,
+        "tokens": tokens / made * calls / n_lines if made else None,
+        "cost": cost / made * calls / n_lines if (made and cost is not None) else None,
     }
 
 
-def _expected(per_q: dict[str, Any] | None, questions: int, cells: int) -> dict[str, Any]:
-    if per_q is None:
+def _usage_per_question(
+    folder: RunFolder, n_lines: int, cell_lines: dict[str, int]
+) -> tuple[dict[str, Any] | None, dict[str, dict[str, Any]] | None]:
+    """Usage per question: averaged over every cell's lines, and per cell where the usage log
+    names the cell of every event (None: a pilot run before it did, whose usage is per model)."""
+    usage = folder.usage()
+    if usage is None:
+        return None, None
+    total = usage["total"]
+    per_q = _per_question(total, n_lines, total)
+    cells = usage.get("cells") or {}
+    logged = sum(int(c.get("calls", 0)) + int(c.get("cache_hits", 0)) for c in cells.values())
+    if not cells or logged != int(total.get("calls", 0)) + int(total.get("cache_hits", 0)):
+        return per_q, None
+    by_cell = {}
+    for key, n in cell_lines.items():
+        q = _per_question(cells.get(key) or {}, n, total)
+        if q is not None:
+            by_cell[key] = q
+    return per_q, by_cell
+
+
+def _expected(per_q: Sequence[dict[str, Any] | None], questions: int) -> dict[str, Any]:
+    """What ``questions`` more questions of each cell whose per-question usage is in ``per_q``
+    take, in all."""
+    if not per_q or any(p is None for p in per_q):
         return {"calls": None, "tokens": None, "cost": None}
-    k = questions * cells
+    ps = [p for p in per_q if p is not None]
+
+    def total(k: str) -> float | None:
+        v = [p[k] for p in ps]
+        return None if any(x is None for x in v) else sum(v) * questions
+
+    calls, tokens, cost = total("calls"), total("tokens"), total("cost")
     return {
-        "calls": round(per_q["calls"] * k),
-        "tokens": None if per_q["tokens"] is None else round(per_q["tokens"] * k),
-        "cost": None if per_q["cost"] is None else per_q["cost"] * k,
+        "calls": None if calls is None else round(calls),
+        "tokens": None if tokens is None else round(tokens),
+        "cost": cost,
     }
 
 
@@ -151,13 +185,19 @@ def plan_run(
         cells.append((acc, cell_meta(acc, cell)))
     if not n_lines:
         raise ConfigError(f"no results under {folder.path}: the pilot has not finished a question yet")
-    per_q = _usage_per_question(folder, n_lines)
+    per_q, by_cell = _usage_per_question(folder, n_lines, {m["cell"]: a.n_lines for a, m in cells})
+
+    def usage_of(*keys: str) -> list[dict[str, Any] | None]:
+        return [by_cell.get(k) for k in keys] if by_cell is not None else [per_q] * len(keys)
+
     out: dict[str, Any] = {
         "run_dir": str(folder.path),
         "alpha": alpha,
         "score": score,
         "pilot_questions": {m["cell"]: a.n_lines for a, m in cells},
         "usage_per_question": per_q,
+        # per cell when the usage log names each event's cell; else every cell at the average
+        "usage_per_question_by_cell": by_cell,
         "comparisons": [],
         "cells": [],
     }
@@ -175,7 +215,7 @@ def plan_run(
                     q = questions_for_power(sd, effect, power=power, alpha=alpha, deff=deff)
                     row["questions"] = q
                     row["power_at_pilot_n"] = power_at(n, sd, effect, alpha=alpha, deff=deff)
-                    row["expected"] = _expected(per_q, q, 2)
+                    row["expected"] = _expected(usage_of(comp["cell"], comp["baseline_cell"]), q)
                 out["comparisons"].append(row)
     if half_width is not None:
         out["half_width"] = half_width
@@ -186,6 +226,6 @@ def plan_run(
                 if "why" not in row:
                     q = questions_for_half_width(sd, half_width, alpha=alpha, deff=deff)
                     row["questions"] = q
-                    row["expected"] = _expected(per_q, q, 1)
+                    row["expected"] = _expected(usage_of(m["cell"]), q)
                 out["cells"].append(row)
     return out

@@ -81,7 +81,9 @@ def summarize_run(
     cells have no finished question yet, ``not_started`` (their keys); when lines were skipped,
     ``skipped_reasons`` (the first 20, ``FILE:LINE: reason``); when cells differ only in
     best-of-N, ``pressure`` (:func:`seerbench.analysis.optimization_pressure`); when it has
-    cross-play cells, ``elo`` (:func:`seerbench.analysis._elo.elo_section`).
+    cross-play cells, ``elo`` (:func:`seerbench.analysis._elo.elo_section`); for a sequential run,
+    ``sequential`` (its ``sequential.json``: each cell's and comparison's decision, reason, number of
+    questions and anytime-valid interval then).
 
     Each cell's stats carry the counts of :func:`seerbench.runs.cell_counts` (failed, unstarted,
     skipped, foreign and duplicate lines, unfinished).
@@ -89,8 +91,8 @@ def summarize_run(
     With ``anytime``, every cell also gets ``anytime: {"judge_accuracy": ...}`` and every paired
     comparison ``accuracy_diff_anytime``: the anytime-valid 95% confidence sequence
     (:func:`seerbench.estimators.confidence_sequence`) over the questions in the results file's
-    order (dataset order, fixed before any value was seen), valid however often the run was looked
-    at and whenever it stopped."""
+    order (dataset order, fixed before any value was seen; a sequential run's seeded order), valid
+    however often the run was looked at and whenever it stopped."""
     folder = RunFolder(run_dir)
     cfg = folder.config
     check_beta(beta)
@@ -150,6 +152,9 @@ def summarize_run(
         "paired": comparisons,
         "skipped_lines": skipped,
     }
+    decisions = folder.decisions()
+    if decisions is not None:  # a sequential run: per cell (and comparison) why and when it stopped
+        out["sequential"] = decisions
     have = {c.key for c in folder.cells()}
     missing = [k for k in folder.meta.get("cells") or {} if k not in have]
     if missing:  # in the grid, no question finished yet (the run stopped before them)

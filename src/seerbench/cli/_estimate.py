@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from seerbench.cli._app import app
@@ -308,6 +309,15 @@ def _plan_run(
         + ("" if per_q["cost"] is None else f", ${per_q['cost']:.4f}")
     )
     console.print(f"{run_dir}: pilot of {max(p['pilot_questions'].values())} questions; {usage}")
+    by_cell = p.get("usage_per_question_by_cell")
+    if by_cell:
+        console.print(
+            "per cell (what the rows' calls and cost use): "
+            + "; ".join(f"{escape(k)} {v['calls']:.2f} calls" for k, v in by_cell.items()),
+            highlight=False,
+        )
+    elif per_q is not None:
+        console.print("[dim]the pilot's usage log does not name cells: every row uses the average[/]")
 
     def table(title: str, rows: list[dict[str, Any]], first: list[str]) -> None:
         t = Table(title=title)

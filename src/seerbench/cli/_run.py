@@ -25,7 +25,7 @@ from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RayExec
 from seerbench.metrics import beta_key
 from seerbench.models import default_tracker
 from seerbench.provenance import environment_lines
-from seerbench.runs import CELL_AXES, RunFolder, check_beta, check_eps
+from seerbench.runs import CELL_AXES, RunFolder, check_beta, check_eps, stop_reason, stop_target
 
 
 def _usage_line() -> str:
@@ -232,6 +232,7 @@ def run(
     stats = [r.stats for r in results]
     failed = sum(r.n_errors for r in results)
     pressure = pressure_section(exp.out, stats)  # {} unless cells differ only in best-of-N
+    decisions = RunFolder(exp.out).decisions() if cfg.sequential is not None else None
     if json_out:
         print_json(
             {
@@ -240,6 +241,7 @@ def run(
                 "paired": [],
                 "skipped_lines": 0,
                 **pressure,
+                **({"sequential": decisions} if decisions is not None else {}),
                 "failed_question_runs": failed,
                 "usage": _usage_since(usage_before),
                 "wall_s": round(time.time() - started, 3),
@@ -249,6 +251,8 @@ def run(
         _print_stats(stats, title=f"{cfg.name}: {exp.out}", wide=wide)
         if pressure:
             print_pressure(pressure["pressure"])
+        if decisions is not None:
+            print_decisions(decisions)
         console.print(f"[dim]{_usage_line()}  wall {time.time() - started:.1f}s[/]")
         n_run, held = len(exp.questions()), max((s.get("n_questions", 0) for s in stats), default=0)
         if held > n_run:
@@ -532,6 +536,8 @@ def stats(
         print_pressure(summary["pressure"])
     if anytime:
         _print_anytime(summary)
+    if "sequential" in summary:
+        print_decisions(summary["sequential"])
 
     if "elo" in summary:
         print_elo(summary["elo"])
@@ -565,6 +571,40 @@ def _print_anytime(summary: dict[str, Any]) -> None:
     console.print(
         "[dim]the anytime-valid interval holds however often the run was looked at and whenever it "
         "stopped (questions in file order); ASD is unbounded and not covered[/]"
+    )
+
+
+def print_decisions(rec: dict[str, Any]) -> None:
+    """A sequential run's decisions (``sequential.json``): per cell and comparison, whether it
+    stopped, why, at how many questions, and its anytime-valid interval then."""
+    seq = rec.get("settings") or {}
+    pct = round(100 * (1 - float(seq.get("alpha", 0.05))))
+    t = Table(
+        title=f"sequential run: batches of {seq.get('batch')}, target {stop_target(seq)}, "
+        f"{pct}% anytime-valid"
+    )
+    for col in ("cell", "status", "reason", "questions", "anytime-valid interval"):
+        t.add_column(col, overflow="fold")
+    rows = [(k, c) for k, c in (rec.get("cells") or {}).items()]
+    rows += [(f"Δ {c['cell']} - {c['baseline_cell']}", c) for c in rec.get("comparisons") or []]
+    for name, c in rows:
+        t.add_row(
+            escape(str(name)),
+            str(c.get("status")),
+            escape(stop_reason(c)),
+            str(c.get("n")),
+            _ci(c.get("interval")),
+        )
+    console.print(t)
+    for w in rec.get("warnings") or []:
+        console.print(f"[yellow]warning[/] sequential run: {escape(str(w))}")
+    spent = rec.get("spent") or {}
+    dollars = spent.get("dollars")
+    console.print(
+        f"[dim]{rec.get('added')} of {rec.get('questions')} questions added; "
+        f"spent {spent.get('calls')} calls, {spent.get('tokens')} tokens, "
+        + ("unknown $" if dollars is None else f"${dollars:.4f}")
+        + "[/]"
     )
 
 

@@ -28,7 +28,8 @@ from seerbench.protocols import get_protocol
 
 #: Config keys that may change between runs into the same output folder. Growing the grid or the
 #: dataset is allowed too: results are checked per cell (cell.json) and per question (its content).
-NOT_IN_FINGERPRINT = frozenset({"out", "limit", "concurrency", "name"})
+#: ``sequential`` decides which questions run (and when to stop), never a question's results line.
+NOT_IN_FINGERPRINT = frozenset({"out", "limit", "concurrency", "name", "sequential"})
 
 #: Keys of a dataset mapping that name files; relative ones are read from the config file's folder.
 _PATH_KEYS = ("path",)
@@ -47,6 +48,88 @@ class GenerationSpec(BaseModel):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=200, ge=1)
     max_words: int = Field(default=120, ge=1)
+
+
+#: The metrics a sequential stop rule may watch: name -> (what it is, its bounds). Only bounded
+#: per-question values have anytime-valid confidence sequences (seerbench.estimators._sequential).
+STOP_METRICS = {"accuracy": ("the judge's accuracy", (0.0, 1.0))}
+#: Metrics a stop rule may not watch, each with why (refused when the config is read).
+UNCOVERED_METRICS = {
+    "asd": "ASD is a difference of log scores, unbounded, so no confidence sequence covers it",
+    "jse": "JSE is a log score, unbounded, so no confidence sequence covers it",
+    "ase": "ASE is a log score, unbounded, so no confidence sequence covers it",
+}
+
+
+class StopWhen(BaseModel):
+    """When a sequential run stops a cell: its interval narrow enough (``half_width``), or, with
+    ``sign: true``, the sign of its paired difference against the ``baseline`` protocol's cell
+    settled (the interval excludes 0)."""
+
+    model_config = ConfigDict(extra="forbid")
+    half_width: float | None = Field(default=None, gt=0.0, lt=0.5)
+    sign: bool | None = None
+    baseline: str | None = None
+    metric: str = "accuracy"
+
+    @field_validator("metric")
+    @classmethod
+    def _bounded(cls, v: str) -> str:
+        if v in UNCOVERED_METRICS:
+            raise ValueError(f"{v}: {UNCOVERED_METRICS[v]}; use metric: accuracy (bounded in [0, 1])")
+        if v not in STOP_METRICS:
+            raise ValueError(f"unknown metric {v!r}; a stop rule watches: {', '.join(STOP_METRICS)}")
+        return v
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> StopWhen:
+        if self.sign is False:
+            raise ValueError("sign: false is no rule; give sign: true (with baseline: P) or leave it out")
+        if (self.half_width is None) == (self.sign is None):
+            raise ValueError(
+                "give one rule: {half_width: W} (a cell's interval that narrow) or "
+                "{sign: true, baseline: P} (its paired difference against protocol P settled)"
+            )
+        if self.sign and not self.baseline:
+            raise ValueError("sign: true needs baseline: P, the protocol folder each cell is compared with")
+        if self.baseline and not self.sign:
+            raise ValueError("baseline is for sign: true; a half_width rule watches each cell alone")
+        return self
+
+
+class Budget(BaseModel):
+    """What a sequential run may spend in all, over every run into its folder (its usage log):
+    model calls (cache hits are free), tokens (prompt + completion), dollars (the price table)."""
+
+    model_config = ConfigDict(extra="forbid")
+    calls: int | None = Field(default=None, ge=1)
+    tokens: int | None = Field(default=None, ge=1)
+    dollars: float | None = Field(default=None, gt=0.0)
+
+    @model_validator(mode="after")
+    def _some(self) -> Budget:
+        if self.calls is None and self.tokens is None and self.dollars is None:
+            raise ValueError("give calls, tokens and/or dollars, or leave budget out")
+        return self
+
+
+class SequentialSpec(BaseModel):
+    """A sequential run (docs/budget.md): questions added ``batch`` at a time in an order fixed by
+    ``seed``; after each batch every still-running cell's anytime-valid confidence sequence is
+    checked against ``stop_when``, and everything stops once ``budget`` is spent."""
+
+    model_config = ConfigDict(extra="forbid")
+    batch: int = Field(ge=1)
+    seed: int = 0
+    stop_when: StopWhen | None = None
+    budget: Budget | None = None
+    alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
+
+    @model_validator(mode="after")
+    def _something_stops(self) -> SequentialSpec:
+        if self.stop_when is None and self.budget is None:
+            raise ValueError("give stop_when and/or budget: without either the run is a fixed one")
+        return self
 
 
 #: Keys of a protocol entry that are not constructor keywords: the entry's own judges and agents,
@@ -217,6 +300,10 @@ class ExperimentConfig(BaseModel):
     concurrency: int = Field(default=4, ge=1)
     n_boot: int = Field(default=2000, ge=100)
     prompts_dir: str | None = None
+    sequential: SequentialSpec | None = Field(
+        default=None,
+        description="Add questions in batches and stop each cell when its target is met (docs/budget.md).",
+    )
     cache_scope: str | None = Field(
         default=None,
         description=(
@@ -270,6 +357,21 @@ class ExperimentConfig(BaseModel):
                     f"{', '.join(unused)} would be ignored: every agent protocol here is cross-play; "
                     f"give each debater its own ({DEBATERS}: [{{agent: ..., best_of_n: N, tools: [...]}}])"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _sequential_baseline(self) -> ExperimentConfig:
+        """A sign rule's baseline names one of the config's protocols (as ``stats --baseline``)."""
+        rule = self.sequential.stop_when if self.sequential else None
+        if rule is not None and rule.baseline is not None:
+            names = [p.name for p in self.protocols]
+            if rule.baseline.split("_")[0] not in names:
+                raise ValueError(
+                    f"sequential.stop_when.baseline: {rule.baseline!r} is not a protocol of this config "
+                    f"({', '.join(names)})"
+                )
+            if len(names) < 2:
+                raise ValueError("sequential.stop_when.sign compares protocols: give at least two")
         return self
 
     @field_validator("num_turns", "best_of_n")

@@ -35,8 +35,9 @@ from seerbench.errors import (
 from seerbench.experiment._cells import RunResult, RunSpec
 from seerbench.experiment._config import _hash
 from seerbench.experiment._files import _gather_cancelling
-from seerbench.experiment._questions import QuestionStore
+from seerbench.experiment._questions import RunQuestions
 from seerbench.metrics import FailurePolicy
+from seerbench.models import usage_cell
 from seerbench.protocols import PROTOCOLS, OversightProtocol
 from seerbench.results import CellStats, result_line
 from seerbench.schema import dump_line
@@ -63,7 +64,7 @@ class Executor(Protocol):
         exp: Experiment,
         out: Path,
         specs: Sequence[RunSpec],
-        questions: QuestionStore,
+        questions: RunQuestions,
         progress: Progress | None,
         on_start: OnStart | None,
     ) -> list[RunResult]: ...
@@ -138,7 +139,8 @@ async def run_questions(
             n_new += 1
             on_line(fmt.text(qr))
 
-    await _gather_cancelling([worker() for _ in range(min(concurrency, len(questions)))])
+    with usage_cell(cell):  # the workers' model events are logged as this cell's
+        await _gather_cancelling([worker() for _ in range(min(concurrency, len(questions)))])
 
 
 class CellWriter:
@@ -152,7 +154,7 @@ class CellWriter:
         exp: Experiment,
         out: Path,
         spec: RunSpec,
-        questions: QuestionStore,
+        questions: RunQuestions,
         progress: Progress | None = None,
     ) -> None:
         self.exp = exp
@@ -268,7 +270,7 @@ class LocalExecutor:
         exp: Experiment,
         out: Path,
         specs: Sequence[RunSpec],
-        questions: QuestionStore,
+        questions: RunQuestions,
         progress: Progress | None,
         on_start: OnStart | None,
     ) -> list[RunResult]:

@@ -7,7 +7,7 @@ import json
 import tempfile
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, overload
+from typing import Any, Protocol, overload
 
 from seerbench.errors import DataError
 from seerbench.types import Question
@@ -153,3 +153,17 @@ class QuestionView(_Lazy):
 
     def _get(self, i: int) -> Question:
         return self.store._get(self.positions[i])
+
+
+class RunQuestions(Protocol):
+    """What an executor and the cell writer read of a run's questions: a :class:`QuestionStore`
+    (dataset order), or a sequential run's first questions in its seeded order
+    (:class:`seerbench.experiment._stopping.SequentialQuestions`)."""
+
+    ids: list[str]
+    position: dict[str, int]  # id -> place among these questions
+    dataset_order: dict[str, int]  # id -> rank in the results file's order (also past these)
+
+    def __len__(self) -> int: ...
+
+    def subset(self, positions: Sequence[int]) -> QuestionView: ...

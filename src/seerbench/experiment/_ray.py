@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 from seerbench.errors import ConfigError, SeerbenchError
 from seerbench.experiment._config import ExperimentConfig
 from seerbench.experiment._executor import CellWriter, LineFormat, OnStart, Progress, run_questions
-from seerbench.experiment._questions import QuestionStore
-from seerbench.models import cache_scope, default_tracker
+from seerbench.experiment._questions import RunQuestions
+from seerbench.models import cache_scope, default_tracker, usage_cell
 from seerbench.types import Question
 
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ class RayExecutor:
         exp: Experiment,
         out: Path,
         specs: Sequence[RunSpec],
-        questions: QuestionStore,
+        questions: RunQuestions,
         progress: Progress | None,
         on_start: OnStart | None,
     ) -> list[RunResult]:
@@ -203,7 +203,7 @@ class RayExecutor:
         exp: Experiment,
         out: Path,
         specs: Sequence[RunSpec],
-        questions: QuestionStore,
+        questions: RunQuestions,
         progress: Progress | None,
         on_start: OnStart | None,
     ) -> list[RunResult]:
@@ -266,7 +266,8 @@ class RayExecutor:
                         w.write(text)
                     for message in res.errors:
                         w.error(message)
-                    _add_usage(res.usage)
+                    with usage_cell(spec.key):  # logged as the cell's, as a local run logs it
+                        _add_usage(res.usage)
                     left[spec.key] -= 1
                     if left[spec.key] == 0:
                         results[spec.key] = w.finish()

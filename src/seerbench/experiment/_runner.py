@@ -29,6 +29,7 @@ from seerbench.experiment._grid import _slug, build_grid
 from seerbench.experiment._identity import cell_identity, prompt_hashes
 from seerbench.experiment._inspect import counting_factory, recording_factory, stand_in_factory
 from seerbench.experiment._questions import QuestionStore
+from seerbench.experiment._stopping import check_sequential, run_sequential
 from seerbench.judges import Judge
 from seerbench.models import USAGE_LOG, Model, UsageLog, UsageTracker, cache_scope, default_tracker, get_model
 from seerbench.prompts import check_prompts_dir
@@ -212,6 +213,7 @@ class Experiment:
                     "(e.g. single_turn_debate with quality_path), or a condition without P "
                     "(S, SA) / judge_sees_source: false."
                 )
+        check_sequential(self, specs)
         return specs
 
     def check_models(self, specs: Sequence[RunSpec]) -> None:
@@ -268,7 +270,12 @@ class Experiment:
                     UsageLog(out / USAGE_LOG).attached(default_tracker()),
                     cache_scope(self.config.cache_scope),
                 ):
-                    results = await self.executor.run_cells(self, out, specs, questions, progress, on_start)
+                    if self.config.sequential is not None:  # batches until each cell's target is met
+                        results = await run_sequential(self, out, specs, questions, progress, on_start)
+                    else:
+                        results = await self.executor.run_cells(
+                            self, out, specs, questions, progress, on_start
+                        )
             except ConfigError:
                 # the executor refused to start (e.g. a Ray cluster that cannot be reached): a folder
                 # this run made holds no result, so leave none behind for a corrected config to trip on

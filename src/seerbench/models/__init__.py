@@ -46,6 +46,7 @@ from seerbench.models._usage import (
     default_tracker,
     read_usage,
     unused_prices,
+    usage_cell,
     use_prices,
 )
 
@@ -89,6 +90,7 @@ __all__ = [
     "spec_forms",
     "to_messages",
     "unused_prices",
+    "usage_cell",
     "use_prices",
 ]
 

@@ -7,6 +7,7 @@ import os
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,21 @@ class ModelUsage:
         return dict(vars(self))
 
 
+#: The grid cell whose questions the current task runs (set by the runner): each model event is
+#: logged with it, so a run folder's usage can be read per cell (``seerbench plan``).
+_CELL: ContextVar[str | None] = ContextVar("seerbench_usage_cell", default=None)
+
+
+@contextmanager
+def usage_cell(key: str | None) -> Iterator[None]:
+    """Log the model events of this block (and of the tasks it starts) as cell ``key``'s."""
+    token = _CELL.set(key)
+    try:
+        yield
+    finally:
+        _CELL.reset(token)
+
+
 class UsageTracker:
     """Thread-safe running totals per model spec; shared by every Model in a process by default.
     Every count is also appended, as it happens, to each :class:`UsageLog` in ``logs`` (a run
@@ -158,6 +174,9 @@ class UsageTracker:
                 u.cost = None if (u.cost is None or c is None) else u.cost + c
                 event["cost"] = c
             if event:
+                cell = _CELL.get()
+                if cell is not None:
+                    event["cell"] = cell
                 self._log(spec, event)
 
     def record_hit(self, spec: str) -> None:
@@ -286,8 +305,10 @@ def _add(m: dict[str, Any], counts: dict[str, Any], cost: float | None) -> None:
 def read_usage(folder: Path) -> dict[str, Any] | None:
     """What every run into ``folder`` used: ``usage.json`` (the summary the last run that ended
     wrote, up to ``log_bytes`` of the log) plus the events of ``usage.jsonl`` past it (those of
-    a run that was killed). ``{runs, models: {spec: counts}, total}``, cost None where a call had
-    no price; None when the folder has neither file. A torn or unreadable event line is skipped."""
+    a run that was killed). ``{runs, models: {spec: counts}, cells: {cell: counts}, total}``,
+    cost None where a call had no price; ``cells`` holds the events logged with their grid cell
+    (runs before the cell was logged have none). None when the
+    folder has neither file. A torn or unreadable event line is skipped."""
     summary, log = folder / "usage.json", folder / USAGE_LOG
     try:
         rec: dict[str, Any] = json.loads(summary.read_text()) if summary.is_file() else {}
@@ -299,6 +320,7 @@ def read_usage(folder: Path) -> dict[str, Any] | None:
         return None
     runs = int(rec.get("runs", 0))
     models: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (rec.get("models") or {}).items()}
+    cells: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (rec.get("cells") or {}).items()}
     if log.is_file():
         with open(log, "rb") as f:
             f.seek(int(rec.get("log_bytes", 0)))
@@ -313,10 +335,12 @@ def read_usage(folder: Path) -> dict[str, Any] | None:
                     runs += 1
                 elif isinstance(ev.get("model"), str):
                     _add(models.setdefault(ev["model"], _zero()), ev, ev.get("cost", 0.0))
+                    if isinstance(ev.get("cell"), str):
+                        _add(cells.setdefault(ev["cell"], _zero()), ev, ev.get("cost", 0.0))
     total = _zero()
     for m in models.values():
         _add(total, m, m.get("cost"))
-    return {"runs": runs, "models": models, "total": total}
+    return {"runs": runs, "models": models, "cells": cells, "total": total}
 
 
 def write_usage_summary(folder: Path) -> dict[str, Any] | None:

@@ -170,7 +170,7 @@ def load_run(
     folder = RunFolder(path)
     base = pick_baseline(folder, baseline)
     try:
-        summary = summarize_run(folder.path, baseline=base)
+        summary = summarize_run(folder.path, baseline=base, anytime=True)
     except ConfigError as e:  # e.g. a --baseline this run has no folder of: say which run
         if str(folder.path) in str(e):
             raise

@@ -26,6 +26,7 @@ from seerbench.report._analyses import (
 from seerbench.report._assets import CSS, JS
 from seerbench.report._blocks import esc, fig, num, script_json, section, table
 from seerbench.report._data import RunData, StudyData, load_run, load_study
+from seerbench.runs import stop_reason, stop_target
 from seerbench.store import atomic_write_text
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
@@ -303,6 +304,91 @@ def part_paired(r: RunData, i: int) -> str:
     )
 
 
+ANYTIME_HEAD = ("cell", "n", "mean", "fixed-n low", "fixed-n high", "anytime low", "anytime high")
+
+
+def anytime_row(label: str, fixed: dict[str, Any] | None, seq: dict[str, Any] | None, *, attrs: str) -> str:
+    f, a = fixed or {}, seq or {}
+    return (
+        f"<tr {attrs}><td>{esc(label)}</td>"
+        + num(f.get("n"), "n")
+        + num(f.get("mean"), "mean")
+        + num(f.get("ci_low"), "ci_low")
+        + num(f.get("ci_high"), "ci_high")
+        + num(a.get("ci_low"), "anytime_low")
+        + num(a.get("ci_high"), "anytime_high")
+        + "</tr>"
+    )
+
+
+def _diff_label(r: RunData, p: dict[str, Any]) -> str:
+    a, b = p["cell"], p["baseline_cell"]
+    return f"Δ {r.labels.get(a, a)} − {r.labels.get(b, b)}"
+
+
+def part_anytime(r: RunData, i: int) -> str:
+    """Judge accuracy's fixed-n interval beside its anytime-valid one (the confidence sequence over
+    the questions in file order), per cell and per paired comparison; a sequential run's decisions."""
+    rows = [
+        anytime_row(
+            r.labels[s["cell"]],
+            _metric(s, "judge_accuracy"),
+            (s.get("anytime") or {}).get("judge_accuracy"),
+            attrs=f'data-cell="{esc(s["cell"])}"',
+        )
+        for s in _cells(r)
+    ]
+    rows += [
+        anytime_row(
+            _diff_label(r, p),
+            p.get("accuracy_diff"),
+            p.get("accuracy_diff_anytime"),
+            attrs=f'data-cell="{esc(p["cell"])}" data-metric="accuracy_diff"',
+        )
+        for p in r.summary.get("paired") or []
+    ]
+    out = table(ANYTIME_HEAD, rows, cls="stats-anytime")
+    rec = r.summary.get("sequential")
+    if rec:
+        seq = rec.get("settings") or {}
+        target = stop_target(seq)
+        spent = rec.get("spent") or {}
+        dollars = spent.get("dollars")
+        head = ("cell", "status", "reason", "questions", "anytime low", "anytime high")
+        drows = []
+        items = [(r.labels.get(k, k), k, c) for k, c in (rec.get("cells") or {}).items()]
+        items += [
+            (
+                _diff_label(r, c),
+                c["cell"],
+                c,
+            )
+            for c in rec.get("comparisons") or []
+        ]
+        for label, key, c in items:
+            iv = c.get("interval") or {}
+            why = stop_reason(c)
+            drows.append(
+                f'<tr data-cell="{esc(key)}" data-status="{esc(str(c.get("status")))}"><td>{esc(label)}</td>'
+                f"<td>{esc(str(c.get('status')))}</td><td>{esc(why)}</td>"
+                + num(c.get("n"), "n")
+                + num(iv.get("ci_low"), "anytime_low")
+                + num(iv.get("ci_high"), "anytime_high")
+                + "</tr>"
+            )
+        out += (
+            f"<p>sequential run: batches of {esc(str(seq.get('batch')))} questions in the order of seed "
+            f"{esc(str(seq.get('seed')))}, target {esc(target)}; {esc(str(rec.get('added')))} of "
+            f"{esc(str(rec.get('questions')))} questions added; spent {esc(str(spent.get('calls')))} calls, "
+            f"{esc(str(spent.get('tokens')))} tokens, "
+            + ("unknown dollars" if dollars is None else f"${dollars:.4f}")
+            + ".</p>"
+            + "".join(f'<p class="note">warning: {esc(str(w))}</p>' for w in rec.get("warnings") or [])
+            + table(head, drows, cls="stats-sequential")
+        )
+    return out
+
+
 def part_pressure(r: RunData, i: int) -> str:
     p = r.summary.get("pressure")
     if not p:
@@ -401,6 +487,11 @@ HOW = {
     "accuracy": "Share of verdicts that put the most probability on the true answer (ties count 1/k). 0.5 "
     "is chance on two options. Bars: Wilson 95% intervals "
     "(at the effective n where questions share a passage).",
+    "anytime": "Judge accuracy's fixed-n 95% interval beside its anytime-valid 95% confidence sequence "
+    "(betting; docs/budget.md), per cell and per paired difference against the baseline: the anytime one "
+    "stays valid however often the run was looked at and whenever it stopped, so it is the one to quote "
+    "for a run that was watched or stopped early (a sequential run). ASD is unbounded and not covered. "
+    "For a sequential run, each cell's decision: why it stopped and at how many questions.",
     "betas": "JSE: the judge's expected score (BlindTrust, whose judge adopts the argued answer, is in the "
     "table, not the figure); ASE: the expected score of an agent that picks its side with softmax "
     "temperature β over its own probabilities (β=0 always argues its best guess, β=∞ picks at "
@@ -456,6 +547,12 @@ def run_sections(runs: Sequence[RunData]) -> str:
                 runs,
                 part_metric("judge_accuracy", "judge accuracy by cell", "accuracy", ref=0.5, xlim=(0, 1)),
             ),
+        ),
+        section(
+            "anytime",
+            "Anytime-valid intervals",
+            HOW["anytime"],
+            runs_side_by_side(runs, part_anytime),
         ),
         section("betas", "JSE and ASE at β = 0, 1, ∞", HOW["betas"], runs_side_by_side(runs, part_betas)),
         section(
