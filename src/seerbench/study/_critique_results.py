@@ -25,6 +25,7 @@ from seerbench.stats import (
 )
 from seerbench.stats import (
     Interval,
+    Summary,
     cluster_group_modes,
     codes,
     combine_modes,
@@ -243,7 +244,10 @@ def merge_validations(
 # ------------------------------------------------------------------ metrics
 
 
-def _interval_dict(iv: Interval, n: int, kind: str) -> dict[str, Any]:
+def _interval_dict(iv: Interval, values: np.ndarray, kind: str, se: float, seed: int) -> dict[str, Any]:
+    """A measure's mean and interval over ``values`` as the shared
+    :class:`seerbench.stats.Summary`'s dict (``n``, ``mean``, ``std``, ``se``, ``ci_low``,
+    ``ci_high``, ``confidence``, ``n_boot``, ``seed``, ``method``, ``n_eff``, ``clusters``)."""
     method = (
         "cluster bootstrap (items and raters), Wilson interval at the effective n"
         if kind == "proportion"
@@ -254,7 +258,16 @@ def _interval_dict(iv: Interval, n: int, kind: str) -> dict[str, Any]:
         if kind == "count"
         else "cluster bootstrap (items and raters), t interval (clusters - 1 df)"
     )
-    return {"n": n, "mean": iv.estimate, "ci_low": iv.ci_low, "ci_high": iv.ci_high, "method": method}
+    n = int(values.size)
+    return Summary.from_interval(
+        iv,
+        n=n,
+        std=float(values.std(ddof=1)) if n > 1 else 0.0,
+        se=se,
+        n_boot=DEFAULT_N_BOOT,
+        seed=seed,
+        method=method,
+    ).as_dict()
 
 
 def _t_interval(estimate: float, variance: float, df: float, confidence: float = 0.95) -> Interval:
@@ -316,16 +329,17 @@ def _measure(
         sel = groups == g
         if not sel.any():
             continue
+        var = float(cov[g, g])
         if kind == "proportion":
             ivs[c] = group_interval(means, cov, g, sel, items, raters)
         elif kind == "count":
-            v, d_f = _crossed(modes, g, None, sel, items, raters)
-            ivs[c] = count_interval(float(means[g]), v, d_f, n_max=float(sel.sum()))
+            var, d_f = _crossed(modes, g, None, sel, items, raters)
+            ivs[c] = count_interval(float(means[g]), var, d_f, n_max=float(sel.sum()))
         else:
             iv = _t_interval(float(means[g]), float(cov[g, g]), df(sel))
             lo, hi = _RANGE.get(kind, (-math.inf, math.inf))
             ivs[c] = Interval(iv.estimate, max(iv.ci_low, lo), min(iv.ci_high, hi), None)
-        out[c] = _interval_dict(ivs[c], int(sel.sum()), kind)
+        out[c] = _interval_dict(ivs[c], values[sel], kind, math.sqrt(max(var, 0.0)), seed)
     diffs: dict[str, dict[str, Any]] = {}
     for label, (ca, cn) in pairs.items():
         if ca not in ivs or cn not in ivs:
