@@ -239,7 +239,7 @@ def test_cluster_option(bon_run: Path) -> None:
     ):
         console.print(table)
     text = console.export_text()
-    assert "[n/a,n/a]" in text and "only 1 independent" in text and one_run["groups"][0]["n_clusters"] == 1
+    assert "[n/a, n/a]" in text and "only 1 independent" in text and one_run["groups"][0]["n_clusters"] == 1
     assert any("only 1 independent question cluster" in n for n in one.notes)
 
 

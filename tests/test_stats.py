@@ -323,3 +323,31 @@ def test_iid_mean_coverage_at_small_n(n: int) -> None:
         s = stats.summarize(x, n_boot=400, seed=r)
         hit += s.ci_low <= 0.0 <= s.ci_high
     assert 0.915 <= hit / reps <= 0.99, hit / reps
+
+
+def test_crossed_variance_scales_each_part_and_takes_satterthwaite_df() -> None:
+    # parts 4.0 (items, 20), 3.0 (raters, 30), 3.0 (judgments, 101), worked by hand:
+    # 4 * 20/19 = 4.210526, 3 * 30/29 = 3.103448, 3 * 101/100 = 3.03; V = 4.283974;
+    # df = V^2 / (4.210526^2/19 + 3.103448^2/29 + 3.03^2/100) = 18.35243 / 1.357007 = 13.524
+    v, df = stats.crossed_variance({"items": 4.0, "raters": 3.0, "judgments": 3.0}, 20, 30, 101)
+    assert v == pytest.approx(4.283974, abs=1e-6) and df == pytest.approx(13.524, abs=1e-3)
+    # below the larger one-way part (0.1 * 5/4) the variance is floored there; df at most the
+    # fewer clusters less one (here 5 raters: 4)
+    v, df = stats.crossed_variance({"items": 0.1, "raters": 0.1, "judgments": 0.3}, 20, 5, 100)
+    assert v == pytest.approx(0.125) and df <= 4.0
+
+
+def test_count_interval_is_the_quasi_poisson_score_interval() -> None:
+    # mean 2 with variance 0.1: n_eff = 20; at 9 df the roots of (2 - mu)^2 = q^2 mu / 20
+    iv = stats.count_interval(2.0, 0.1, 9.0, n_max=100)
+    q = 2.2621571627409915
+    b = 4 + q * q / 20
+    lo, hi = (b - math.sqrt(b * b - 16)) / 2, (b + math.sqrt(b * b - 16)) / 2
+    assert (iv.ci_low, iv.ci_high, iv.n_eff) == pytest.approx((lo, hi, 20.0))
+    assert hi - 2 > 2 - lo  # skewed right, like the counts
+    # a variance below the Poisson one of independent counts: n_eff capped at n_max
+    assert stats.count_interval(2.0, 1e-9, 9.0, n_max=100).n_eff == 100
+    # no event in 40 counts: the exact Poisson bound exp(-40 mu) = 0.05
+    zero = stats.count_interval(0.0, 0.0, 9.0, n_max=40)
+    assert zero.ci_low == 0.0 and zero.ci_high == pytest.approx(math.log(20) / 40)
+    assert stats.count_interval(math.nan, 0.1, 9.0, n_max=40).empty

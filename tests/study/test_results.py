@@ -503,3 +503,28 @@ def test_admin_shows_per_rater_accuracy_and_time(make_study) -> None:
         '<td class="scored">2</td><td class="accuracy">50%</td>' in row
         and '<td class="total-seconds">30.0</td>' in row
     )
+
+
+def test_accuracy_is_the_shared_summary() -> None:
+    # the judgment accuracy dict is seerbench.stats.Summary's, its interval the two-way cluster
+    # bootstrap's (same seed, same numbers as cluster_mean_interval)
+    import dataclasses
+
+    import numpy as np
+
+    from seerbench.stats import Summary, cluster_mean_interval, codes
+    from seerbench.study._results import _judgment_summary
+
+    vals = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0]
+    rows = [{"item": f"i{k % 4}", "rater_id": f"r{k % 3}"} for k in range(8)]
+    s = _judgment_summary(list(zip(vals, rows, strict=True)), seed=3)
+    assert set(s) == {f.name for f in dataclasses.fields(Summary)}
+    items, _ = codes([r["item"] for r in rows])
+    raters, _ = codes([r["rater_id"] for r in rows])
+    iv = cluster_mean_interval(np.array(vals), items, raters, seed=3)
+    assert (s["mean"], s["ci_low"], s["ci_high"], s["n_eff"]) == pytest.approx(
+        (0.75, iv.ci_low, iv.ci_high, iv.n_eff)
+    )
+    assert s["n"] == 8 and s["clusters"] == 3 and s["se"] > 0 and s["method"].startswith("cluster bootstrap")
+    empty = _judgment_summary([], seed=3)
+    assert empty["n"] == 0 and math.isnan(empty["mean"]) and set(empty) == set(s)

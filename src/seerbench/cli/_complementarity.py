@@ -11,19 +11,8 @@ from rich.text import Text
 
 from seerbench.cli._app import app
 from seerbench.cli._common import console, print_json, quiet
+from seerbench.cli._format import ci, num
 from seerbench.errors import ConfigError
-
-
-def _f(x: float | None, digits: int = 3) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    return f"{x:.{digits}f}"
-
-
-def _ci(e: object) -> str:
-    if e is None or getattr(e, "estimate", None) is None:
-        return "-"
-    return f"{_f(e.estimate)} [{_f(e.ci_low)}, {_f(e.ci_high)}]"  # type: ignore[attr-defined]
 
 
 def _row(t: Table, *cells: str) -> None:
@@ -166,22 +155,22 @@ def _print(report: object, shown: str) -> None:
         for row in sw.rows:
             _row(
                 t,
-                _f(row.threshold, 2),
-                _f(row.routed_to_humans, 2),
-                _ci(row.hybrid)
+                num(row.threshold, 2),
+                num(row.routed_to_humans, 2),
+                ci(row.hybrid)
                 if row.missing_human_items == 0
                 else f"- ({row.missing_human_items} routed items unrated)",
-                _ci(row.gain_over_ai),
-                _f(row.human_ratings_per_item, 2),
-                _f(row.human_cost_per_item, 2),
+                ci(row.gain_over_ai),
+                num(row.human_ratings_per_item, 2),
+                num(row.human_cost_per_item, 2),
             )
         console.print(t)
         cv = sw.cross_validated
         console.print(
-            f"  AI alone {_ci(sw.ai_alone)}; humans alone {_ci(sw.humans_alone)} on {sw.items_with_humans} "
-            f"items (AI there {_f(sw.ai_on_human_items.estimate)}); in-sample best T = "
-            f"{_f(sw.best_threshold, 2)} ({_f(sw.best_accuracy)}); cross-validated "
-            f"{_f(cv.estimate)} (sd {_f(cv.spread)}, {cv.folds} folds x {cv.repeats})",
+            f"  AI alone {ci(sw.ai_alone)}; humans alone {ci(sw.humans_alone)} on {sw.items_with_humans} "
+            f"items (AI there {num(sw.ai_on_human_items.estimate)}); in-sample best T = "
+            f"{num(sw.best_threshold, 2)} ({num(sw.best_accuracy)}); cross-validated "
+            f"{num(cv.estimate)} (sd {num(cv.spread)}, {cv.folds} folds x {cv.repeats})",
             markup=False,
         )
     if sw_majority_tie := next((s.tie_rule for s in r.hybrid if s.aggregate == "majority"), None):
@@ -202,10 +191,10 @@ def _print(report: object, shown: str) -> None:
             t,
             sw.condition,
             sw.aggregate,
-            _ci(sw.humans_alone),
-            _f(sw.best_threshold, 2),
-            _f(sw.best_accuracy),
-            _f(sw.cross_validated.estimate),
+            ci(sw.humans_alone),
+            num(sw.best_threshold, 2),
+            num(sw.best_accuracy),
+            num(sw.cross_validated.estimate),
         )
     console.print(t)
 
@@ -229,12 +218,12 @@ def _print(report: object, shown: str) -> None:
             _row(
                 t,
                 c.condition,
-                _ci(c.ai_wrong.accuracy),
-                _ci(c.ai_right.accuracy),
-                _ci(c.over_reliance),
-                _ci(c.under_reliance),
-                _ci(c.accuracy_change_ai_wrong),
-                _ci(c.accuracy_change_ai_right),
+                ci(c.ai_wrong.accuracy),
+                ci(c.ai_right.accuracy),
+                ci(c.over_reliance),
+                ci(c.under_reliance),
+                ci(c.accuracy_change_ai_wrong),
+                ci(c.accuracy_change_ai_right),
             )
         console.print(t)
 
@@ -243,7 +232,7 @@ def _print(report: object, shown: str) -> None:
         t.add_column(col)
     for cal in r.calibration:
         b = "; ".join(f"{x.mean_confidence:.2f}->{x.accuracy:.2f} ({x.n})" for x in cal.buckets)
-        _row(t, cal.source, str(cal.n), _f(cal.ece), _f(cal.brier), b)
+        _row(t, cal.source, str(cal.n), num(cal.ece), num(cal.brier), b)
     console.print(t)
 
     me = r.mixed_effects
@@ -255,15 +244,15 @@ def _print(report: object, shown: str) -> None:
             _row(
                 t,
                 coef.term,
-                _f(coef.estimate),
-                _f(coef.se),
-                _f(coef.z, 2),
+                num(coef.estimate),
+                num(coef.se),
+                num(coef.z, 2),
                 "-" if coef.p is None else f"{coef.p:.3g}",
             )
         console.print(t)
         sd = me.random_effect_sd
         console.print(
-            f"  random-intercept SD: item {_f(sd['item'])}, rater {_f(sd['rater'])}; {me.estimator}",
+            f"  random-intercept SD: item {num(sd['item'])}, rater {num(sd['rater'])}; {me.estimator}",
             markup=False,
         )
         if me.note:

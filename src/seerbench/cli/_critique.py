@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from seerbench.cli._app import app
 from seerbench.cli._common import console, err_console, plural, print_json, quiet
+from seerbench.cli._format import ci
 from seerbench.cli._rate import _Bar
 from seerbench.cli._run import _usage_line
 
@@ -95,10 +96,7 @@ def critique_cmd(
         ):
             m = res.summary.get(key) or {}
             if m.get("estimate") is not None:
-                console.print(
-                    f"{label}: {m['estimate']:.3f} [{m['ci_low']:.3f}, "
-                    f"{m['ci_high']:.3f}] over {plural(m['n'], 'answer')}"
-                )
+                console.print(f"{label}: {ci(m)} over {plural(m['n'], 'answer')}")
         console.print(f"[dim]{_usage_line()}  wall {time.time() - started:.1f}s[/]")
         console.print(f"critiques: {escape(str(res.path))}")
     if res.failed:

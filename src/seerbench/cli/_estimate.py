@@ -13,6 +13,7 @@ from rich.table import Table
 
 from seerbench.cli._app import app
 from seerbench.cli._common import console, print_json
+from seerbench.cli._format import bounds, num
 from seerbench.datasets import read_questions_jsonl
 from seerbench.errors import ConfigError, DataError
 from seerbench.estimators import (
@@ -26,12 +27,6 @@ from seerbench.estimators import (
     read_predictions_csv,
     write_labels_csv,
 )
-
-
-def _fmt(x: float | None, digits: int = 4) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    return f"{x:.{digits}f}"
 
 
 def _check_unit(name: str, value: float) -> None:
@@ -100,15 +95,15 @@ def estimate(
             continue
         bound_txt = f"± {b.half_width:.4f}" if b is not None else "-"
         used = b.method if b is not None else "none in the paper"
-        est_txt = _fmt(e.estimate) + (" (clipped)" if e.clipped else "")
+        est_txt = num(e.estimate, 4) + (" (clipped)" if e.clipped else "")
         table.add_row(
             row.label,
             est_txt,
-            _fmt(e.se),
+            num(e.se, 4),
             "empty: no accuracy in [0, 1] fits (impossible under Eq. 1)"
             if math.isnan(e.ci_low)
-            else f"[{e.ci_low:.4f}, {e.ci_high:.4f}]",
-            _fmt(e.weight, 3),
+            else bounds(e, 4),
+            num(e.weight, 3),
             bound_txt,
             used,
         )
@@ -119,9 +114,9 @@ def estimate(
     for b in report.bounds:
         bt.add_row(
             b.method,
-            _fmt(b.weight, 3),
+            num(b.weight, 3),
             f"{b.half_width:.4f}",
-            f"[{b.lower:.4f}, {b.upper:.4f}]",
+            bounds({"ci_low": b.lower, "ci_high": b.upper}, 4),
             "yes" if b.holds_for_data_dependent_weight else "no (fixed w)",
             "rigorous" if b.rigorous else "approximate",
         )
@@ -329,9 +324,9 @@ def _plan_run(
                 *[str(r[c]) for c in ("cell", "baseline_cell")[: len(first)]],
                 r["metric"],
                 str(r["pilot_n"]),
-                _fmt(r["pilot_mean"], 3),
-                _fmt(r["sd"], 3),
-                _fmt(r["design_effect"], 2),
+                num(r["pilot_mean"], 3),
+                num(r["sd"], 3),
+                num(r["design_effect"], 2),
                 str(r["questions"]) if r["questions"] is not None else f"- ({r['why']})",
                 "-" if e.get("calls") is None else str(e["calls"]),
                 "-" if e.get("cost") is None else f"${e['cost']:.2f}",

@@ -10,26 +10,19 @@ from rich.markup import escape
 from rich.table import Table
 
 from seerbench.cli._common import console
+from seerbench.cli._format import MISSING, ci, num
 from seerbench.metrics import beta_key
 
 
-def _num(x: Any) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
-
-
 def _est(s: dict[str, Any] | None) -> str:
-    if not s or s.get("mean") is None or (isinstance(s["mean"], float) and math.isnan(s["mean"])):
-        return "n/a"
-    return escape(
-        f"{s['mean']:.2f} [{_num(s.get('ci_low'))},{_num(s.get('ci_high'))}]"
-    )  # [n/a,n/a] is not markup
+    return escape(ci(s, 2, bare=False))  # [n/a, n/a] is not markup
 
 
 def _bound(x: Any, unbounded: str) -> str:
     # json_safe turns an unbounded end into None
     if isinstance(x, float) and math.isnan(x):
-        return "n/a"
-    return unbounded if x is None or (isinstance(x, float) and math.isinf(x)) else f"{x:.2f}"
+        return MISSING
+    return unbounded if x is None or (isinstance(x, float) and math.isinf(x)) else num(x, 2)
 
 
 def pressure_tables(pressure: dict[str, Any]) -> list[Table]:
@@ -55,11 +48,11 @@ def pressure_tables(pressure: dict[str, Any]) -> list[Table]:
             t.add_row(f"{s['to_n']}-{s['from_n']}", _est(s["asd"]), _est(s["ase"]), _est(s["accuracy"]))
         sl = g.get("slope")
         slope = (
-            "slope n/a"
+            f"slope {MISSING}"
             if sl is None or sl.get("estimate") is None
             else (
-                f"slope dASD/dASE {sl['estimate']:.2f} "
-                f"[{_bound(sl['ci_low'], '-inf')},{_bound(sl['ci_high'], 'inf')}]"
+                f"slope dASD/dASE {num(sl['estimate'], 2)} "
+                f"[{_bound(sl['ci_low'], '-inf')}, {_bound(sl['ci_high'], 'inf')}]"
             )
         )
         t.caption = f"rows N-M: paired differences; {escape(slope)}" + "".join(

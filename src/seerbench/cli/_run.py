@@ -19,6 +19,7 @@ from seerbench.analysis import pressure_section
 from seerbench.analysis.run import summarize_run
 from seerbench.cli._app import app
 from seerbench.cli._common import cli_plugins, console, err_console, print_json, quiet
+from seerbench.cli._format import ci, num
 from seerbench.cli._pressure import print_pressure
 from seerbench.errors import ConfigError
 from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RayExecutor, RunSpec
@@ -334,20 +335,6 @@ def _print_plan(plans: list[CellPlan], exp: Experiment, *, json_out: bool) -> No
     console.print(t)
 
 
-def _fmt(s: dict[str, Any] | None, digits: int = 2) -> str:
-    if (
-        not s
-        or s.get("n", 0) == 0
-        or s.get("mean") is None
-        or (isinstance(s["mean"], float) and math.isnan(s["mean"]))
-    ):
-        return "n/a"
-    lo, hi = s.get("ci_low"), s.get("ci_high")
-    if lo is None or hi is None:
-        return f"{s['mean']:.{digits}f}"
-    return f"{s['mean']:.{digits}f} [{lo:.{digits}f},{hi:.{digits}f}]"
-
-
 def _axis_value(s: dict[str, Any], axis: str) -> str:
     v = s.get(axis)
     if axis == "tools":
@@ -392,13 +379,13 @@ def stats_table(
         if wide:
             row += [
                 str(s["parse_failures"]),
-                _fmt(m.get("asd", {}).get(score), digits),
-                _fmt(m.get(f"jse_{b}", {}).get(score), digits),
-                _fmt(m.get(f"ase_{b}", {}).get(score), digits),
-                _fmt(m.get("judge_accuracy"), digits),
+                ci(m.get("asd", {}).get(score), digits),
+                ci(m.get(f"jse_{b}", {}).get(score), digits),
+                ci(m.get(f"ase_{b}", {}).get(score), digits),
+                ci(m.get("judge_accuracy"), digits),
             ]
         else:
-            row += [_fmt(m.get("asd", {}).get(score), digits), _fmt(m.get("judge_accuracy"), digits)]
+            row += [ci(m.get("asd", {}).get(score), digits), ci(m.get("judge_accuracy"), digits)]
         if any(left_out):
             row.append(escape(lo))
         t.add_row(*row)
@@ -518,8 +505,8 @@ def stats(
                 escape(str(c["cell"])),
                 *vs,
                 escape(str(c["judge"])),
-                _fmt(c["asd_diff"]),
-                _fmt(c["accuracy_diff"]),
+                ci(c["asd_diff"], 2),
+                ci(c["accuracy_diff"], 2),
             )
         console.print(t)
         base = {c["baseline_cell"] for c in summary["paired"]}
@@ -543,12 +530,6 @@ def stats(
         print_elo(summary["elo"])
 
 
-def _ci(d: dict[str, Any] | None) -> str:
-    if not d or d.get("ci_low") is None or d.get("mean") is None:
-        return "n/a"
-    return f"{d['mean']:.3f} [{d['ci_low']:.3f}, {d['ci_high']:.3f}]"
-
-
 def _print_anytime(summary: dict[str, Any]) -> None:
     """Accuracy's fixed-n interval beside the anytime-valid one, per cell and per comparison."""
     t = Table(title="accuracy: fixed-n 95% interval and anytime-valid 95% confidence sequence")
@@ -557,15 +538,15 @@ def _print_anytime(summary: dict[str, Any]) -> None:
     for c in summary["cells"]:
         a = (c.get("anytime") or {}).get("judge_accuracy")
         t.add_row(
-            escape(str(c.get("cell"))), str(c.get("n_scored")), _ci(c["metrics"]["judge_accuracy"]), _ci(a)
+            escape(str(c.get("cell"))), str(c.get("n_scored")), ci(c["metrics"]["judge_accuracy"]), ci(a)
         )
     for p in summary["paired"]:
         d = p.get("accuracy_diff_anytime")
         t.add_row(
             escape(f"Δ {p['cell']} - {p['baseline_cell']}"),
             str((p.get("accuracy_diff") or {}).get("n", "-")),
-            _ci(p.get("accuracy_diff")),
-            _ci(d),
+            ci(p.get("accuracy_diff")),
+            ci(d),
         )
     console.print(t)
     console.print(
@@ -593,7 +574,7 @@ def print_decisions(rec: dict[str, Any]) -> None:
             str(c.get("status")),
             escape(stop_reason(c)),
             str(c.get("n")),
-            _ci(c.get("interval")),
+            escape(ci(c.get("interval"))),
         )
     console.print(t)
     for w in rec.get("warnings") or []:
@@ -608,20 +589,13 @@ def print_decisions(rec: dict[str, Any]) -> None:
     )
 
 
-def _fmt_mean(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.2f}"
-
-
 def print_elo(elo: dict[str, Any]) -> None:
     """The Elo table of each cross-play tournament: aggregate (its own fit, one rating per
     debater), correct-side and incorrect-side ratings and correct minus incorrect, with their
     intervals, then the win-rate matrix."""
 
     def iv(x: dict[str, float]) -> str:
-        lo, hi = x["ci_low"], x["ci_high"]
-        rng = "" if lo is None or math.isnan(lo) else f" [{lo:.0f},{hi:.0f}]"
-        est = f"{x['estimate']:.0f}"
-        return f"{'0' if est == '-0' else est}{rng}"
+        return ci(x, 0)
 
     for t in elo["tournaments"]:
         pct = round(100 * t["confidence"])
@@ -642,16 +616,14 @@ def print_elo(elo: dict[str, Any]) -> None:
                 iv(r["incorrect"]),
                 iv(r["difference"]),
                 str(r["n_matches"]),
-                _fmt_mean(r.get("asd")),
-                _fmt_mean(r.get("ase")),
+                num(r.get("asd"), 2),
+                num(r.get("ase"), 2),
             )
         console.print(tab)
         tr = t["trend"]
         if tr["estimate"] is not None and not math.isnan(tr["estimate"]):
-            lo, hi = tr["ci_low"], tr["ci_high"]
-            ci = "" if lo is None or math.isnan(lo) else f" [{lo:.2f},{hi:.2f}]"
             console.print(
-                f"correct - incorrect against aggregate Elo: slope {tr['estimate']:.2f}{ci} "
+                f"correct - incorrect against aggregate Elo: slope {ci(tr, 2)} "
                 "(Khan et al. 2024 find it rising); ASD/ASE: the debater as agent, mean over its opponents",
                 highlight=False,
             )
@@ -660,7 +632,7 @@ def print_elo(elo: dict[str, Any]) -> None:
         for d in t["debaters"]:
             w.add_column(escape(d), overflow="fold")
         for d, row in zip(t["debaters"], t["win_rate"], strict=True):
-            w.add_row(escape(d), *("-" if v is None else f"{v:.2f}" for v in row))
+            w.add_row(escape(d), *(num(v, 2) for v in row))
         console.print(w)
 
 

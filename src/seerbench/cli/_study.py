@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from rich.table import Table
 
 from seerbench.cli._app import app
 from seerbench.cli._common import console, plural, print_json
+from seerbench.cli._format import bounds, num
 from seerbench.errors import ConfigError
 
 study_app = typer.Typer(
@@ -179,12 +179,6 @@ def export(
     )
 
 
-def _fmt(x: Any) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    return f"{x:.3f}" if isinstance(x, float) else str(x)
-
-
 @study_app.command("stats")
 def stats(
     db: str = typer.Option(..., "--db", help=_DB_HELP),
@@ -229,16 +223,16 @@ def stats(
         t.add_row(
             name,
             str(c["judgments"]),
-            _fmt(acc.get("mean")),
-            f"[{_fmt(acc.get('ci_low'))}, {_fmt(acc.get('ci_high'))}]",
-            _fmt(c["vote"]["majority"]),
+            num(acc.get("mean")),
+            bounds(acc),
+            num(c["vote"]["majority"]),
             str(c["timed_out"]),
-            _fmt(c["median_seconds"]),
-            _fmt(asd),
+            num(c["median_seconds"]),
+            num(asd),
         )
     console.print(t)
     catch = result["catch"]
-    console.print(f"catch trials: {catch['judgments']} (accuracy {_fmt(catch['accuracy'].get('mean'))})")
+    console.print(f"catch trials: {catch['judgments']} (accuracy {num(catch['accuracy'].get('mean'))})")
 
 
 _CRITIQUE_COLUMNS = (
@@ -275,7 +269,7 @@ def _print_critique_stats(name: str, result: dict[str, Any]) -> None:
     for cond, c in result["conditions"].items():
         for n, (h, x) in enumerate(_critique_measures(result, c)):
             t.add_row(
-                cond if n == 0 else "", str(c["tasks"]) if n == 0 else "", h, _fmt(x.get("mean")), _ci(x)
+                cond if n == 0 else "", str(c["tasks"]) if n == 0 else "", h, num(x.get("mean")), bounds(x)
             )
     console.print(t)
     d = Table(title="assist minus no assist (paired by answer and rater through the cluster bootstrap)")
@@ -286,18 +280,12 @@ def _print_critique_stats(name: str, result: dict[str, Any]) -> None:
             d.add_row(
                 f"{label} ({x['assist']} - {x['no_assist']})" if n == 0 else "",
                 h,
-                _fmt(v.get("mean")),
-                _ci(v),
+                num(v.get("mean")),
+                bounds(v),
             )
     console.print(d)
     if not result["validated"]:
         console.print("no validations merged: pass --validation for the flaw-found and validity measures")
-
-
-def _ci(x: dict[str, Any]) -> str:
-    if "ci_low" not in x:
-        return "-"
-    return f"[{_fmt(x['ci_low'])}, {_fmt(x['ci_high'])}]"
 
 
 _VALIDATED = {"intended_flaw_found", "valid_share", "valid_per_answer", "valid_novel_per_answer"}

@@ -15,6 +15,9 @@ here; docs/statistics.md has the table of which method each quantity gets.
 - :class:`ClusterBootstrap`, :func:`cluster_mean_interval`, :func:`cluster_group_means`: the
   two-way (items x raters) cluster bootstrap, and :func:`proportion_interval` (Wilson at the
   effective n it implies), :func:`difference_interval` (MOVER);
+- :func:`cluster_group_modes`, :func:`crossed_variance`, :func:`count_interval`: the same bootstrap
+  per mode with small-sample corrections and Satterthwaite's df, and the quasi-Poisson score
+  interval of a mean count (critiques per answer);
 """
 
 from seerbench.stats._cluster import (
@@ -24,13 +27,19 @@ from seerbench.stats._cluster import (
     ClusterBootstrap,
     ItemSums,
     Weights,
+    bootstrap_modes,
     cluster_group_means,
+    cluster_group_modes,
     cluster_mean_interval,
     codes,
     combine,
+    combine_modes,
     correlation,
+    count_interval,
+    crossed_variance,
     difference_interval,
     group_interval,
+    mode_covariances,
     proportion_interval,
     run_bootstrap,
 )
@@ -76,17 +85,23 @@ __all__ = [
     "Weights",
     "accuracy_summary",
     "bootstrap_means",
+    "bootstrap_modes",
     "check_confidence",
     "cluster_codes",
     "cluster_group_means",
+    "cluster_group_modes",
     "cluster_mean_interval",
     "clustered_summary",
     "codes",
     "combine",
+    "combine_modes",
     "confidence_of_alpha",
     "correlation",
+    "count_interval",
+    "crossed_variance",
     "difference_interval",
     "group_interval",
+    "mode_covariances",
     "paired_difference",
     "paired_proportion_difference",
     "proportion_interval",

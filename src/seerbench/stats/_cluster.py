@@ -32,8 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
+from scipy.stats import t as student_t
 
-from seerbench.stats._interval import Interval, wilson
+from seerbench.stats._interval import Interval, check_confidence, wilson
 
 DEFAULT_N_BOOT = 1000
 MODES = ("items", "raters", "judgments")
@@ -126,10 +127,9 @@ class ItemSums:
         return np.broadcast_to(self.plain(values), (wt.n, self.n_items))
 
 
-def combine(reps: dict[str, np.ndarray]) -> np.ndarray:
-    """Covariance matrix ``C_items + C_raters - C_judgments`` of statistics from their replicates
-    per mode (each (replicates x statistics); NaN replicates dropped pairwise), with each variance
-    floored at the larger one-way variance."""
+def mode_covariances(reps: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Covariance matrix of statistics per bootstrap mode from their replicates (each
+    (replicates x statistics); NaN replicates dropped pairwise)."""
     covs = {}
     for mode, r in reps.items():
         r = np.atleast_2d(r.T).T if r.ndim == 1 else r
@@ -141,6 +141,12 @@ def combine(reps: dict[str, np.ndarray]) -> np.ndarray:
                 v = float(np.cov(r[ok, x], r[ok, y])[0, 1]) if ok.sum() > 2 else 0.0
                 c[x, y] = c[y, x] = v
         covs[mode] = c
+    return covs
+
+
+def combine_modes(covs: dict[str, np.ndarray]) -> np.ndarray:
+    """``C_items + C_raters - C_judgments`` of per-mode covariance matrices, each variance floored
+    at the larger one-way variance."""
     zero = np.zeros_like(next(iter(covs.values())))
     c_i, c_r, c_j = (covs.get(m, zero) for m in MODES)
     out = c_i + c_r - c_j
@@ -150,13 +156,84 @@ def combine(reps: dict[str, np.ndarray]) -> np.ndarray:
     return out
 
 
-def run_bootstrap(boot: ClusterBootstrap, stat: Callable[[Weights], np.ndarray]) -> np.ndarray:
-    """Covariance matrix (see :func:`combine`) of the statistics ``stat`` computes for a block of
-    weights (returning (replicates x statistics))."""
+def combine(reps: dict[str, np.ndarray]) -> np.ndarray:
+    """Covariance matrix ``C_items + C_raters - C_judgments`` of statistics from their replicates
+    per mode (each (replicates x statistics); NaN replicates dropped pairwise), with each variance
+    floored at the larger one-way variance."""
+    return combine_modes(mode_covariances(reps))
+
+
+def crossed_variance(
+    parts: dict[str, float], n_items: int, n_raters: int, n_judgments: int
+) -> tuple[float, float]:
+    """Small-sample variance of a statistic over a crossed (items x raters) design and its
+    degrees of freedom, from its per-mode bootstrap variances ``parts`` (:func:`mode_covariances`).
+
+    A bootstrap over g clusters gives (g - 1) / g of the between-cluster variance, which matters at
+    12 raters; each part is scaled back by g / (g - 1) before ``V = V_items + V_raters -
+    V_judgments`` (floored at the larger one-way part). The degrees of freedom are
+    Satterthwaite's for that sum, ``V^2 / sum(V_m^2 / (g_m - 1))``, at least 1 and at most the
+    fewer of items and raters less one: the variance is itself estimated from few clusters."""
+
+    def scaled(mode: str, g: int) -> float:
+        return float(parts.get(mode, 0.0)) * (g / (g - 1) if g > 1 else 1.0)
+
+    vi, vr, vj = scaled("items", n_items), scaled("raters", n_raters), scaled("judgments", n_judgments)
+    v = max(vi + vr - vj, vi, vr, 0.0)
+    cap = float(max(min(n_items, n_raters) - 1, 1))
+    den = sum(x * x / (g - 1) for x, g in ((vi, n_items), (vr, n_raters), (vj, n_judgments)) if g > 1)
+    df = v * v / den if den > 0 else cap
+    return v, float(min(max(df, 1.0), cap))
+
+
+def count_interval(
+    estimate: float, variance: float, df: float, *, n_max: float, confidence: float = 0.95
+) -> Interval:
+    """Interval for a mean of counts (critiques per answer) with bootstrap ``variance``: the
+    quasi-Poisson score interval, the counts' analogue of Wilson's at the effective n.
+
+    The variance is taken proportional to the mean (over-dispersed Poisson), ``V(mu) = mu / n_eff``
+    with ``n_eff = estimate / variance`` capped at ``n_max`` (the number of counts: at least the
+    Poisson variance of independent counts, so equal counts keep a width); the interval is every
+    ``mu`` with ``(estimate - mu)^2 <= q^2 mu / n_eff``, ``q`` Student's t at ``df``. It is skewed
+    to the right like the counts (two thirds of a symmetric t interval's misses lay below the true mean),
+    never below 0 and always holds the estimate. At a mean of 0, where the variance says nothing,
+    it is the exact Poisson bound for no event in ``n_max`` counts, ``[0, -ln(1 - confidence) /
+    n_max]`` (the rule of three: ``3 / n`` at 0.95)."""
+    if math.isnan(estimate) or math.isnan(variance) or n_max <= 0:
+        return Interval(estimate, math.nan, math.nan, None, "quasi-poisson score", None, confidence)
+    if estimate <= 0.0:
+        hi = -math.log(1.0 - check_confidence(confidence)) / n_max
+        return Interval(estimate, 0.0, hi, n_max, "exact poisson (no event)", round(n_max), confidence)
+    n_eff = min(estimate / variance, n_max) if estimate > 0 and variance > 0 else n_max
+    n_eff = max(n_eff, 1e-12)
+    q = float(student_t.ppf(0.5 + check_confidence(confidence) / 2, max(df, 1.0)))
+    centre = estimate + q * q / (2 * n_eff)
+    half = q * math.sqrt(max(estimate, 0.0) / n_eff + q * q / (4 * n_eff * n_eff))
+    return Interval(
+        estimate,
+        max(centre - half, 0.0),
+        centre + half,
+        n_eff,
+        f"quasi-poisson score at n_eff (t, {df:.1f} df)",
+        round(n_max),
+        confidence,
+    )
+
+
+def bootstrap_modes(boot: ClusterBootstrap, stat: Callable[[Weights], np.ndarray]) -> dict[str, np.ndarray]:
+    """Per-mode covariance matrices (:func:`mode_covariances`) of the statistics ``stat`` computes
+    for a block of weights (returning (replicates x statistics))."""
     reps: dict[str, list[np.ndarray]] = {m: [] for m in MODES}
     for wt in boot.blocks():
         reps[wt.mode].append(np.asarray(stat(wt)).reshape(wt.n, -1))
-    return combine({m: np.concatenate(v, axis=0) for m, v in reps.items() if v})
+    return mode_covariances({m: np.concatenate(v, axis=0) for m, v in reps.items() if v})
+
+
+def run_bootstrap(boot: ClusterBootstrap, stat: Callable[[Weights], np.ndarray]) -> np.ndarray:
+    """Covariance matrix (see :func:`combine`) of the statistics ``stat`` computes for a block of
+    weights (returning (replicates x statistics))."""
+    return combine_modes(bootstrap_modes(boot, stat))
 
 
 def proportion_interval(
@@ -197,7 +274,7 @@ def difference_interval(a: Interval, b: Interval, rho: float) -> Interval:
     return Interval(d, max(lo, -1.0), min(hi, 1.0), None, "mover", None, a.confidence)
 
 
-def cluster_group_means(
+def cluster_group_modes(
     values: np.ndarray,
     items: np.ndarray,
     raters: np.ndarray,
@@ -206,8 +283,9 @@ def cluster_group_means(
     *,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Means of ``values`` per group and the covariance matrix of those means (:func:`combine`).
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Means of ``values`` per group and the covariance matrices of those means per bootstrap
+    mode (:func:`mode_covariances`; :func:`cluster_group_means` combines them).
 
     ``items`` and ``raters`` are integer codes (0..n-1) of each value's item and rater. A group
     with no value has mean NaN.
@@ -235,8 +313,27 @@ def cluster_group_means(
                 block[:, g] = np.where(d_ > 0, n_ / np.where(d_ > 0, d_, 1.0), np.nan)
         return block
 
-    cov = run_bootstrap(ClusterBootstrap(n_items, n_raters, values.size, n_boot=n_boot, seed=seed), stat)
-    return means, cov
+    boot = ClusterBootstrap(n_items, n_raters, values.size, n_boot=n_boot, seed=seed)
+    return means, bootstrap_modes(boot, stat)
+
+
+def cluster_group_means(
+    values: np.ndarray,
+    items: np.ndarray,
+    raters: np.ndarray,
+    groups: np.ndarray,
+    n_groups: int,
+    *,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Means of ``values`` per group and the covariance matrix of those means (:func:`combine`).
+
+    ``items`` and ``raters`` are integer codes (0..n-1) of each value's item and rater. A group
+    with no value has mean NaN.
+    """
+    means, modes = cluster_group_modes(values, items, raters, groups, n_groups, n_boot=n_boot, seed=seed)
+    return means, combine_modes(modes)
 
 
 def codes(labels: list[str] | np.ndarray) -> tuple[np.ndarray, list[str]]:

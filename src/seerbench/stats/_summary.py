@@ -48,15 +48,47 @@ class Summary:
 
     @property
     def interval(self) -> Interval:
-        """The mean and its CI as the shared :class:`~seerbench.stats.Interval`."""
+        """The mean and its CI as the shared :class:`~seerbench.stats.Interval` (same method and
+        effective n)."""
         return Interval(
             self.mean,
             self.ci_low,
             self.ci_high,
-            float(self.n),
-            "percentile bootstrap",
+            self.n_eff,
+            self.method,
             self.n,
             self.confidence,
+        )
+
+    @classmethod
+    def from_interval(
+        cls,
+        iv: Interval,
+        *,
+        n: int,
+        std: float = math.nan,
+        se: float = math.nan,
+        n_boot: int = 0,
+        seed: int = 0,
+        method: str | None = None,
+        clusters: int | None = None,
+    ) -> Summary:
+        """A summary of ``n`` values around an interval made elsewhere (a cluster bootstrap's
+        Wilson or count interval): the estimate, bounds, confidence and effective n of ``iv``,
+        ``method`` if given else ``iv.method``."""
+        return cls(
+            n,
+            iv.estimate,
+            std,
+            se,
+            iv.ci_low,
+            iv.ci_high,
+            iv.confidence,
+            n_boot,
+            seed,
+            method if method is not None else iv.method,
+            iv.n_eff,
+            clusters,
         )
 
 

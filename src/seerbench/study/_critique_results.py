@@ -25,9 +25,13 @@ from seerbench.stats import (
 )
 from seerbench.stats import (
     Interval,
-    cluster_group_means,
+    Summary,
+    cluster_group_modes,
     codes,
+    combine_modes,
     correlation,
+    count_interval,
+    crossed_variance,
     difference_interval,
     group_interval,
     t_interval_of,
@@ -240,17 +244,30 @@ def merge_validations(
 # ------------------------------------------------------------------ metrics
 
 
-def _interval_dict(iv: Interval, n: int, kind: str) -> dict[str, Any]:
+def _interval_dict(iv: Interval, values: np.ndarray, kind: str, se: float, seed: int) -> dict[str, Any]:
+    """A measure's mean and interval over ``values`` as the shared
+    :class:`seerbench.stats.Summary`'s dict (``n``, ``mean``, ``std``, ``se``, ``ci_low``,
+    ``ci_high``, ``confidence``, ``n_boot``, ``seed``, ``method``, ``n_eff``, ``clusters``)."""
     method = (
         "cluster bootstrap (items and raters), Wilson interval at the effective n"
         if kind == "proportion"
         else (
-            "cluster bootstrap (items and raters), t interval (clusters - 1 df) with a Poisson variance floor"
+            "cluster bootstrap (items and raters, small-sample corrected), quasi-Poisson score interval "
+            "at the effective n (t, Satterthwaite df)"
         )
         if kind == "count"
         else "cluster bootstrap (items and raters), t interval (clusters - 1 df)"
     )
-    return {"n": n, "mean": iv.estimate, "ci_low": iv.ci_low, "ci_high": iv.ci_high, "method": method}
+    n = int(values.size)
+    return Summary.from_interval(
+        iv,
+        n=n,
+        std=float(values.std(ddof=1)) if n > 1 else 0.0,
+        se=se,
+        n_boot=DEFAULT_N_BOOT,
+        seed=seed,
+        method=method,
+    ).as_dict()
 
 
 def _t_interval(estimate: float, variance: float, df: float, confidence: float = 0.95) -> Interval:
@@ -275,9 +292,9 @@ def _measure(
     intervals, and the paired differences ``pairs`` (label -> (assist, no_assist)).
 
     ``kind`` is ``proportion`` (values in [0, 1]: Wilson / MOVER), ``count`` (critiques per
-    answer: t intervals at the fewer of items and raters less one degrees of freedom, the variance
-    at least the Poisson variance ``mean / n`` of ``n`` independent counts, so that a sample of
-    equal counts keeps a width, the lower bound at least 0, and [0, 3/n] when every count is 0),
+    answer: :func:`seerbench.stats.count_interval`, the quasi-Poisson score interval at the
+    effective n, with the small-sample variance and Satterthwaite df of
+    :func:`seerbench.stats.crossed_variance`; differences a t interval on the same),
     or ``likert`` / ``seconds`` (t intervals clipped to 1-7 / at least 0). ``intervals=False``:
     means only, no bootstrap."""
     if not units:
@@ -298,9 +315,10 @@ def _measure(
         }
     items, _ = codes([u[2] for u in units])
     raters, _ = codes([u[3] for u in units])
-    means, cov = cluster_group_means(
+    means, modes = cluster_group_modes(
         values, items, raters, groups, len(conds), n_boot=DEFAULT_N_BOOT, seed=seed
     )
+    cov = combine_modes(modes)
     ivs: dict[str, Interval] = {}
     out: dict[str, dict[str, Any]] = {}
 
@@ -311,20 +329,17 @@ def _measure(
         sel = groups == g
         if not sel.any():
             continue
+        var = float(cov[g, g])
         if kind == "proportion":
             ivs[c] = group_interval(means, cov, g, sel, items, raters)
         elif kind == "count":
-            n = float(sel.sum())  # Poisson floor; a mean below one event in n counts as one event
-            cov[g, g] = max(float(cov[g, g]), max(float(means[g]), 1.0 / n) / n)
-            iv = _t_interval(float(means[g]), float(cov[g, g]), df(sel))
-            # no count at all: the exact Poisson bound for zero events in n tasks (rule of three)
-            hi = 3.0 / float(sel.sum()) if float(means[g]) == 0.0 else iv.ci_high
-            ivs[c] = Interval(iv.estimate, max(iv.ci_low, 0.0), hi, None)
+            var, d_f = _crossed(modes, g, None, sel, items, raters)
+            ivs[c] = count_interval(float(means[g]), var, d_f, n_max=float(sel.sum()))
         else:
             iv = _t_interval(float(means[g]), float(cov[g, g]), df(sel))
             lo, hi = _RANGE.get(kind, (-math.inf, math.inf))
             ivs[c] = Interval(iv.estimate, max(iv.ci_low, lo), min(iv.ci_high, hi), None)
-        out[c] = _interval_dict(ivs[c], int(sel.sum()), kind)
+        out[c] = _interval_dict(ivs[c], values[sel], kind, math.sqrt(max(var, 0.0)), seed)
     diffs: dict[str, dict[str, Any]] = {}
     for label, (ca, cn) in pairs.items():
         if ca not in ivs or cn not in ivs:
@@ -332,6 +347,12 @@ def _measure(
         a, b = group_of[ca], group_of[cn]
         if kind == "proportion":
             d = difference_interval(ivs[ca], ivs[cn], correlation(cov, a, b))
+        elif kind == "count":
+            both = (groups == a) | (groups == b)
+            v, d_f = _crossed(modes, a, b, both, items, raters)
+            if not v > 0:  # no count varies in either: the Poisson variances of the two means
+                v = sum(max(ivs[x].estimate, 1.0) / (groups == group_of[x]).sum() for x in (ca, cn))
+            d = _t_interval(ivs[ca].estimate - ivs[cn].estimate, v, d_f)
         else:
             both = (groups == a) | (groups == b)
             d = _t_interval(
@@ -339,6 +360,25 @@ def _measure(
             )
         diffs[label] = {"mean": d.estimate, "ci_low": d.ci_low, "ci_high": d.ci_high}
     return out, diffs
+
+
+def _crossed(
+    modes: dict[str, np.ndarray],
+    a: int,
+    b: int | None,
+    sel: np.ndarray,
+    items: np.ndarray,
+    raters: np.ndarray,
+) -> tuple[float, float]:
+    """:func:`seerbench.stats.crossed_variance` of group ``a``'s mean, or of the difference of
+    groups ``a`` and ``b``'s means, on the units ``sel``."""
+    if b is None:
+        parts = {m: float(c[a, a]) for m, c in modes.items()}
+    else:
+        parts = {m: float(c[a, a] + c[b, b] - 2 * c[a, b]) for m, c in modes.items()}
+    return crossed_variance(
+        parts, int(np.unique(items[sel]).size), int(np.unique(raters[sel]).size), int(sel.sum())
+    )
 
 
 def _pairs(tasks: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:

@@ -215,37 +215,44 @@ def _accuracy(row: dict[str, Any], verdict: Verdict, policy: TimeoutPolicy) -> f
 
 
 def _summary(values: Sequence[float], seed: int) -> dict[str, Any]:
-    return summarize(list(values), seed=seed).as_dict() if values else {"n": 0, "mean": math.nan}
+    return summarize(list(values), seed=seed).as_dict()
+
+
+#: How a judgment accuracy's interval is made (:func:`_judgment_summary`).
+JUDGMENT_METHOD = "cluster bootstrap (items and raters), Wilson interval at the effective n"
 
 
 def _judgment_summary(scored: Sequence[tuple[float, dict[str, Any]]], seed: int) -> dict[str, Any]:
     """Mean accuracy of judgments with a cluster-bootstrap 95% CI (items and raters resampled:
-    judgments of one item or by one rater are not independent; see
-    :mod:`seerbench.stats`)."""
-    if not scored:
-        return {"n": 0, "mean": math.nan}
+    judgments of one item or by one rater are not independent; see :mod:`seerbench.stats`), as
+    the shared :class:`seerbench.stats.Summary` (its dict: ``n``, ``mean``, ``std``, ``se`` (the
+    bootstrap's), ``ci_low``, ``ci_high``, ``confidence``, ``n_boot``, ``seed``, ``method``,
+    ``n_eff``, ``clusters`` (the fewer of items and raters))."""
     import numpy as np
 
     from seerbench.stats import CLUSTER_N_BOOT as DEFAULT_N_BOOT
-    from seerbench.stats import cluster_mean_interval, codes
+    from seerbench.stats import Summary, cluster_group_means, codes, group_interval
 
+    if not scored:
+        nan = math.nan
+        return Summary(0, nan, nan, nan, nan, nan, 0.95, DEFAULT_N_BOOT, seed, JUDGMENT_METHOD).as_dict()
     values = np.array([a for a, _ in scored], dtype=float)
     items, _ = codes([str(r.get("item")) for _, r in scored])
     raters, _ = codes([str(r.get("rater_id")) for _, r in scored])
-    iv = cluster_mean_interval(values, items, raters, n_boot=DEFAULT_N_BOOT, seed=seed)
+    one = np.zeros(values.size, dtype=np.int64)
+    means, cov = cluster_group_means(values, items, raters, one, 1, n_boot=DEFAULT_N_BOOT, seed=seed)
+    iv = group_interval(means, cov, 0, one == 0, items, raters)
     n = int(values.size)
-    return {
-        "n": n,
-        "mean": iv.estimate,
-        "std": float(values.std(ddof=1)) if n > 1 else 0.0,
-        "ci_low": iv.ci_low,
-        "ci_high": iv.ci_high,
-        "n_eff": iv.n_eff,
-        "confidence": 0.95,
-        "method": "cluster bootstrap (items and raters), Wilson interval at the effective n",
-        "n_boot": DEFAULT_N_BOOT,
-        "seed": seed,
-    }
+    return Summary.from_interval(
+        iv,
+        n=n,
+        std=float(values.std(ddof=1)) if n > 1 else 0.0,
+        se=math.sqrt(max(float(cov[0, 0]), 0.0)),
+        n_boot=DEFAULT_N_BOOT,
+        seed=seed,
+        method=JUDGMENT_METHOD,
+        clusters=int(min(items.max(), raters.max())) + 1,
+    ).as_dict()
 
 
 def study_stats(
