@@ -491,13 +491,13 @@ def test_a_page_asks_whether_its_session_is_current(make_study) -> None:
     store = make_study(time_limit_s=None, conditions=["P"], tasks_per_rater=2)
     c, csrf1, aid = _enter(store, "p1")
     rid = str(store.rater_for("prolific:p1", "prolific")["id"])
-    session_before = store.rater(rid)["session"]  # type: ignore[index]
+    session_before = store.rater(rid)["session"]
     page = c.get(f"/task/{aid}")
     assert f'data-session-csrf="{csrf1}"' in page.text  # the page knows the token it sends
     r = c.post("/session", data={"csrf": csrf1})
     assert r.status_code == 200 and r.json() == {"current": True}
     assert r.headers["content-type"] == "application/json" and r.headers["cache-control"] == "no-store"
-    assert store.rater(rid)["session"] == session_before  # type: ignore[index]  # asking changes nothing
+    assert store.rater(rid)["session"] == session_before  # asking changes nothing
 
     # the link again in this browser: the new cookie replaces the old one, the old page is stale
     csrf2 = _csrf(c.get("/start?PROLIFIC_PID=p1&STUDY_ID=S&SESSION_ID=X2").text)
