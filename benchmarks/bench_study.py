@@ -106,7 +106,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _serve(db: str, workers: int) -> tuple[subprocess.Popen[bytes], str]:
+def _serve(db: str, workers: int, log: str | None = None) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     # the server runs this checkout's code, or the code on PYTHONPATH when set (to compare versions)
     env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH") or str(ROOT / "src")}
@@ -121,7 +121,8 @@ def _serve(db: str, workers: int) -> tuple[subprocess.Popen[bytes], str]:
             "--workers",
             str(workers),
         ]
-        cmd += ["--port", str(port), "--log-level", "warning", "--backlog", "2048"]
+        cmd += ["--port", str(port), "--backlog", "2048", "--no-access-log"]
+        cmd += ["--log-level", "info" if log else "warning"]  # info: workers dying and restarting
     else:
         cmd = [
             sys.executable,
@@ -134,7 +135,8 @@ def _serve(db: str, workers: int) -> tuple[subprocess.Popen[bytes], str]:
             "--port",
             str(port),
         ]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    err = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 (the server's lifetime)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
         try:
@@ -283,6 +285,7 @@ def _mixed(url: str, db: str, raters: int, args: argparse.Namespace) -> dict[str
                 arrival_s=args.arrival_s,
                 on_full=on_full,
                 timeout_s=args.timeout_s,
+                keep_alive=not args.no_keep_alive,
             )
         )
         wall = time.perf_counter() - t0
@@ -295,6 +298,7 @@ def _mixed(url: str, db: str, raters: int, args: argparse.Namespace) -> dict[str
     errors = [e for log in logs for e in log.errors]
     return {
         "arrival_s": args.arrival_s,
+        "keep_alive": not args.no_keep_alive,
         "submissions": len(lat),
         "wall_s": round(wall, 2),
         "submissions_per_s": round(len(lat) / wall, 1),
@@ -327,7 +331,7 @@ def run_one(db_url: str | None, mode: str, raters: int, args: argparse.Namespace
         if db_url:
             _reset_postgres(db_url)
         _make_study(db, tmp, raters, args.tasks, args.questions).close()
-        proc, url = _serve(db, args.workers)
+        proc, url = _serve(db, args.workers, args.server_log)
         try:
             cpu0 = _cpu_s(proc)
             if mode == "burst":
@@ -408,6 +412,8 @@ def main() -> None:
     ap.add_argument(
         "--timeout-s", type=float, default=120.0, help="mixed: a request unanswered after this ends its rater"
     )
+    ap.add_argument("--no-keep-alive", action="store_true", help="mixed: a new connection for every request")
+    ap.add_argument("--server-log", default=None, help="append the server's log here")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--backends", nargs="+", choices=["sqlite", "postgresql"], default=None)
     args = ap.parse_args()

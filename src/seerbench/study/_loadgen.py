@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -145,6 +146,7 @@ async def simulate_raters(
     on_full: Callable[[str], Awaitable[Any]] | None = None,
     timeout_s: float = 120.0,
     seed: int = 0,
+    keep_alive: bool = True,
 ) -> list[RaterLog]:
     """Run ``n_raters`` simulated raters concurrently against the server at ``base_url``.
 
@@ -154,6 +156,9 @@ async def simulate_raters(
     uniformly over ``arrival_s`` seconds (0: all at once; drawn from ``seed``). ``on_full(pid)``
     is awaited as soon as a rater lands on "study full"; its result is the log's ``open_at_full``.
     A request unanswered after ``timeout_s`` ends its rater with the error logged.
+    ``keep_alive=False`` opens a connection for every request: a load generator too busy to send
+    its next request within the server's keep-alive time (uvicorn: 5 s) otherwise sends it on a
+    connection the server is closing ("Server disconnected"), which a browser would retry.
     """
     master = random.Random(seed)
     arrivals = [master.uniform(0, arrival_s) if arrival_s > 0 else 0.0 for _ in range(n_raters)]
@@ -162,7 +167,7 @@ async def simulate_raters(
         dbl = double_click_every > 0 and i % double_click_every == 0
         return _one_rater(client, f"{prefix}{i}", quiz or {}, dbl, max_tasks, arrivals[i], on_full)
 
-    return await _run_raters(base_url, n_raters, prefix, 4, one, timeout_s)
+    return await _run_raters(base_url, n_raters, prefix, 4, one, timeout_s, keep_alive)
 
 
 async def _run_raters(
@@ -172,17 +177,25 @@ async def _run_raters(
     connections: int,
     one: Any,
     timeout_s: float = 120.0,
+    keep_alive: bool = True,
 ) -> list[RaterLog]:
     """Run ``one(i, client)`` for every rater at once, each with its own HTTP client (its own
     cookies); a transport error ends that rater with the error logged."""
     import httpx
 
     urls = [base_url] if isinstance(base_url, str) else list(base_url)
-    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    limits = httpx.Limits(
+        max_connections=connections, max_keepalive_connections=connections if keep_alive else 0
+    )
     timeout = httpx.Timeout(timeout_s)
+    # one TLS context for all: httpx builds one a client by default (loading the CA bundle), which
+    # for 1,000 raters took seconds of the load generator's CPU and a gigabyte of memory
+    tls = ssl.create_default_context()
 
     async def run(i: int) -> RaterLog:
-        async with httpx.AsyncClient(base_url=urls[i % len(urls)], limits=limits, timeout=timeout) as client:
+        async with httpx.AsyncClient(
+            base_url=urls[i % len(urls)], limits=limits, timeout=timeout, verify=tls
+        ) as client:
             try:
                 return await one(i, client)
             except httpx.HTTPError as e:
