@@ -3,7 +3,7 @@
 Run by hand (never in the tests)::
 
     python benchmarks/bench_study.py [--raters 50 200] [--tasks 5] [--modes paced burst mixed]
-        [--time-scale 10] [--think 30 120] [--workers 1] [--repeat 1]
+        [--time-scale 10] [--think 30 120] [--workers 1] [--repeat 1] [--arrival-s 10] [--timeout-s 120]
 
 For each backend, concurrency level and mode a fresh study is created and served by its own
 process(es) on 127.0.0.1, as in production: ``seerbench study serve`` for one worker, ``uvicorn
@@ -17,8 +17,11 @@ process(es) on 127.0.0.1, as in production: ``seerbench study serve`` for one wo
 - ``burst``: every rater holds a started task and all submit at the same moment, round after
   round; submissions/s = submissions / time spent in the bursts, latency of those submits (mostly
   queueing: the last of N simultaneous submits waits about N / throughput).
-- ``mixed``: the whole flow with no think time (every rater as fast as the server answers);
-  submissions/s over the wall time, submit latency.
+- ``mixed``: a launch: raters arrive within ``--arrival-s`` seconds (a Prolific study going live)
+  and go through the whole flow with no think time (as fast as the server answers);
+  submissions/s over the wall time, submit latency and that of every request. Raters sent to
+  "This study is full" are split into correct turn-aways and wrong ones (a slot it could claim
+  was open): the study has a slot for every submission, so any turn-away is suspect.
 
 The load generator runs in this process and shares the machine's cores with the server, so the
 figures are a lower bound for a server with its own cores. SQLite by default; set
@@ -38,13 +41,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import httpx
+from sqlalchemy import select
 
 from seerbench.study import StudyStore, create_study, load_manifest
 from seerbench.study._loadgen import simulate_paced, simulate_raters
+from seerbench.study._schema import rater_t
 
 ROOT = Path(__file__).resolve().parents[1]
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
@@ -100,7 +106,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _serve(db: str, workers: int) -> tuple[subprocess.Popen[bytes], str]:
+def _serve(db: str, workers: int, log: str | None = None) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     # the server runs this checkout's code, or the code on PYTHONPATH when set (to compare versions)
     env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH") or str(ROOT / "src")}
@@ -115,7 +121,8 @@ def _serve(db: str, workers: int) -> tuple[subprocess.Popen[bytes], str]:
             "--workers",
             str(workers),
         ]
-        cmd += ["--port", str(port), "--log-level", "warning", "--backlog", "2048"]
+        cmd += ["--port", str(port), "--backlog", "2048", "--no-access-log"]
+        cmd += ["--log-level", "info" if log else "warning"]  # info: workers dying and restarting
     else:
         cmd = [
             sys.executable,
@@ -128,7 +135,8 @@ def _serve(db: str, workers: int) -> tuple[subprocess.Popen[bytes], str]:
             "--port",
             str(port),
         ]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    err = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 (the server's lifetime)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
         try:
@@ -250,21 +258,69 @@ def _paced(url: str, raters: int, tasks: int, scale: float, think: tuple[float, 
     }
 
 
-def _mixed(url: str, raters: int) -> dict[str, Any]:
-    t0 = time.perf_counter()
-    logs = asyncio.run(simulate_raters(url, raters, quiz={"q0": "0"}))
-    wall = time.perf_counter() - t0
+def _mixed(url: str, db: str, raters: int, args: argparse.Namespace) -> dict[str, Any]:
+    """The launch: every rater goes through the whole flow, arriving within ``--arrival-s``. Each
+    rater sent to "study full" is checked at once against the database: how many slots it could
+    still claim (:meth:`StudyStore.open_slots_for`; slots never reopen within a run, so a slot
+    found open then was open when the page was served). None is a correct turn-away; any is a bug."""
+    checker = StudyStore(db)
+
+    def open_slots(pid: str) -> int:
+        with checker.engine.connect() as c:
+            rid = c.execute(
+                select(rater_t.c.id).where(rater_t.c.external_id == f"prolific:{pid}")
+            ).scalar_one()
+        return checker.open_slots_for(rid)
+
+    async def on_full(pid: str) -> int:
+        return open_slots(pid)  # on the event loop: nothing else moves until it has looked
+
+    try:
+        t0 = time.perf_counter()
+        logs = asyncio.run(
+            simulate_raters(
+                url,
+                raters,
+                quiz={"q0": "0"},
+                arrival_s=args.arrival_s,
+                on_full=on_full,
+                timeout_s=args.timeout_s,
+                keep_alive=not args.no_keep_alive,
+            )
+        )
+        wall = time.perf_counter() - t0
+    finally:
+        checker.close()
     lat = [x for log in logs for x in log.latencies]
+    every = [x for log in logs for _, x in log.requests]
+    kinds = sorted({k for log in logs for k, _ in log.requests})
+    full = [log for log in logs if log.full]
+    errors = [e for log in logs for e in log.errors]
     return {
+        "arrival_s": args.arrival_s,
+        "keep_alive": not args.no_keep_alive,
         "submissions": len(lat),
         "wall_s": round(wall, 2),
         "submissions_per_s": round(len(lat) / wall, 1),
         "p50_ms": _pct(lat, 0.5),
         "p99_ms": _pct(lat, 0.99),
-        "errors": sum(len(log.errors) for log in logs),
+        "all_p50_ms": _pct(every, 0.5),
+        "all_p99_ms": _pct(every, 0.99),
+        "p50_p99_ms_by_kind": {
+            k: [_pct(xs, 0.5), _pct(xs, 0.99)]
+            for k in kinds
+            for xs in [[x for log in logs for kk, x in log.requests if kk == k]]
+        },
+        "finished": sum(log.finished for log in logs),
+        "errors": len(errors),
+        "error_kinds": dict(Counter(e.split(":")[0] for e in errors)),
+        "busy": sum(log.busy for log in logs),
         # raters sent to "This study is full" (the study has a slot for every submission, so a
-        # launch must turn none away: issue 28.1)
-        "turned_away": sum(log.full for log in logs),
+        # launch must turn none away: issue 28.1), split by whether a slot was open for them then
+        "turned_away": len(full),
+        "turned_away_correct": sum(1 for log in full if log.open_at_full == 0),
+        "turned_away_with_open_slot": sum(1 for log in full if log.open_at_full),
+        "open_slots_at_wrong_turn_away": sorted(log.open_at_full for log in full if log.open_at_full),
     }
 
 
@@ -275,7 +331,7 @@ def run_one(db_url: str | None, mode: str, raters: int, args: argparse.Namespace
         if db_url:
             _reset_postgres(db_url)
         _make_study(db, tmp, raters, args.tasks, args.questions).close()
-        proc, url = _serve(db, args.workers)
+        proc, url = _serve(db, args.workers, args.server_log)
         try:
             cpu0 = _cpu_s(proc)
             if mode == "burst":
@@ -283,7 +339,7 @@ def run_one(db_url: str | None, mode: str, raters: int, args: argparse.Namespace
             elif mode == "paced":
                 out = _paced(url, raters, args.tasks, args.time_scale, tuple(args.think))
             else:
-                out = _mixed(url, raters)
+                out = _mixed(url, db, raters, args)
             cpu1 = _cpu_s(proc)
             if cpu0 is not None and cpu1 is not None:
                 out["server_cpu_s"] = round(cpu1 - cpu0, 2)
@@ -314,7 +370,11 @@ def _line(name: str, n: int, mode: str, r: dict[str, Any], workers: int) -> str:
         )
     extra = f" | errors {r['errors']}" if "errors" in r else ""
     if "turned_away" in r:
-        extra += f" | turned away {r['turned_away']}"
+        extra += (
+            f" | all requests p50 {r['all_p50_ms']} p99 {r['all_p99_ms']} ms | finished {r['finished']}"
+            f" | busy {r['busy']} | full, correct {r['turned_away_correct']} | full with eligible "
+            f"slot open {r['turned_away_with_open_slot']}"
+        )
     return (
         f"{head} | {r['submissions_per_s']} submissions/s | p50 "
         f"{r['p50_ms']} p99 {r['p99_ms']} ms{extra}{_cpu(r, None)}"
@@ -346,6 +406,14 @@ def main() -> None:
             "questions in the study (x 2 conditions = slots; default: just enough; 1472 = single_turn_debate)"
         ),
     )
+    ap.add_argument(
+        "--arrival-s", type=float, default=10.0, help="mixed: raters arrive uniformly within these seconds"
+    )
+    ap.add_argument(
+        "--timeout-s", type=float, default=120.0, help="mixed: a request unanswered after this ends its rater"
+    )
+    ap.add_argument("--no-keep-alive", action="store_true", help="mixed: a new connection for every request")
+    ap.add_argument("--server-log", default=None, help="append the server's log here")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--backends", nargs="+", choices=["sqlite", "postgresql"], default=None)
     args = ap.parse_args()

@@ -321,3 +321,32 @@ def test_study_seed_makes_assignment_reproducible(make_study) -> None:
 
     first, second = run(), run()
     assert first == second and len(first) > 0
+
+
+def test_open_slots_for_counts_what_the_rater_could_claim(make_study) -> None:
+    # issue 28: the launch benchmark asks this of every rater sent to "study full". 6 questions x
+    # 2 conditions x 2 ratings = 24 slots. "a" takes one: 3 more slots of its question are closed
+    # to it (a rater never sees a question twice), so 24 - 4 = 20; "b" may still claim every slot
+    # but a's: 23. When a's task times out its slot is claimable again (b: 24); a stays at 20.
+    clock = FakeClock()
+    store = make_study(clock=clock, ratings_per_item=2, tasks_per_rater=4)
+    ra, rb = _rater(store, "a"), _rater(store, "b")
+    assert (store.open_slots_for(ra), store.open_slots_for(rb)) == (24, 24)
+    a, reason = store.next_assignment(ra)
+    assert a is not None and reason == "ok" and not a.is_catch
+    assert (store.open_slots_for(ra), store.open_slots_for(rb)) == (20, 23)
+    clock.advance(store.manifest.assignment_timeout_s + 1)
+    assert (store.open_slots_for(ra), store.open_slots_for(rb)) == (20, 24)
+
+
+def test_open_slots_for_a_stopped_rater_is_zero(make_study) -> None:
+    from sqlalchemy import update
+
+    from seerbench.study._storage import rater_t
+
+    store = make_study()
+    rid = _rater(store, "a")
+    with store.engine.begin() as c:
+        c.execute(update(rater_t).where(rater_t.c.id == rid).values(stopped=True))
+    assert store.open_slots_for(rid) == 0
+    assert store.next_assignment(rid) == (None, "stopped")

@@ -320,3 +320,60 @@ def test_browser_passage_conditions_show_a_passage(browser, make_study, live_ser
         expect(target).to_have_class(re.compile(r"\bhighlight\b"))
     _shot(page, "10-ps-passage")
     ctx.close()
+
+
+def test_browser_an_old_tab_learns_its_session_ended(browser, make_study, live_server) -> None:
+    # issue 28.5: opening the study link again ends the pages opened before; the old tab learned
+    # only when its submit was refused (what the rater typed lost). It now asks the server when it
+    # comes back into view and every 20 s while visible, and says at once what to do.
+    from playwright.sync_api import expect
+
+    store = make_study(time_limit_s=None, conditions=["P"], tasks_per_rater=2)
+    srv = live_server(store)
+    link = f"{srv.url}/start?PROLIFIC_PID=tabs&STUDY_ID=s&SESSION_ID=tabs"
+    ctx = browser.new_context(viewport={"width": 1000, "height": 700})
+    old = ctx.new_page()
+    old.goto(link)
+    old.check("input[name=q0][value='0']")
+    old.click("#quiz-submit")
+    expect(old.locator("main form button").first).to_be_enabled()
+    task_url = old.url
+    assert "/task/" in task_url
+
+    def come_back(page):  # the tab comes into view again (what switching to it fires)
+        with page.expect_response(lambda r: r.url.endswith("/session")) as resp:
+            page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+        return resp.value.json()
+
+    assert come_back(old) == {"current": True}
+    assert old.locator("#session-stale").count() == 0
+    new = ctx.new_page()  # the link again, in a second tab of the same browser
+    new.clock.install()
+    new.goto(link)
+    assert new.url == task_url  # the task is kept
+    state = come_back(old)
+    assert state["current"] is False
+    banner = old.locator("#session-stale")
+    expect(banner).to_be_visible()
+    expect(banner).to_contain_text("not saved")
+    expect(banner).to_contain_text("Continue in the newest tab")
+    for i in range(old.locator("main form button").count()):
+        expect(old.locator("main form button").nth(i)).to_be_disabled()
+    assert come_back(new) == {"current": True}
+    assert new.locator("#session-stale").count() == 0
+
+    # the link opened in another browser: the newest tab here learns by its poll, unfocused
+    other = browser.new_context(viewport={"width": 1000, "height": 700})
+    elsewhere = other.new_page()
+    elsewhere.goto(link)
+    assert elsewhere.url == task_url
+    with new.expect_response(lambda r: r.url.endswith("/session")) as resp:
+        new.clock.fast_forward(21_000)
+    assert resp.value.json()["current"] is False
+    expect(new.locator("#session-stale")).to_contain_text("not saved")
+    _shot(old, "10-old-tab-told")
+    rid = str(store.rater_for("prolific:tabs", "prolific")["id"])
+    a = store.get_assignment(task_url.rsplit("/", 1)[-1], rid)
+    assert a is not None and a.status == "active"  # nothing was submitted or lost on the way
+    other.close()
+    ctx.close()

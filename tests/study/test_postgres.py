@@ -24,9 +24,8 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def pg_store(tmp_path: Path):
-    pytest.importorskip("psycopg")
+def _drop_study_tables() -> str:
+    """Start from an empty database: the study tables of an earlier test dropped; returns its URL."""
     from sqlalchemy import create_engine
 
     from seerbench.study._storage import database_url, metadata
@@ -35,10 +34,17 @@ def pg_store(tmp_path: Path):
     eng = create_engine(database_url(URL))
     metadata.drop_all(eng)
     eng.dispose()
+    return URL
+
+
+@pytest.fixture
+def pg_store(tmp_path: Path):
+    pytest.importorskip("psycopg")
+    url = _drop_study_tables()
     qs = [question(f"q{i}", "AB"[i % 2]) for i in range(60)]
     (tmp_path / "items.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
     m = load_manifest(base_manifest(ratings_per_item=2, tasks_per_rater=3, catch_rate=0.1))
-    store = create_study(m, URL, base_dir=tmp_path)
+    store = create_study(m, url, base_dir=tmp_path)
     yield store
     store.close()
 
@@ -86,23 +92,18 @@ def test_postgres_critique_and_validation_rows(tmp_path: Path) -> None:
     # submission only, and a validation's marks
     pytest.importorskip("psycopg")
     from fastapi.testclient import TestClient
-    from sqlalchemy import create_engine
 
     from seerbench.study import create_app
-    from seerbench.study._storage import database_url, metadata
 
     from .test_critique_study import critique_manifest, critiqued_answers, write_critiques
 
-    assert URL
-    eng = create_engine(database_url(URL))
-    metadata.drop_all(eng)
-    eng.dispose()
+    url = _drop_study_tables()
     write_critiques(
         tmp_path / "critiques.jsonl", [a for a in critiqued_answers() if a["answer_id"] == "q1-misleading"]
     )
     store = create_study(
         load_manifest(critique_manifest(conditions=["misleading.assist"], tasks_per_rater=1)),
-        URL,
+        url,
         base_dir=tmp_path,
     )
     try:
@@ -177,18 +178,11 @@ def test_postgres_simultaneous_first_claims_never_report_full(tmp_path: Path) ->
     pytest.importorskip("psycopg")
     import threading
 
-    from sqlalchemy import create_engine
-
-    from seerbench.study._storage import database_url, metadata
-
-    assert URL
-    eng = create_engine(database_url(URL))
-    metadata.drop_all(eng)
-    eng.dispose()
+    url = _drop_study_tables()
     qs = [question(f"q{i}", "AB"[i % 2]) for i in range(200)]
     (tmp_path / "items.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
     m = load_manifest(base_manifest(ratings_per_item=3, tasks_per_rater=4, catch_rate=0.0))
-    stores = [create_study(m, URL, base_dir=tmp_path)] + [StudyStore(URL) for _ in range(7)]
+    stores = [create_study(m, url, base_dir=tmp_path)] + [StudyStore(url) for _ in range(7)]
     try:
         rids = [
             str(stores[i % 8].rater_for(f"prolific:launch{i}", "prolific")["id"]) for i in range(n_raters)
@@ -206,3 +200,45 @@ def test_postgres_simultaneous_first_claims_never_report_full(tmp_path: Path) ->
     finally:
         for s in stores:
             s.close()
+
+
+def test_postgres_claims_in_flight_never_make_a_rater_see_full(tmp_path: Path) -> None:
+    # issue 28: a claim locks the slots it reads (FOR UPDATE SKIP LOCKED) until it commits, and
+    # the others skip them. A claim read 8 slots and took one, so near the end of a launch a few
+    # claims in flight held every open slot and the rest were told "exhausted" (11 of 200 raters in
+    # the benchmark, with 88 slots open). Here a claim in flight (its transaction held open) reads
+    # the first of 2 open slots; the other rater gets the second one, not "full". While the last
+    # open slot is held, a rater is told to try again (StudyBusyError, the page reloads), never
+    # "exhausted"; once the holder rolls back it gets that slot; then the study is full for real.
+    pytest.importorskip("psycopg")
+    from sqlalchemy import select
+
+    from seerbench.study._schema import _PICK_OPEN, slot_t
+    from seerbench.study._slots import StudyBusyError
+
+    url = _drop_study_tables()
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(question(f"q{i}")) + "\n" for i in range(2)))
+    m = load_manifest(base_manifest(conditions=["P"], ratings_per_item=1, tasks_per_rater=2, catch_rate=0.0))
+    store = create_study(m, url, base_dir=tmp_path)
+    try:
+        holder, a, b, late = (
+            str(store.rater_for(f"prolific:{n}", "prolific")["id"]) for n in ("holder", "a", "b", "late")
+        )
+        with store.engine.connect() as c, c.begin() as tx:
+            params = {"cond": "P", "rid": holder, "now": store.clock()}
+            held = [row.id for row in c.execute(_PICK_OPEN, params)]
+            assert len(held) == 1  # a claim holds only the slot it is about to take
+            got, reason = store.next_assignment(a)
+            assert reason == "ok" and got is not None and got.slot_id not in held
+            assert store.open_slots_for(b) == 1  # the held slot is not taken yet
+            with pytest.raises(StudyBusyError):
+                store.next_assignment(b)
+            tx.rollback()  # the claim in flight gave up: its slot is open again
+        got_b, reason = store.next_assignment(b)
+        assert reason == "ok" and got_b is not None and [got_b.slot_id] == held
+        with store.engine.connect() as c:
+            assert set(c.execute(select(slot_t.c.status)).scalars()) == {"taken"}
+        assert store.open_slots_for(late) == 0
+        assert store.next_assignment(late) == (None, "exhausted")
+    finally:
+        store.close()

@@ -483,3 +483,44 @@ def test_a_second_tab_is_told_what_happened(make_study) -> None:
     other = c.post(f"/task/{aid}/submit", data={"csrf": csrf2, "answer": wrong})
     assert other.status_code == 409 and "already answered in another tab" in other.text
     assert [row["answer"] for row in export_rows(store)] == [truth]
+
+
+def test_a_page_asks_whether_its_session_is_current(make_study) -> None:
+    # issue 28.5: a tab asks POST /session with its CSRF token (on focus and every 20 s) and is
+    # told at once when the study link was opened again, in this browser or another one
+    store = make_study(time_limit_s=None, conditions=["P"], tasks_per_rater=2)
+    c, csrf1, aid = _enter(store, "p1")
+    rid = str(store.rater_for("prolific:p1", "prolific")["id"])
+    session_before = store.rater(rid)["session"]
+    page = c.get(f"/task/{aid}")
+    assert f'data-session-csrf="{csrf1}"' in page.text  # the page knows the token it sends
+    r = c.post("/session", data={"csrf": csrf1})
+    assert r.status_code == 200 and r.json() == {"current": True}
+    assert r.headers["content-type"] == "application/json" and r.headers["cache-control"] == "no-store"
+    assert store.rater(rid)["session"] == session_before  # asking changes nothing
+
+    # the link again in this browser: the new cookie replaces the old one, the old page is stale
+    csrf2 = _csrf(c.get("/start?PROLIFIC_PID=p1&STUDY_ID=S&SESSION_ID=X2").text)
+    stale = c.post("/session", data={"csrf": csrf1}).json()
+    assert stale["current"] is False
+    assert "not saved" in stale["message"] and "Continue in the newest tab" in stale["message"]
+    # what the old page's submit then says is the same message
+    refused = c.post(f"/task/{aid}/submit", data={"csrf": csrf1, "answer": "A"})
+    assert refused.status_code == 403 and stale["message"] in refused.text
+    assert c.post("/session", data={"csrf": csrf2}).json() == {"current": True}
+    assert c.post("/session", data={"csrf": "0" * 64}).json()["current"] is False  # a made-up token
+    assert c.post("/session", data={}).json()["current"] is False
+
+    # the link in another browser: this browser's cookie is of an ended session
+    elsewhere = TestClient(create_app(store))
+    csrf3 = _csrf(elsewhere.get("/start?PROLIFIC_PID=p1&STUDY_ID=S&SESSION_ID=X3").text)
+    assert c.post("/session", data={"csrf": csrf2}).json() == {"current": False, "message": stale["message"]}
+    assert elsewhere.post("/session", data={"csrf": csrf3}).json() == {"current": True}
+
+    # no session cookie: told to open the link, nothing about anyone (p1's token is of no use)
+    nobody = TestClient(create_app(store))
+    anon = nobody.post("/session", data={"csrf": csrf3})
+    assert anon.status_code == 200 and anon.json()["current"] is False
+    assert anon.json()["message"] == "Please open the study through your personal link."
+    a = store.get_assignment(aid, rid)
+    assert a is not None and a.status == "active" and export_rows(store) == []  # the task is kept

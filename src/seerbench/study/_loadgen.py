@@ -20,7 +20,9 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+import ssl
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,8 +37,9 @@ _RATING = re.compile(r'name="rating" value="([^"]+)"')
 class RaterLog:
     """What one simulated rater did: its submissions (assignment id -> comment it sent; with a
     double click, every comment sent for that id), submit latencies in seconds, the latency of
-    every request as (kind, seconds), errors, and how it ended (the completion page, or the
-    "study full" page)."""
+    every request as (kind, seconds), busy answers (503, retried), errors, and how it ended (the
+    completion page, or the "study full" page; ``open_at_full``: what the ``on_full`` check of
+    :func:`simulate_raters` returned right after that page, e.g. the slots still open for it)."""
 
     pid: str
     submitted: dict[str, list[str]] = field(default_factory=dict)
@@ -45,6 +48,8 @@ class RaterLog:
     errors: list[str] = field(default_factory=list)
     finished: bool = False
     full: bool = False
+    open_at_full: Any = None
+    busy: int = 0
 
 
 def _task_of(log: RaterLog, r: Any) -> str | None:
@@ -63,22 +68,46 @@ def _task_of(log: RaterLog, r: Any) -> str | None:
 
 
 async def _one_rater(
-    client: Any, pid: str, quiz: dict[str, str], double_click: bool, max_tasks: int
+    client: Any,
+    pid: str,
+    quiz: dict[str, str],
+    double_click: bool,
+    max_tasks: int,
+    arrive_s: float = 0.0,
+    on_full: Callable[[str], Awaitable[Any]] | None = None,
 ) -> RaterLog:
     log = RaterLog(pid)
-    r = await client.get(f"/start?PROLIFIC_PID={pid}&STUDY_ID=load&SESSION_ID={pid}", follow_redirects=True)
+
+    async def timed(kind: str, method: str, url: str, **kw: Any) -> Any:
+        """One step (its redirects followed), timed as ``kind``; a busy answer (503, "your next task
+        loads in a moment") is retried after its Retry-After, as the page does."""
+        for _ in range(30):
+            t0 = time.perf_counter()
+            resp = await client.request(method, url, follow_redirects=True, **kw)
+            log.requests.append((kind, time.perf_counter() - t0))
+            if resp.status_code != 503 or resp.url.path != "/next":
+                return resp
+            log.busy += 1
+            await asyncio.sleep(float(resp.headers.get("retry-after", "2")))
+            method, url, kw = "GET", "/next", {}
+        return resp
+
+    await asyncio.sleep(arrive_s)
+    r = await timed("entry", "GET", f"/start?PROLIFIC_PID={pid}&STUDY_ID=load&SESSION_ID={pid}")
     m = _CSRF.search(r.text)
     if not m:
         log.errors.append(f"no csrf on {r.url} ({r.status_code})")
         return log
     csrf = m.group(1)
     if r.url.path == "/tutorial":
-        r = await client.post("/tutorial", data={"csrf": csrf, **quiz}, follow_redirects=True)
+        r = await timed("tutorial", "POST", "/tutorial", data={"csrf": csrf, **quiz})
     for n in range(max_tasks + 1):
         aid = _task_of(log, r)
         if aid is None:
+            if log.full and on_full is not None:
+                log.open_at_full = await on_full(pid)
             return log
-        r = await client.post(f"/task/{aid}/start", data={"csrf": csrf}, follow_redirects=True)
+        r = await timed("start", "POST", f"/task/{aid}/start", data={"csrf": csrf})
         options = _ANSWER.findall(r.text)
         if not options:
             log.errors.append(f"no answer options on {r.url} ({r.status_code})")
@@ -92,6 +121,7 @@ async def _one_rater(
                 data={"csrf": csrf, "answer": options[0], "probability": "75", "comment": comment},
             )
             log.latencies.append(time.perf_counter() - t0)
+            log.requests.append(("submit", log.latencies[-1]))
             return resp
 
         resps = await asyncio.gather(*(submit(c) for c in comments))
@@ -99,7 +129,7 @@ async def _one_rater(
             if resp.status_code != 303:
                 log.errors.append(f"submit {aid} -> {resp.status_code}")
         log.submitted[aid] = comments
-        r = await client.get("/next", follow_redirects=True)
+        r = await timed("next", "GET", "/next")
     log.errors.append("more tasks than the quota")
     return log
 
@@ -112,34 +142,60 @@ async def simulate_raters(
     double_click_every: int = 0,
     max_tasks: int = 1000,
     prefix: str = "load",
+    arrival_s: float = 0.0,
+    on_full: Callable[[str], Awaitable[Any]] | None = None,
+    timeout_s: float = 120.0,
+    seed: int = 0,
+    keep_alive: bool = True,
 ) -> list[RaterLog]:
     """Run ``n_raters`` simulated raters concurrently against the server at ``base_url``.
 
     ``quiz`` holds the tutorial form answers (``{"q0": "1"}``); every ``double_click_every``-th
     rater submits its first task twice at once (0: never). A list of URLs spreads the raters over
-    several servers of one study (rater i uses ``base_url[i % len(base_url)]``).
+    several servers of one study (rater i uses ``base_url[i % len(base_url)]``). Raters arrive
+    uniformly over ``arrival_s`` seconds (0: all at once; drawn from ``seed``). ``on_full(pid)``
+    is awaited as soon as a rater lands on "study full"; its result is the log's ``open_at_full``.
+    A request unanswered after ``timeout_s`` ends its rater with the error logged.
+    ``keep_alive=False`` opens a connection for every request: a load generator too busy to send
+    its next request within the server's keep-alive time (uvicorn: 5 s) otherwise sends it on a
+    connection the server is closing ("Server disconnected"), which a browser would retry.
     """
+    master = random.Random(seed)
+    arrivals = [master.uniform(0, arrival_s) if arrival_s > 0 else 0.0 for _ in range(n_raters)]
 
     def one(i: int, client: Any) -> Any:
         dbl = double_click_every > 0 and i % double_click_every == 0
-        return _one_rater(client, f"{prefix}{i}", quiz or {}, dbl, max_tasks)
+        return _one_rater(client, f"{prefix}{i}", quiz or {}, dbl, max_tasks, arrivals[i], on_full)
 
-    return await _run_raters(base_url, n_raters, prefix, 4, one)
+    return await _run_raters(base_url, n_raters, prefix, 4, one, timeout_s, keep_alive)
 
 
 async def _run_raters(
-    base_url: str | list[str], n_raters: int, prefix: str, connections: int, one: Any
+    base_url: str | list[str],
+    n_raters: int,
+    prefix: str,
+    connections: int,
+    one: Any,
+    timeout_s: float = 120.0,
+    keep_alive: bool = True,
 ) -> list[RaterLog]:
     """Run ``one(i, client)`` for every rater at once, each with its own HTTP client (its own
     cookies); a transport error ends that rater with the error logged."""
     import httpx
 
     urls = [base_url] if isinstance(base_url, str) else list(base_url)
-    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-    timeout = httpx.Timeout(120.0)
+    limits = httpx.Limits(
+        max_connections=connections, max_keepalive_connections=connections if keep_alive else 0
+    )
+    timeout = httpx.Timeout(timeout_s)
+    # one TLS context for all: httpx builds one a client by default (loading the CA bundle), which
+    # for 1,000 raters took seconds of the load generator's CPU and a gigabyte of memory
+    tls = ssl.create_default_context()
 
     async def run(i: int) -> RaterLog:
-        async with httpx.AsyncClient(base_url=urls[i % len(urls)], limits=limits, timeout=timeout) as client:
+        async with httpx.AsyncClient(
+            base_url=urls[i % len(urls)], limits=limits, timeout=timeout, verify=tls
+        ) as client:
             try:
                 return await one(i, client)
             except httpx.HTTPError as e:

@@ -9,17 +9,18 @@ from typing import Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from itsdangerous import BadSignature
 
 from seerbench.study._slots import StudyBusyError
-from seerbench.study._web import COOKIE, ID_RE, HTTPError, StudyWeb, form_handler
+from seerbench.study._web import COOKIE, ID_RE, STALE_PAGE, HTTPError, StudyWeb, form_handler
 
 __all__ = ["rater_router"]
 
 
 def rater_router(web: StudyWeb) -> APIRouter:
-    """Entry, consent to switch, tutorial, ``/next`` and the done / full / stopped pages."""
+    """Entry, consent to switch, whether a page is current, tutorial, ``/next`` and the done /
+    full / stopped pages."""
     st, m = web.st, web.m
     router = APIRouter()
 
@@ -102,6 +103,21 @@ def rater_router(web: StudyWeb) -> APIRouter:
         return resp
 
     router.add_api_route("/switch", form_handler(switch), methods=["POST"])
+
+    # ------------------------------------------------------------------ is this page current?
+    def session_state(request: Request, form: dict[str, Any]) -> Response:
+        """``{"current": true}`` while the page that sent its CSRF token belongs to the rater's
+        current session; else ``{"current": false, "message": ...}`` (what the page shows: its
+        input is not saved, continue in the newest tab). Read-only: one signature check and at
+        most one read of the rater's row; a page asks on focus and every little while."""
+        try:
+            if web.page_is_current(request, str(form.get("csrf", ""))):
+                return JSONResponse({"current": True})
+            return JSONResponse({"current": False, "message": STALE_PAGE})
+        except HTTPError as e:  # no valid session cookie in this browser any more
+            return JSONResponse({"current": False, "message": e.message})
+
+    router.add_api_route("/session", form_handler(session_state), methods=["POST"])
 
     # ------------------------------------------------------------------ tutorial
     def tutorial_needed() -> bool:

@@ -25,11 +25,13 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    and_,
     bindparam,
     create_engine,
     event,
     exists,
     func,
+    or_,
     select,
 )
 from sqlalchemy.engine import Engine
@@ -272,9 +274,9 @@ _NEXT_SEQ = select(func.coalesce(func.max(assignment_t.c.seq), -1) + 1).where(
     assignment_t.c.rater_id == bindparam("rid")
 )
 _SEEN_QUESTIONS = select(assignment_t.c.question_id).where(assignment_t.c.rater_id == bindparam("rid"))
-# A claim reads a few candidate slots, so a lost race can move on without a new query round trip.
-# Two scans in index order (open slots; taken slots whose time ran out), merged: one query with an
-# OR of both sorted every slot of the condition on each claim.
+# A claim reads the first candidate slot of two scans in index order (open slots; taken slots whose
+# time ran out) and takes the earlier: one query with an OR of both sorted every slot of the
+# condition on each claim.
 _PICK = select(
     slot_t.c.id,
     slot_t.c.item_id,
@@ -288,19 +290,36 @@ _PICK = select(
         assignment_t.c.rater_id == bindparam("rid"), assignment_t.c.question_id == slot_t.c.question_id
     ),
 )
+# Slots a rater may claim, read without locks: what a claim must find before it may say "exhausted"
+# (a slot another claimer has locked but not yet taken counts: it may yet be left open).
+_CLAIMABLE = select(slot_t.c.id).where(
+    slot_t.c.condition.in_(bindparam("conds", expanding=True)),
+    or_(
+        slot_t.c.status == "open",
+        and_(slot_t.c.status == "taken", slot_t.c.expires_at < bindparam("now")),
+    ),
+    ~exists().where(
+        assignment_t.c.rater_id == bindparam("rid"), assignment_t.c.question_id == slot_t.c.question_id
+    ),
+)
+_CLAIMABLE_ANY = _CLAIMABLE.limit(1)
+_CLAIMABLE_COUNT = select(func.count()).select_from(_CLAIMABLE.subquery())
 # On PostgreSQL the candidates are locked as they are read and rows another claimer holds are
 # skipped (FOR UPDATE SKIP LOCKED): under READ COMMITTED, concurrent claimers otherwise all read the
-# same first rows and all but one lose every race. SQLite ignores the clause (its writers queue).
+# same first rows and all but one lose every race. One row a scan: a claim holds every row it read
+# until it commits, so with 8 a launch's claimers held 8 slots each and near the end of a study
+# the others found every open slot held and reported "exhausted" (issue 28). SQLite ignores the
+# clause (its writers queue, so nothing changes between read and update).
 _PICK_OPEN = (
     _PICK.where(slot_t.c.status == "open")
     .order_by(slot_t.c.replicate, slot_t.c.order_key)
-    .limit(8)
+    .limit(1)
     .with_for_update(skip_locked=True, of=slot_t)
 )
 _PICK_EXPIRED = (
     _PICK.where(slot_t.c.status == "taken", slot_t.c.expires_at < bindparam("now"))
     .order_by(slot_t.c.replicate, slot_t.c.order_key)
-    .limit(8)
+    .limit(1)
     .with_for_update(skip_locked=True, of=slot_t)
 )
 

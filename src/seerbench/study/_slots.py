@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from typing import Any
 
 from sqlalchemy import Connection, and_, insert, or_, update
@@ -16,6 +17,8 @@ from seerbench.study._manifest import StudyManifest
 from seerbench.study._schema import (
     _A_ACTIVE,
     _A_BY_ID,
+    _CLAIMABLE_ANY,
+    _CLAIMABLE_COUNT,
     _PICK_EXPIRED,
     _PICK_OPEN,
     _RATER,
@@ -31,7 +34,8 @@ __all__ = ["SlotsMixin", "StudyBusyError", "catch_rule_notes", "plan_slots"]
 
 
 class _LostRace(Exception):
-    """Every candidate slot of a condition was claimed by others between read and update."""
+    """Every candidate slot of a condition was claimed by others between read and update, or the
+    locked reads found none while slots are still unclaimed (held by claims in flight)."""
 
 
 class StudyBusyError(RuntimeError):
@@ -48,11 +52,14 @@ class SlotsMixin(JudgmentsMixin):
         ``"stopped"`` (failed catch trials) or ``"exhausted"`` (nothing left this rater may judge).
         Retries on a lost race (another rater took the slot first).
         """
-        for _ in range(50):
+        for attempt in range(50):
             try:
                 return self._next_once(rater_id)
-            except (IntegrityError, _LostRace):
-                continue  # a concurrent request of the same rater or lost slot races: look again
+            except IntegrityError:
+                continue  # a concurrent request of the same rater: look again
+            except _LostRace:
+                # open slots are held by claims in flight: give them a moment to finish
+                time.sleep(min(0.05, 0.001 * 2 ** (attempt // 2)))
         # never "exhausted" while slots may be open: the caller shows an error and the rater retries
         raise StudyBusyError("too many concurrent claims; try again in a moment")
 
@@ -106,7 +113,7 @@ class SlotsMixin(JudgmentsMixin):
                 params = {"cond": cond_name, "rid": rater_id, "now": now}
                 slot_rows = [*c.execute(_PICK_OPEN, params), *c.execute(_PICK_EXPIRED, params)]
                 slot_rows.sort(key=lambda r: (r.replicate, r.order_key))
-                for sid, iid, expert, old, _rep, _key in slot_rows[:8]:
+                for sid, iid, expert, old, _rep, _key in slot_rows:
                     aid = _new_id()
                     got = c.execute(
                         update(slot_t)
@@ -132,7 +139,35 @@ class SlotsMixin(JudgmentsMixin):
                     # every candidate went to another rater between our read and our update: the
                     # condition is not full, so look again rather than report "exhausted"
                     raise _LostRace
+            # the locked reads skip slots that claims in flight hold (and such a claim may yet
+            # roll back, or hold a candidate it does not take): "exhausted" only when no slot the
+            # rater may claim is left unclaimed
+            if self._claimable(c, rater_id, order, now, count=False):
+                raise _LostRace
             return None, "exhausted"
+
+    def open_slots_for(self, rater_id: str) -> int:
+        """How many slots the rater could claim now: open (or taken and timed out), in a condition
+        the catch rule has not removed them from, for a question they have not seen; 0 for a rater
+        the catch rule stopped. (Catch trials are not slots.)"""
+        with self.engine.connect() as c:
+            r = c.execute(_RATER, {"rid": rater_id}).one()
+            k = self._counts(c, rater_id)
+            if r.stopped or self._is_stopped_by_catch_rule(k):
+                return 0
+            removed = self._removed(k)
+            conds = [cd.name for cd in self.manifest.conditions if cd.name not in removed]
+            return self._claimable(c, rater_id, conds, self.clock(), count=True)
+
+    def _claimable(self, c: Connection, rater_id: str, conds: list[str], now: float, *, count: bool) -> int:
+        """How many slots the rater may claim in ``conds`` (``count=False``: 1 if any, else 0),
+        read without locks."""
+        if not conds:
+            return 0
+        params = {"conds": conds, "rid": rater_id, "now": now}
+        if count:
+            return int(c.execute(_CLAIMABLE_COUNT, params).scalar_one())
+        return 0 if c.execute(_CLAIMABLE_ANY, params).first() is None else 1
 
     def _catch_items(self, condition: str) -> list[int]:
         """Ids of the catch items that fit ``condition``, in id order (items never change)."""

@@ -23,12 +23,28 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from seerbench.study._schema import Assignment
 from seerbench.study._storage import StudyStore
 
-__all__ = ["COOKIE", "ID_RE", "HTTPError", "SecurityHeaders", "StudyWeb", "form_handler", "json_safe"]
+__all__ = [
+    "COOKIE",
+    "ID_RE",
+    "STALE_PAGE",
+    "HTTPError",
+    "SecurityHeaders",
+    "StudyWeb",
+    "form_handler",
+    "json_safe",
+]
 
 log = logging.getLogger("seerbench.study")
 
 HERE = Path(__file__).parent
 COOKIE = "sb_rater"
+#: What a page from an ended session is told: at its submit (403) and when it asks whether it is
+#: still current (``POST /session``, on focus and every little while).
+STALE_PAGE = (
+    "This page is out of date: the study was opened again (in another tab or window), "
+    "which ends the pages opened before it. What you entered on this page was not saved; "
+    "your task is still open. Continue in the newest tab, or reload this page."
+)
 ID_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 OOPS = "Something went wrong on our side. Please try again."
 
@@ -240,12 +256,18 @@ class StudyWeb:
         if not hmac.compare_digest(token, self.csrf_for(rater_id, session)):
             # most often a page from before the study link was opened again (a second tab or
             # window starts a new session): say so, and that the task itself is kept
-            raise HTTPError(
-                403,
-                "This page is out of date: the study was opened again (in another tab or window), "
-                "which ends the pages opened before it. What you entered on this page was not saved; "
-                "your task is still open. Continue in the newest tab, or reload this page.",
-            )
+            raise HTTPError(403, STALE_PAGE)
+
+    def page_is_current(self, request: Request, token: str) -> bool:
+        """Whether the page whose CSRF token is ``token`` belongs to the rater's current session:
+        the browser's session cookie is the one it was made for (opening the link again in this
+        browser replaces the cookie) and still the rater's session (opening it in another browser
+        starts a new one). Raises :class:`HTTPError` (401) without a valid session cookie."""
+        rid, sess = self.session_of(request)
+        if not hmac.compare_digest(token, self.csrf_for(rid, sess)):
+            return False
+        r = self.st.rater(rid)
+        return r is not None and r["session"] is not None and hmac.compare_digest(str(r["session"]), sess)
 
     def login(self, rater: dict[str, Any]) -> RedirectResponse:
         resp = RedirectResponse("/next", status_code=303)

@@ -122,7 +122,45 @@
     });
   }
 
+  function setupSessionWatch() {
+    // Opening the study link again (another tab, window or browser) ends this page's session; its
+    // submit would be refused. Ask the server whether this page is still current when the tab
+    // comes back into view and every 20 s while it is visible, and say so at once if not.
+    var token = document.body.getAttribute("data-session-csrf");
+    if (!token || !window.fetch || !window.URLSearchParams) return;
+    var stale = false, busy = false, last = 0;
+    function show(message) {
+      stale = true;
+      var box = document.createElement("div");
+      box.id = "session-stale";
+      box.className = "session-stale";
+      box.setAttribute("role", "alert");
+      box.textContent = message;
+      document.body.insertBefore(box, document.body.firstChild);
+      Array.prototype.forEach.call(document.querySelectorAll("main form button"), function (b) {
+        b.disabled = true;
+      });
+    }
+    function check() {
+      var now = Date.now();
+      if (stale || busy || document.visibilityState === "hidden" || now - last < 2000) return;
+      busy = true;
+      last = now;
+      var body = new URLSearchParams();
+      body.set("csrf", token);
+      fetch("/session", { method: "POST", body: body, credentials: "same-origin" })
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (d) { if (d && d.current === false) show(String(d.message || "")); })
+        .catch(function () {}) // offline or restarting: ask again later
+        .then(function () { busy = false; });
+    }
+    document.addEventListener("visibilitychange", check);
+    window.addEventListener("focus", check);
+    window.setInterval(check, 20000);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    setupSessionWatch();
     setupCritiqueUse();
     setupTimer();
     setupSnippets();
