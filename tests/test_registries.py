@@ -432,3 +432,6 @@ def test_a_misspelt_plugin_names_the_file_it_was_probably_meant_to_be(
     assert "not found (did you mean my_protocols.py?)" in one_line_error(code, err)
     code, _, err = run_main(["--plugin", "zzz.py", "models"], capsys, monkeypatch, tmp_path)
     assert "did you mean" not in one_line_error(code, err)
+    (tmp_path / "cost.py").write_text("X = 1\n")  # a dotted name is a package's module, not a file here
+    code, _, err = run_main(["--plugin", "os.pathx", "models"], capsys, monkeypatch, tmp_path)
+    assert "did you mean" not in one_line_error(code, err)

@@ -99,7 +99,7 @@ def load_plugin(ref: str, base_dir: str | Path | None = None) -> str:
     except ModuleNotFoundError as e:
         if e.name == ref or (e.name and ref.startswith(e.name + ".")):
             raise ConfigError(
-                f"plugin module {ref!r} not found{_close_file(ref + '.py', base)} (looked in {base} "
+                f"plugin module {ref!r} not found{_close_module(ref, base)} (looked in {base} "
                 "and on the Python path); give a module name or a path to a .py file"
             ) from None
         raise ConfigError(f"plugin {ref} failed to import: {e}") from e
@@ -120,6 +120,12 @@ def _close_file(name: str, folder: Path) -> str:
     except OSError:
         return ""
     return did_you_mean(name, files)
+
+
+def _close_module(ref: str, folder: Path) -> str:
+    """`` (did you mean F?)`` for a top-level module name close to a ``.py`` file in ``folder``;
+    nothing for a dotted name (``os.pathx``), which names a package's module, not a file here."""
+    return "" if "." in ref else _close_file(ref + ".py", folder)
 
 
 def load_plugins(refs: Any, base_dir: str | Path | None = None) -> None:
