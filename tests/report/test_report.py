@@ -429,3 +429,58 @@ def test_usage_and_cost_come_from_the_run_folder(evidence_run: Path, evidence_re
         for k in ("calls", "cache_hits", "retries", "errors", "prompt_tokens", "completion_tokens"):
             assert rows[key][k] == m[k], (key, k)
     assert rec["total"]["calls"] + rec["total"]["cache_hits"] > 0
+
+
+def _chunks(folder: Path) -> dict[str, Any]:
+    """The transcript files of a report folder: name -> the JSON list each hands to the page."""
+    out = {}
+    for f in (folder / "transcripts").glob("*.js"):
+        text = f.read_text(encoding="utf-8")
+        head = f'seerbenchChunk("{f.stem}",'
+        assert text.startswith(head) and text.endswith(");\n"), f
+        out[f.stem] = json.loads(text[len(head) : -3])
+    return out
+
+
+def test_folder_layout_has_the_same_numbers_and_rows(
+    evidence_run: Path,
+    evidence_report: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the one-file limit the report is a folder: index.html shows stats' numbers, and its
+    index rows with the transcript files hold exactly the one-file page's rows and questions."""
+    from seerbench.report import build_report
+
+    monkeypatch.setattr("seerbench.report._browser.CHUNK_ROWS", 2)
+    monkeypatch.setattr("seerbench.report._browser.CHUNK_QUESTIONS", 3)
+    index = build_report([evidence_run], tmp_path / "big.html", one_file_limit=0)
+    assert index == tmp_path / "big" / "index.html" and not (tmp_path / "big.html").exists()
+    split, one = read_report(index), read_report(evidence_report)
+    cells = {s["cell"]: s for s in _stats(evidence_run, capsys, monkeypatch)["cells"]}
+    for key in ("asd", "judge_accuracy"):
+        for _, a, shown in split.tables[f"stats-{key}"]:
+            m = cells[a["data-cell"]]["metrics"][key]
+            _same(shown, m if key == "judge_accuracy" else m["log"])
+    assert split.tables == one.tables and split.figures == one.figures
+    data, idx = json.loads(one.json["browser-data"]), json.loads(split.json["browser-data"])
+    chunks = _chunks(index.parent)
+    assert len(chunks) == 8 * 3 + 2  # 8 cells of 5 rows in files of 2; 5 questions in files of 3
+    seen: dict[int, int] = {}
+    rows = []
+    for k in range(0, len(idx["rows"]), 3):
+        c, q, flags = idx["rows"][k : k + 3]
+        r = seen[c] = seen.get(c, -1) + 1
+        row = chunks[f"c{c}-{r // 2}"][r % 2]
+        assert (row[0], row[1]) == (c, q)
+        wrong = any(case[5] in ("w", "t") for case in row[7])
+        failed = row[3] > 0 or any(case[3] != "ok" for case in row[7])
+        assert flags == (1 if wrong else 0) + (2 if failed else 0)
+        rows.append(row)
+    assert rows == data["rows"] and idx["cells"] == data["cells"]
+    assert [chunks[f"q{i // 3}"][i % 3] for i in range(idx["n_questions"])] == data["questions"]
+    # the scripted judge fails to parse on question e2 in each of the 7 cells with a model judge
+    assert {c for c in range(8) if any(f & 2 for cc, _, f in zip(*[iter(idx["rows"])] * 3) if cc == c)} == {
+        i for i, c in enumerate(idx["cells"]) if c["judge"] != "trust"
+    }
