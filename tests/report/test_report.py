@@ -481,6 +481,5 @@ def test_folder_layout_has_the_same_numbers_and_rows(
     assert rows == data["rows"] and idx["cells"] == data["cells"]
     assert [chunks[f"q{i // 3}"][i % 3] for i in range(idx["n_questions"])] == data["questions"]
     # the scripted judge fails to parse on question e2 in each of the 7 cells with a model judge
-    assert {c for c in range(8) if any(f & 2 for cc, _, f in zip(*[iter(idx["rows"])] * 3) if cc == c)} == {
-        i for i, c in enumerate(idx["cells"]) if c["judge"] != "trust"
-    }
+    flagged = {idx["rows"][k] for k in range(0, len(idx["rows"]), 3) if idx["rows"][k + 2] & 2}
+    assert flagged == {i for i, c in enumerate(idx["cells"]) if c["judge"] != "trust"}
