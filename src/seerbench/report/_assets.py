@@ -28,7 +28,7 @@ JS = r"""
   var state = {page: 0, hits: null};
   var hay = null;
   // The folder layout (D.split): D.rows is "cell, question, flags" per row; the rows themselves and
-  // the questions are in script files beside the page, loaded with <script src> when a page of rows
+  // the questions are in script files beside the page, added as script elements when a page of rows
   // needs them (fetch() of local files is refused from file://).
   var SPLIT = !!D.split, N = SPLIT ? D.rows.length / 3 : D.rows.length;
   var chunks = {}, waiting = {}, rank = null;
