@@ -483,3 +483,39 @@ def test_folder_layout_has_the_same_numbers_and_rows(
     # the scripted judge fails to parse on question e2 in each of the 7 cells with a model judge
     flagged = {idx["rows"][k] for k in range(0, len(idx["rows"]), 3) if idx["rows"][k + 2] & 2}
     assert flagged == {i for i, c in enumerate(idx["cells"]) if c["judge"] != "trust"}
+
+
+@pytest.mark.parametrize("limit", [10**9, 0])
+def test_line_separators_in_run_text_stay_in_their_row(tmp_path: Path, limit: int) -> None:
+    """Run text with U+2028, U+2029, U+0085 and a form feed (characters some readers split lines
+    at) comes back whole, in its own row, in both layouts."""
+    from seerbench.report._browser import Browser
+
+    odd = "a\u2028b\u2029c\x85d\x0ce\r\nf"
+    ln = {
+        "question_id": "q1",
+        "question": {"id": "q1", "text": odd, "answer_cases": [{"short": "A", "long": odd, "value": 1.0}]},
+        "answer_cases": [
+            {
+                "short": "A",
+                "case_probs": {
+                    "probabilities": {"A": 1.0},
+                    "parse_status": "ok",
+                    "transcript": [{"speaker": "agent", "content": odd}],
+                },
+            }
+        ],
+    }
+    with Browser() as b:
+        b.add_cell({"run": "r", "cell": "c"})
+        b.add(0, ln)
+        b.add(0, {**ln, "question_id": "q2", "question": {**ln["question"], "id": "q2"}})
+        if limit:
+            data = json.loads(b.inline_json(False))
+            rows, questions = data["rows"], data["questions"]
+        else:
+            b.write_chunks(tmp_path, False)
+            chunks = _chunks(tmp_path)
+            rows, questions = chunks["c0-0"], chunks["q0"]
+    assert [r[1] for r in rows] == [0, 1] and all(r[7][0][6][0][2] == odd for r in rows)
+    assert [q[1] for q in questions] == [odd, odd] and questions[0][2] == [["A", odd, True]]

@@ -152,7 +152,8 @@ class Browser:
         self._q.append(array("i"))
         self._flags.append(array("b"))
         i = len(self.cells) - 1
-        self._files.append(open(Path(self._tmp.name) / f"{i}.jsonl", "w", encoding="utf-8"))  # noqa: SIM115
+        path = Path(self._tmp.name) / f"{i}.jsonl"
+        self._files.append(open(path, "w", encoding="utf-8", newline=""))  # noqa: SIM115
         return i
 
     def add(self, cell: int, ln: dict[str, Any]) -> None:
@@ -169,17 +170,14 @@ class Browser:
         self._flags[cell].append(row_flags(row))
         self.size += len(text) + 1
 
-    @property
-    def n_rows(self) -> int:
-        return sum(len(q) for q in self._q)
-
     def _finish(self) -> None:
         for f in self._files:
             f.flush()
 
     def _cell_rows(self, cell: int) -> list[str]:
-        with open(Path(self._tmp.name) / f"{cell}.jsonl", encoding="utf-8") as f:
-            return f.read().splitlines()
+        with open(Path(self._tmp.name) / f"{cell}.jsonl", encoding="utf-8", newline="") as f:
+            # "\n" only: JSON escapes it, but not U+2028, U+0085 and the like that splitlines() splits at
+            return f.read().split("\n")[:-1]
 
     def _by_question(self, cell: int, values: list[Any]) -> list[Any]:
         """A cell's ``values`` (one per row, in file order) sorted by question, stably."""
