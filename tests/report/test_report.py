@@ -492,7 +492,7 @@ def test_line_separators_in_run_text_stay_in_their_row(tmp_path: Path, limit: in
     from seerbench.report._browser import Browser
 
     odd = "a\u2028b\u2029c\x85d\x0ce\r\nf"
-    ln = {
+    ln: dict[str, Any] = {
         "question_id": "q1",
         "question": {"id": "q1", "text": odd, "answer_cases": [{"short": "A", "long": odd, "value": 1.0}]},
         "answer_cases": [
