@@ -1,13 +1,16 @@
 """`seerbench report` at scale: a 10,000-question x 6-protocol run (scripted model).
 
-    python benchmarks/bench_report.py [--questions 10000] [--run DIR] [--json out.json]
+    python benchmarks/bench_report.py [--questions 10000] [--copies 1] [--run DIR] [--keep DIR]
+                                      [--no-browser] [--json benchmarks/results/bench_report.json]
 
 Makes the run (arithmetic questions, the six protocols of bench_scale.py, an instant scripted
-model; skipped when ``--run`` names a finished one), then in a fresh child process builds its
-report (seconds, peak RSS), and opens it in headless Chromium with the network blocked: seconds to
-the load event, seconds until the transcript browser shows its first page, how many rows are in the
-DOM (one page, not all of them), the JS heap, and seconds for a full-text search over every row.
-No assertions: the figures go in the issue notes.
+model; skipped when ``--run`` names a finished one; ``--copies K`` then repeats every cell's lines
+K times under new question ids, for 10^5 questions without an hour of running), then in a fresh
+child process builds its report (wall and CPU seconds, peak RSS; the report's size, one file or
+the folder it becomes past the one-file limit), and opens it in headless Chromium from file:// with
+the network blocked: seconds to the load event, seconds until the transcript browser shows its
+first page, how many rows are in the DOM (one page, not all of them), the JS heap, and seconds for
+a full-text search over every row. No assertions: the figures go in docs/report.md.
 """
 
 from __future__ import annotations
@@ -70,14 +73,44 @@ def make_run(folder: Path, n: int) -> Path:
     return folder / f"run{n}"
 
 
+def copy_run(run: Path, folder: Path, copies: int) -> Path:
+    """``run`` with every cell's lines written ``copies`` times, question ids (and the questions'
+    own ids) suffixed ``~k`` for the k-th copy: a bigger run of the same shape, in a few seconds."""
+    import shutil
+
+    out = folder / f"{run.name}x{copies}"
+    shutil.copytree(run, out, ignore=shutil.ignore_patterns("results.jsonl", "report*"))
+    for res in run.glob("*/*/results.jsonl"):
+        lines = res.read_text().splitlines()
+        with open(out / res.relative_to(run), "w") as f:
+            for k in range(copies):
+                for ln in lines:
+                    rec = json.loads(ln)
+                    rec["question_id"] = rec["question"]["id"] = f"{rec['question_id']}~{k}"
+                    f.write(json.dumps(rec) + "\n")
+    return out
+
+
 def _child_report(run: Path, out: Path) -> dict[str, Any]:
     from seerbench.report import build_report
 
-    t0 = time.perf_counter()
-    build_report([run], out)
+    t0, c0 = time.perf_counter(), time.process_time()
+    path = build_report([run], out)
     return {
+        "path": str(path),
         "report_s": time.perf_counter() - t0,
+        "report_cpu_s": time.process_time() - c0,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def report_size(path: Path) -> dict[str, Any]:
+    """The page's size and, for a report folder, everything in it."""
+    files = [path] if path.name != "index.html" else [f for f in path.parent.rglob("*") if f.is_file()]
+    return {
+        "page_mb": path.stat().st_size / 1e6,
+        "total_mb": sum(f.stat().st_size for f in files) / 1e6,
+        "files": len(files),
     }
 
 
@@ -85,6 +118,7 @@ def open_in_chromium(path: Path) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
     url = path.resolve().as_uri()
+    mine = path.resolve().parent.as_uri() + "/" if path.name == "index.html" else url  # its transcripts
     out: dict[str, Any] = {}
     with sync_playwright() as p:
         b = p.chromium.launch(
@@ -94,13 +128,17 @@ def open_in_chromium(path: Path) -> dict[str, Any]:
         blocked: list[str] = []
         ctx.route(
             "**/*",
-            lambda r: r.continue_() if r.request.url == url else (blocked.append(r.request.url), r.abort()),
+            lambda r: (
+                r.continue_()
+                if r.request.url.startswith(mine)
+                else (blocked.append(r.request.url), r.abort())
+            ),
         )
         page = ctx.new_page()
         t0 = time.perf_counter()
         page.goto(url, wait_until="load", timeout=300_000)
         out["load_s"] = time.perf_counter() - t0
-        page.wait_for_selector(".tb-row", timeout=300_000)
+        page.wait_for_selector(".tb-row", timeout=300_000)  # the first page's transcripts loaded
         out["first_rows_s"] = time.perf_counter() - t0
         out["rows_in_dom"] = page.locator(".tb-row").count()
         out["dom_nodes"] = page.evaluate("() => document.getElementsByTagName('*').length")
@@ -127,11 +165,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--questions", type=int, default=10_000)
     ap.add_argument("--run", type=Path, help="a finished run folder to report on (default: make one)")
+    ap.add_argument("--copies", type=int, default=1, help="repeat every cell's lines K times (new ids)")
+    ap.add_argument("--keep", type=Path, help="write the report here (default: a temporary folder)")
+    ap.add_argument("--no-browser", action="store_true", help="skip opening it in Chromium")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         run = args.run or make_run(Path(tmp), args.questions)
-        out = Path(tmp) / "report.html"
+        if args.copies > 1:
+            run = copy_run(run, Path(tmp), args.copies)
+        out = args.keep or Path(tmp) / "report.html"
         code = (
             f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import bench_report as "
             "b; from pathlib import Path; "
@@ -139,9 +182,10 @@ def main() -> None:
         )
         child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
         res: dict[str, Any] = {"run": str(run), **json.loads(child.stdout.strip().splitlines()[-1])}
-        res["file_mb"] = out.stat().st_size / 1e6
-        if Path(CHROMIUM).exists():
-            res.update(open_in_chromium(out))
+        page = Path(res["path"])
+        res.update(report_size(page))
+        if Path(CHROMIUM).exists() and not args.no_browser:
+            res.update(open_in_chromium(page))
         for k, v in res.items():
             print(f"{k:32} {v:.2f}" if isinstance(v, float) else f"{k:32} {v}")
         if args.json:

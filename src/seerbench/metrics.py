@@ -75,29 +75,54 @@ def _log(p: float) -> float:
     return math.log(p) if p > 0 else -math.inf
 
 
+def _log_score(px: float, eps: float) -> float:
+    return _log(_clip(px, eps))
+
+
+def _logodds_score(px: float, eps: float) -> float:
+    qx = _clip(px, eps)
+    return _log(qx) - _log(1.0 - qx)
+
+
+def _brier_score(probs: Mapping[str, float], x: str) -> float:
+    return -sum(((1.0 if y == x else 0.0) - q) ** 2 for y, q in probs.items())
+
+
+def _accuracy_score(probs: Mapping[str, float], x: str) -> float:
+    top = max(probs.values())
+    if probs[x] < top - TIE_TOL:
+        return 0.0
+    n_top = sum(1 for q in probs.values() if q >= top - TIE_TOL)
+    return 1.0 / n_top
+
+
 def score(probs: Mapping[str, float], x: str, kind: ScoreType, eps: float = DEFAULT_EPS) -> float:
     """Score s(q, x) of the distribution ``probs`` against option ``x``."""
     if x not in probs:
         raise KeyError(f"option {x!r} not in probabilities {sorted(probs)}")
     if kind == "log":
-        return _log(_clip(probs[x], eps))
+        return _log_score(probs[x], eps)
     if kind == "logodds":
-        qx = _clip(probs[x], eps)
-        return _log(qx) - _log(1.0 - qx)
+        return _logodds_score(probs[x], eps)
     if kind == "brier":
-        return -sum(((1.0 if y == x else 0.0) - q) ** 2 for y, q in probs.items())
+        return _brier_score(probs, x)
     if kind == "accuracy":
-        top = max(probs.values())
-        if probs[x] < top - TIE_TOL:
-            return 0.0
-        n_top = sum(1 for q in probs.values() if q >= top - TIE_TOL)
-        return 1.0 / n_top
+        return _accuracy_score(probs, x)
     raise ValueError(f"unknown score type {kind!r}; use one of {SCORE_TYPES}")
 
 
 def scores(probs: Mapping[str, float], x: str, eps: float = DEFAULT_EPS) -> dict[str, float]:
-    """All score types of ``probs`` against ``x``."""
-    return {k: score(probs, x, k, eps) for k in SCORE_TYPES}
+    """All score types of ``probs`` against ``x`` (each as :func:`score` gives it; called once a
+    verdict and case, so without its dispatch)."""
+    if x not in probs:
+        raise KeyError(f"option {x!r} not in probabilities {sorted(probs)}")
+    px = probs[x]
+    return {
+        "log": _log_score(px, eps),
+        "logodds": _logodds_score(px, eps),
+        "brier": _brier_score(probs, x),
+        "accuracy": _accuracy_score(probs, x),
+    }
 
 
 def open_choice(asd_log: float, beta: float) -> tuple[float, float]:

@@ -107,8 +107,10 @@ def rescore(
     }
     shorts = [c["short"] for c in line["question"]["answer_cases"]]
     true = next(c["short"] for c in line["question"]["answer_cases"] if c["value"] > 0.5)
+    cases = line["answer_cases"]
     probs_by_case: dict[str, dict[str, float]] = {}
-    for c in line["answer_cases"]:
+    resolved: list[dict[str, float] | None] = []
+    for c in cases:
         cp = c["case_probs"]
         v = Verdict(
             probabilities=cp["probabilities"],
@@ -118,19 +120,27 @@ def rescore(
             error=cp["error"],
         )
         probs = resolve_probabilities(v, shorts, policy)
-        cp["judge_score"] = scores(probs, true, eps) if probs else None
-        c["agent_score"] = scores(probs, c["short"], eps) if probs else None
+        resolved.append(probs)
         if probs:
             probs_by_case[c["short"]] = probs
     for k in [key for key in line if key.startswith(("asd", "jse_", "ase_"))]:
         del line[k]
-    scored = [c for c in line["answer_cases"] if c["agent_score"] is not None]
-    line["excluded"] = len(scored) < len(line["answer_cases"]) or not scored
-    accs = [c["case_probs"]["judge_score"]["accuracy"] for c in scored]
-    line["judge_accuracy"] = None if line["excluded"] else sum(accs) / len(accs)
-    if len(line["answer_cases"]) == 2 and not line["excluded"]:
+    n_scored = sum(1 for p in resolved if p)
+    line["excluded"] = n_scored < len(cases) or not n_scored
+    qs = None
+    if len(cases) == 2 and not line["excluded"]:
         false = next(s for s in shorts if s != true)
         qs = question_scores(probs_by_case, true, false, eps=eps, betas=betas)
+    for c, probs in zip(cases, resolved, strict=True):
+        if qs is not None:  # both cases scored: question_scores has their scores already
+            c["case_probs"]["judge_score"] = qs.judge_score[c["short"]]
+            c["agent_score"] = qs.agent_score[c["short"]]
+        else:
+            c["case_probs"]["judge_score"] = scores(probs, true, eps) if probs else None
+            c["agent_score"] = scores(probs, c["short"], eps) if probs else None
+    accs = [c["case_probs"]["judge_score"]["accuracy"] for c in cases if c["agent_score"] is not None]
+    line["judge_accuracy"] = None if line["excluded"] else sum(accs) / len(accs)
+    if qs is not None:
         line.update(qs.flat())
     else:
         line["asd"] = None

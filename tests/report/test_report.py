@@ -429,3 +429,93 @@ def test_usage_and_cost_come_from_the_run_folder(evidence_run: Path, evidence_re
         for k in ("calls", "cache_hits", "retries", "errors", "prompt_tokens", "completion_tokens"):
             assert rows[key][k] == m[k], (key, k)
     assert rec["total"]["calls"] + rec["total"]["cache_hits"] > 0
+
+
+def _chunks(folder: Path) -> dict[str, Any]:
+    """The transcript files of a report folder: name -> the JSON list each hands to the page."""
+    out = {}
+    for f in (folder / "transcripts").glob("*.js"):
+        text = f.read_text(encoding="utf-8")
+        head = f'seerbenchChunk("{f.stem}",'
+        assert text.startswith(head) and text.endswith(");\n"), f
+        out[f.stem] = json.loads(text[len(head) : -3])
+    return out
+
+
+def test_folder_layout_has_the_same_numbers_and_rows(
+    evidence_run: Path,
+    evidence_report: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the one-file limit the report is a folder: index.html shows stats' numbers, and its
+    index rows with the transcript files hold exactly the one-file page's rows and questions."""
+    from seerbench.report import build_report
+
+    monkeypatch.setattr("seerbench.report._browser.CHUNK_ROWS", 2)
+    monkeypatch.setattr("seerbench.report._browser.CHUNK_QUESTIONS", 3)
+    index = build_report([evidence_run], tmp_path / "big.html", one_file_limit=0)
+    assert index == tmp_path / "big" / "index.html" and not (tmp_path / "big.html").exists()
+    split, one = read_report(index), read_report(evidence_report)
+    cells = {s["cell"]: s for s in _stats(evidence_run, capsys, monkeypatch)["cells"]}
+    for key in ("asd", "judge_accuracy"):
+        for _, a, shown in split.tables[f"stats-{key}"]:
+            m = cells[a["data-cell"]]["metrics"][key]
+            _same(shown, m if key == "judge_accuracy" else m["log"])
+    assert split.tables == one.tables and split.figures == one.figures
+    data, idx = json.loads(one.json["browser-data"]), json.loads(split.json["browser-data"])
+    chunks = _chunks(index.parent)
+    assert len(chunks) == 8 * 3 + 2  # 8 cells of 5 rows in files of 2; 5 questions in files of 3
+    seen: dict[int, int] = {}
+    rows = []
+    for k in range(0, len(idx["rows"]), 3):
+        c, q, flags = idx["rows"][k : k + 3]
+        r = seen[c] = seen.get(c, -1) + 1
+        row = chunks[f"c{c}-{r // 2}"][r % 2]
+        assert (row[0], row[1]) == (c, q)
+        wrong = any(case[5] in ("w", "t") for case in row[7])
+        failed = row[3] > 0 or any(case[3] != "ok" for case in row[7])
+        assert flags == (1 if wrong else 0) + (2 if failed else 0)
+        rows.append(row)
+    assert rows == data["rows"] and idx["cells"] == data["cells"]
+    assert [chunks[f"q{i // 3}"][i % 3] for i in range(idx["n_questions"])] == data["questions"]
+    # the scripted judge fails to parse on question e2 in each of the 7 cells with a model judge
+    flagged = {idx["rows"][k] for k in range(0, len(idx["rows"]), 3) if idx["rows"][k + 2] & 2}
+    assert flagged == {i for i, c in enumerate(idx["cells"]) if c["judge"] != "trust"}
+
+
+@pytest.mark.parametrize("limit", [10**9, 0])
+def test_line_separators_in_run_text_stay_in_their_row(tmp_path: Path, limit: int) -> None:
+    """Run text with U+2028, U+2029, U+0085 and a form feed (characters some readers split lines
+    at) comes back whole, in its own row, in both layouts."""
+    from seerbench.report._browser import Browser
+
+    odd = "a\u2028b\u2029c\x85d\x0ce\r\nf"
+    ln: dict[str, Any] = {
+        "question_id": "q1",
+        "question": {"id": "q1", "text": odd, "answer_cases": [{"short": "A", "long": odd, "value": 1.0}]},
+        "answer_cases": [
+            {
+                "short": "A",
+                "case_probs": {
+                    "probabilities": {"A": 1.0},
+                    "parse_status": "ok",
+                    "transcript": [{"speaker": "agent", "content": odd}],
+                },
+            }
+        ],
+    }
+    with Browser() as b:
+        b.add_cell({"run": "r", "cell": "c"})
+        b.add(0, ln)
+        b.add(0, {**ln, "question_id": "q2", "question": {**ln["question"], "id": "q2"}})
+        if limit:
+            data = json.loads(b.inline_json(False))
+            rows, questions = data["rows"], data["questions"]
+        else:
+            b.write_chunks(tmp_path, False)
+            chunks = _chunks(tmp_path)
+            rows, questions = chunks["c0-0"], chunks["q0"]
+    assert [r[1] for r in rows] == [0, 1] and all(r[7][0][6][0][2] == odd for r in rows)
+    assert [q[1] for q in questions] == [odd, odd] and questions[0][2] == [["A", odd, True]]

@@ -48,15 +48,20 @@ def browser(quickstart_run: Path, evidence_run: Path) -> Iterator[Any]:
 class Opened:
     """A report opened offline: every request other than the file itself is aborted and kept."""
 
-    def __init__(self, browser: Any, path: Path) -> None:
+    def __init__(self, browser: Any, path: Path, *, folder: Path | None = None) -> None:
         self.ctx = browser.new_context(viewport={"width": 1300, "height": 900}, offline=True)
         self.page = self.ctx.new_page()
         self.requests: list[str] = []
+        self.loaded: list[str] = []  # files of ``folder`` (a report folder) the page asked for
         self.errors: list[str] = []
         url = path.resolve().as_uri()
+        mine = None if folder is None else folder.resolve().as_uri() + "/"
 
         def route(r: Any) -> None:
             if r.request.url == url:
+                r.continue_()
+            elif mine is not None and r.request.url.startswith(mine):
+                self.loaded.append(r.request.url[len(mine) :])
                 r.continue_()
             else:
                 self.requests.append(r.request.url)
@@ -187,4 +192,48 @@ def test_side_by_side_in_the_browser(
     assert o.page.locator("#asd .run").count() == 2
     o.page.select_option("#tb-run", "quickstart")
     assert len(o.rows()) == 20 and o.status().endswith("of 28 (of 68)")
+    o.ctx.close()
+
+
+def test_folder_layout_loads_transcripts_on_demand(
+    browser: Any, evidence_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the one-file limit: index.html plus transcript files, loaded from file:// by <script src>
+    only when a page of rows needs them; the browser shows what the one-file page shows."""
+    monkeypatch.setattr("seerbench.report._browser.CHUNK_ROWS", 2)  # 3 files for a cell's 5 rows
+    index = build_report([evidence_run], tmp_path / "big.html", one_file_limit=0)
+    assert index == tmp_path / "big" / "index.html"
+    o = Opened(browser, index, folder=index.parent)
+    _check_offline_and_figures(o, index)
+    page = o.page
+    page.wait_for_function("() => /^rows 1–20 of 40/.test(document.getElementById('tb-status').textContent)")
+    assert o.status() == "rows 1–20 of 40 (of 40)" and len(o.rows()) == 20
+    # questions e0..e4, each in all 8 cells: the first page is e0, e1 and 4 cells of e2, whose rows
+    # are in the first 2 of each cell's 3 files (first 4 cells) or its first file (the others)
+    first = set(o.loaded)
+    assert first == {"transcripts/q0.js"} | {f"transcripts/c{c}-0.js" for c in range(8)} | {
+        f"transcripts/c{c}-1.js" for c in range(4)
+    }
+    page.select_option("#tb-protocol", "Consultancy_t1")
+    page.wait_for_function("() => document.querySelectorAll('.tb-row').length === 5")
+    assert set(o.rows()) == {"Consultancy_t1/A_scripted-report-agent_J_scripted-report-judge"}
+    page.check("#tb-wrong")
+    page.wait_for_function("() => document.querySelectorAll('.tb-row').length === 4")
+    page.uncheck("#tb-wrong")
+    page.check("#tb-failures")
+    page.wait_for_function("() => document.querySelectorAll('.tb-row').length === 1")
+    assert page.locator(".tb-row").get_attribute("data-question") == "e2"
+    page.uncheck("#tb-failures")
+    page.select_option("#tb-protocol", "EvidenceDebate_SA")
+    page.wait_for_function("() => document.querySelectorAll('.tb-row').length === 5")
+    texts = page.locator(".tb-text").all_text_contents()
+    assert texts and all(XSS in t for t in texts)
+    assert page.evaluate("() => window.__pwned === undefined")
+    page.select_option("#tb-protocol", "")
+    page.fill("#tb-search", "question e3")  # a search loads every transcript file
+    page.wait_for_function("() => /^rows 1–8 of 8/.test(document.getElementById('tb-status').textContent)")
+    assert {page.locator(".tb-row").nth(i).get_attribute("data-question") for i in range(8)} == {"e3"}
+    on_disk = {f"transcripts/{p.name}" for p in (index.parent / "transcripts").iterdir()}
+    assert set(o.loaded) == on_disk
+    assert o.errors == [] and o.requests == []
     o.ctx.close()

@@ -4,6 +4,7 @@ rescored, paired differences against a baseline, and the optimization-pressure s
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from seerbench.runs import (
     FAILED,
     LEFT_OUT,
     UNFINISHED,
+    Cell,
     RunFolder,
     cell_counts,
     cell_meta,
@@ -72,6 +74,7 @@ def summarize_run(
     parse_failures: str | None = None,
     baseline: str | None = None,
     anytime: bool = False,
+    on_line: Callable[[Cell, dict[str, Any], dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Statistics of every cell of a run folder, rescored with ``eps`` and ``parse_failures``
     (default: the run's own), plus paired differences against the protocol folder ``baseline``
@@ -92,7 +95,11 @@ def summarize_run(
     comparison ``accuracy_diff_anytime``: the anytime-valid 95% confidence sequence
     (:func:`seerbench.estimators.confidence_sequence`) over the questions in the results file's
     order (dataset order, fixed before any value was seen; a sequential run's seeded order), valid
-    however often the run was looked at and whenever it stopped."""
+    however often the run was looked at and whenever it stopped.
+
+    ``on_line(cell, line, scored)`` is called with every usable line as read and as rescored, in
+    file order: one pass through the record store serves the statistics and a caller that needs
+    more of each line (the report's transcript browser and calibration)."""
     folder = RunFolder(run_dir)
     cfg = folder.config
     check_beta(beta)
@@ -109,7 +116,10 @@ def summarize_run(
         f = cell.results(reasons)
         n_read = 0
         for ln in f:
-            acc.add(rescore(ln, eps=eps_v, policy=policy, betas=betas))
+            scored = rescore(ln, eps=eps_v, policy=policy, betas=betas)
+            acc.add(scored)
+            if on_line is not None:
+                on_line(cell, ln, scored)
             n_read += 1
         skipped += f.skipped
         s = acc.stats(

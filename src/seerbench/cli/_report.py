@@ -51,8 +51,9 @@ def report(
         typer.Option("--critique", help="A `seerbench critique` folder (seed 002's measures); repeatable."),
     ] = None,
 ) -> None:
-    """One self-contained HTML file (no network needed) with figures and a transcript browser."""
-    from seerbench.report import build_report, build_study_report
+    """One self-contained HTML file (no network needed) with figures and a transcript browser; past
+    10 MB of transcripts, a folder: index.html and the transcript files it loads on demand."""
+    from seerbench.report import CHUNK_DIR, build_report, build_study_report
 
     if study is not None and (run_dirs or complementarity or critique):
         raise ConfigError(
@@ -78,4 +79,9 @@ def report(
             "--critique DIR, or --study DB"
         )
     if not quiet():
-        console.print(f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")
+        size = f"{path.stat().st_size / 1e6:.1f} MB"
+        parts = sorted((path.parent / CHUNK_DIR).glob("*.js")) if path.name == "index.html" else []
+        if parts:  # the folder layout: the page and its transcript files
+            mb = sum(p.stat().st_size for p in parts) / 1e6
+            size += f"; its transcripts: {len(parts)} files, {mb:.1f} MB in {path.parent / CHUNK_DIR}"
+        console.print(f"report: {path} ({size})")

@@ -1,5 +1,7 @@
 """``seerbench report``: one self-contained HTML file per run (or several runs side by side, or a
-human study) with figures drawn by matplotlib as inline SVG and a transcript browser. Needs the
+human study) with figures drawn by matplotlib as inline SVG and a transcript browser; past
+:data:`ONE_FILE_LIMIT` bytes of transcripts, a folder of ``index.html`` and the transcript files it
+loads on demand. Needs the
 ``report`` extra (``pip install 'seerbench[report]'``).
 
 The numbers are those of ``seerbench stats --json`` (:func:`seerbench.analysis.run.summarize_run`) and
@@ -7,7 +9,8 @@ The numbers are those of ``seerbench stats --json`` (:func:`seerbench.analysis.r
 """
 
 from seerbench.report._blocks import script_json
+from seerbench.report._browser import CHUNK_DIR, ONE_FILE_LIMIT
 from seerbench.report._figures import INSTALL_HINT
 from seerbench.report._html import build_report, build_study_report
 
-__all__ = ["INSTALL_HINT", "build_report", "build_study_report", "script_json"]
+__all__ = ["CHUNK_DIR", "INSTALL_HINT", "ONE_FILE_LIMIT", "build_report", "build_study_report", "script_json"]

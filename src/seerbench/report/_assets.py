@@ -1,5 +1,6 @@
 """The report page's inline style and script. The script renders the transcript browser from the
-page's JSON a page of rows at a time; every piece of run text goes in with ``textContent``."""
+page's JSON a page of rows at a time (in the folder layout, loading the transcript files that page
+needs); every piece of run text goes in with ``textContent``."""
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1400px;padding:0 16px 40px;color:#222}
@@ -26,6 +27,46 @@ JS = r"""
   var PAGE = 20;
   var state = {page: 0, hits: null};
   var hay = null;
+  // The folder layout (D.split): D.rows is "cell, question, flags" per row; the rows themselves and
+  // the questions are in script files beside the page, added as script elements when a page of rows
+  // needs them (fetch() of local files is refused from file://).
+  var SPLIT = !!D.split, N = SPLIT ? D.rows.length / 3 : D.rows.length;
+  var chunks = {}, waiting = {}, rank = null;
+  window.seerbenchChunk = function (name, items) {
+    chunks[name] = items;
+    (waiting[name] || []).forEach(function (f) { f(); });
+    delete waiting[name];
+  };
+  function load(names, done) {
+    var left = names.filter(function (n) { return !(n in chunks); });
+    var n = left.length;
+    if (!n) { done(); return; }
+    left.forEach(function (name) {
+      var first = !(name in waiting);
+      (waiting[name] = waiting[name] || []).push(function () { if (--n === 0) done(); });
+      if (!first) return;
+      var s = document.createElement("script");
+      s.src = D.split + "/" + name + ".js";
+      s.onerror = function () { status.textContent = "cannot load " + s.src + ": keep the page beside its " + D.split + " folder"; };
+      document.head.appendChild(s);
+    });
+  }
+  function cellOf(i) { return SPLIT ? D.rows[3 * i] : D.rows[i][0]; }
+  function qOf(i) { return SPLIT ? D.rows[3 * i + 1] : D.rows[i][1]; }
+  if (SPLIT) {
+    rank = new Int32Array(N);
+    var seen = new Int32Array(D.cells.length);
+    for (var k = 0; k < N; k++) rank[k] = seen[cellOf(k)]++;
+  }
+  function rowChunk(i) { return "c" + cellOf(i) + "-" + Math.floor(rank[i] / D.chunk_rows); }
+  function qChunk(q) { return "q" + Math.floor(q / D.chunk_questions); }
+  function row(i) { return SPLIT ? chunks[rowChunk(i)][rank[i] % D.chunk_rows] : D.rows[i]; }
+  function question(q) { return SPLIT ? chunks[qChunk(q)][q % D.chunk_questions] : D.questions[q]; }
+  function needs(list) {
+    var names = {};
+    list.forEach(function (i) { names[rowChunk(i)] = 1; names[qChunk(qOf(i))] = 1; });
+    return Object.keys(names);
+  }
   function el(tag, cls, text) {
     var e = document.createElement(tag);
     if (cls) e.className = cls;
@@ -48,32 +89,60 @@ JS = r"""
       list = document.getElementById("tb-rows"), status = document.getElementById("tb-status");
   fill(fRun, uniq("run")); fill(fProt, uniq("protocol")); fill(fJudge, uniq("judge"));
   if (uniq("run").length < 2) fRun.parentNode.style.display = "none";
-  function text(row) {
-    var q = D.questions[row[1]], parts = [q[0], q[1], D.cells[row[0]].label];
+  function text(i) {
+    var r = row(i), q = question(r[1]), parts = [q[0], q[1], D.cells[r[0]].label];
     q[2].forEach(function (o) { parts.push(o[1]); });
-    row[7].forEach(function (c) { if (c[4]) parts.push(c[4]); c[6].forEach(function (t) { parts.push(t[2]); }); });
+    r[7].forEach(function (c) { if (c[4]) parts.push(c[4]); c[6].forEach(function (t) { parts.push(t[2]); }); });
     return parts.join("\n").toLowerCase();
   }
-  function wrong(row) { return row[7].some(function (c) { return c[5] === "w" || c[5] === "t"; }); }
-  function failed(row) { return row[3] > 0 || row[7].some(function (c) { return c[3] !== "ok"; }); }
+  // the same tests as row_flags in seerbench/report/_browser.py, which gives them in the folder layout
+  function wrong(i) {
+    if (SPLIT) return (D.rows[3 * i + 2] & 1) !== 0;
+    return D.rows[i][7].some(function (c) { return c[5] === "w" || c[5] === "t"; });
+  }
+  function failed(i) {
+    if (SPLIT) return (D.rows[3 * i + 2] & 2) !== 0;
+    var r = D.rows[i];
+    return r[3] > 0 || r[7].some(function (c) { return c[3] !== "ok"; });
+  }
+  function all() {
+    var names = [], k;
+    D.cells.forEach(function (c, ci) {
+      var n = 0;
+      for (k = 0; k < N; k++) if (cellOf(k) === ci) n++;
+      for (k = 0; k * D.chunk_rows < n; k++) names.push("c" + ci + "-" + k);
+    });
+    for (k = 0; k * D.chunk_questions < D.n_questions; k++) names.push("q" + k);
+    return names;
+  }
+  var generation = 0;
   function apply() {
-    var run = fRun.value, prot = fProt.value, judge = fJudge.value, needle = fText.value.trim().toLowerCase();
-    if (needle && hay === null) hay = D.rows.map(text);
+    var needle = fText.value.trim().toLowerCase(), mine = ++generation;
+    if (needle && hay === null) {
+      if (SPLIT) {
+        status.textContent = "loading every transcript for the search\u2026";
+        load(all(), function () { if (mine === generation) { hay = []; for (var k = 0; k < N; k++) hay.push(text(k)); apply(); } });
+        return;
+      }
+      hay = [];
+      for (var k = 0; k < N; k++) hay.push(text(k));
+    }
+    var run = fRun.value, prot = fProt.value, judge = fJudge.value;
     var hits = [];
-    for (var i = 0; i < D.rows.length; i++) {
-      var r = D.rows[i], c = D.cells[r[0]];
+    for (var i = 0; i < N; i++) {
+      var c = D.cells[cellOf(i)];
       if (run && c.run !== run) continue;
       if (prot && c.protocol !== prot) continue;
       if (judge && c.judge !== judge) continue;
-      if (fWrong.checked && !wrong(r)) continue;
-      if (fFail.checked && !failed(r)) continue;
+      if (fWrong.checked && !wrong(i)) continue;
+      if (fFail.checked && !failed(i)) continue;
       if (needle && hay[i].indexOf(needle) < 0) continue;
       hits.push(i);
     }
     state.hits = hits; state.page = 0; render();
   }
   function renderRow(r) {
-    var c = D.cells[r[0]], q = D.questions[r[1]];
+    var c = D.cells[r[0]], q = question(r[1]);
     var box = el("div", "tb-row"); box.setAttribute("data-cell", c.cell); box.setAttribute("data-question", q[0]);
     var head = el("div", "tb-head");
     head.appendChild(el("span", null, q[0] + " \u00b7 " + (D.multi ? c.run + " \u00b7 " : "") + c.label + " \u00b7 accuracy " +
@@ -119,11 +188,16 @@ JS = r"""
   }
   function render() {
     var hits = state.hits, n = hits.length, start = state.page * PAGE, end = Math.min(n, start + PAGE);
-    list.textContent = "";
-    for (var i = start; i < end; i++) list.appendChild(renderRow(D.rows[hits[i]]));
-    status.textContent = n ? "rows " + (start + 1) + "\u2013" + end + " of " + n + " (of " + D.rows.length + ")" : "no rows match (of " + D.rows.length + ")";
+    var shown = hits.slice(start, end), mine = ++generation;
+    function draw() {
+      if (mine !== generation) return;  // a later filter or page is on its way
+      list.textContent = "";
+      shown.forEach(function (i) { list.appendChild(renderRow(row(i))); });
+      status.textContent = n ? "rows " + (start + 1) + "\u2013" + end + " of " + n + " (of " + N + ")" : "no rows match (of " + N + ")";
+    }
     document.getElementById("tb-prev").disabled = state.page === 0;
     document.getElementById("tb-next").disabled = end >= n;
+    if (SPLIT) { status.textContent = "loading\u2026"; load(needs(shown), draw); } else draw();
   }
   [fRun, fProt, fJudge, fWrong, fFail].forEach(function (f) { f.addEventListener("change", apply); });
   var timer = null;

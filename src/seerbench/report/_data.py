@@ -10,16 +10,17 @@ elicitation methods gave the verdicts.
 
 from __future__ import annotations
 
-import json
+from array import array
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from seerbench.analysis.run import summarize_run
 from seerbench.complementarity import Calibration, calibration, judge_forecasts
 from seerbench.errors import ConfigError
-from seerbench.runs import CELL_AXES, RunFolder
+from seerbench.report._browser import Browser
+from seerbench.runs import CELL_AXES, Cell, RunFolder
 
 #: The protocol whose cells paired differences compare against when none is given.
 DEFAULT_BASELINE = "NaiveJudge"
@@ -39,9 +40,6 @@ class RunData:
     methods: dict[str, dict[str, int]]  # cell key -> elicitation method -> verdicts
     calibrations: list[Calibration]  # model judges only (BlindTrust's "trust" is no judge)
     usage: dict[str, Any] | None = None  # the folder's usage.json (RunFolder.usage)
-    cells: list[dict[str, Any]] = field(default_factory=list)  # browser: one entry per cell
-    rows: list[list[Any]] = field(default_factory=list)  # browser: one row per (cell, question)
-    questions: dict[str, int] = field(default_factory=dict)  # browser: question (as JSON) -> index
 
 
 def _axis_text(s: dict[str, Any], axis: str) -> str:
@@ -81,153 +79,59 @@ def pick_baseline(run: RunFolder, baseline: str | None) -> str | None:
     return named[0] if len(named) == 1 and len(folders) > 1 else None
 
 
-def _mark(score: Any) -> str:
-    """A case's verdict against the truth: r(ight), w(rong), t(ie) or u(nscored)."""
-    acc = (score or {}).get("accuracy")
-    if acc is None:
-        return "u"
-    return "r" if acc >= 1.0 else "w" if acc <= 0.0 else "t"
-
-
-def _turn(t: dict[str, Any]) -> list[Any]:
-    quotes = [
-        [str(q.get("text", "")), q.get("verified")] for q in t.get("quotes") or [] if isinstance(q, dict)
-    ]
-    return [
-        str(t.get("speaker") or t.get("role") or ""),
-        t.get("answer_case"),
-        str(t.get("content") or ""),
-        quotes,
-    ]
-
-
-def browser_row(cell_index: int, q_index: int, ln: dict[str, Any]) -> list[Any]:
-    """One line of a results file as the transcript browser's row:
-    ``[cell, question, excluded, parse_failures, judge_accuracy, asd(log), chosen_case, cases]``,
-    each case ``[short, method, probabilities, parse_status, error, mark, transcript, orders]`` (``orders``:
-    with both option orders, the probabilities of the order as asked and of the swapped one) and each
-    turn ``[speaker, answer_case, text, [[quote, verified], ...]]``. A symmetric line (a debate,
-    NaiveJudge) has one protocol run: its transcript is given once, on the first case."""
-    cases = []
-    seen_transcript = False
-    for c in ln.get("answer_cases") or []:
-        cp = c.get("case_probs") or {}
-        tr: list[Any] = []
-        if not (ln.get("symmetric") and seen_transcript):
-            tr = [_turn(t) for t in cp.get("transcript") or []]
-            seen_transcript = True
-        meta = cp.get("metadata") or {}
-        orders = [meta.get("original"), meta.get("swapped")] if meta.get("both_orders") else None
-        cases.append(
-            [
-                c.get("short"),
-                cp.get("method"),
-                cp.get("probabilities"),
-                cp.get("parse_status"),
-                cp.get("error"),
-                _mark(cp.get("judge_score")),
-                tr,
-                orders,
-            ]
-        )
-    asd = (ln.get("asd") or {}).get("log")
-    return [
-        cell_index,
-        q_index,
-        bool(ln.get("excluded")),
-        int(ln.get("parse_failures") or 0),
-        ln.get("judge_accuracy"),
-        asd,
-        ln.get("chosen_case"),
-        cases,
-    ]
-
-
-def question_entry(q: dict[str, Any]) -> list[Any]:
-    """``[id, text, [[short, long, is_true], ...]]``."""
-    return [
-        str(q.get("id")),
-        str(q.get("text") or ""),
-        [
-            [str(a.get("short")), str(a.get("long")), float(a.get("value") or 0.0) > 0.5]
-            for a in q.get("answer_cases") or []
-        ],
-    ]
-
-
 def load_run(
-    path: str | Path,
-    *,
-    baseline: str | None = None,
-    label: str | None = None,
-    questions: list[list[Any]] | None = None,
-    question_index: dict[str, int] | None = None,
-    cell_offset: int = 0,
+    path: str | Path, browser: Browser, *, baseline: str | None = None, label: str | None = None
 ) -> RunData:
-    """Read a run folder for the report. ``questions``/``question_index`` collect the browser's
-    question table across runs (one entry per distinct question); ``cell_offset`` numbers this run's
-    cells after those of earlier runs."""
+    """Read a run folder for the report, in one pass over its results files: each line feeds the
+    statistics (:func:`summarize_run`), the transcript browser (``browser``, shared by the runs of
+    one report) and the calibration of its judge."""
     folder = RunFolder(path)
     base = pick_baseline(folder, baseline)
+    label = label or folder.path.name
+    # every cell has its place in the browser before a line is read (stats' cells, in its order)
+    cell_index = {c.key: browser.add_cell({"run": label, "cell": c.key}) for c in folder.cells()}
+    methods: dict[str, Counter[str]] = {key: Counter() for key in cell_index}
+    # (confidence, correct) per verdict, as doubles: 10^5 questions x 6 cells are 1.2 million of each
+    forecasts = {key: (array("d"), array("d")) for key in cell_index}
+
+    def on_line(cell: Cell, ln: dict[str, Any], scored: dict[str, Any]) -> None:
+        browser.add(cell_index[cell.key], ln)
+        m = methods[cell.key]
+        for c in ln.get("answer_cases") or []:
+            m[str((c.get("case_probs") or {}).get("method"))] += 1
+        conf, right = judge_forecasts([ln])
+        forecasts[cell.key][0].extend(conf)
+        forecasts[cell.key][1].extend(right)
+
     try:
-        summary = summarize_run(folder.path, baseline=base, anytime=True)
+        summary = summarize_run(folder.path, baseline=base, anytime=True, on_line=on_line)
     except ConfigError as e:  # e.g. a --baseline this run has no folder of: say which run
         if str(folder.path) in str(e):
             raise
         raise ConfigError(f"{folder.path}: {e}") from None
-    stats_by_cell = {s["cell"]: s for s in summary["cells"]}
     labels = cell_labels(summary["cells"])
-    questions = [] if questions is None else questions
-    question_index = {} if question_index is None else question_index
-    data = RunData(
-        label=label or folder.path.name,
+    stats_by_cell = {s["cell"]: s for s in summary["cells"]}
+    for key, i in cell_index.items():
+        s = stats_by_cell[key]
+        browser.cells[i].update(
+            label=labels[key], protocol=s["protocol"], judge=str(s.get("judge")), agent=s.get("agent")
+        )
+    return RunData(
+        label=label,
         path=folder.path,
         config=folder.config,
         meta=folder.meta,
         summary=summary,
         baseline=base,
         labels=labels,
-        methods={},
-        calibrations=[],
+        methods={s["cell"]: dict(methods.get(s["cell"], {})) for s in summary["cells"]},
+        calibrations=[
+            calibration(*forecasts[s["cell"]], source=s["cell"], note=f"judge {s.get('judge')}")
+            for s in summary["cells"]
+            if str(s.get("judge")) != "trust"  # BlindTrust's "trust" is no judge
+        ],
         usage=folder.usage(),
     )
-    for i, cell in enumerate(folder.cells()):
-        s = stats_by_cell.get(cell.key)
-        if s is None:
-            continue
-        methods: Counter[str] = Counter()
-        conf: list[float] = []
-        right: list[float] = []
-        judge = str(s.get("judge"))
-        model_judge = judge != "trust"
-        for ln in cell.results():
-            entry = question_entry({"id": ln.get("question_id"), **(ln.get("question") or {})})
-            key = json.dumps(entry)  # one id may name different questions in two runs: keyed by content
-            if key not in question_index:
-                question_index[key] = len(questions)
-                questions.append(entry)
-            data.rows.append(browser_row(cell_offset + i, question_index[key], ln))
-            for c in ln.get("answer_cases") or []:
-                methods[str((c.get("case_probs") or {}).get("method"))] += 1
-            if model_judge:
-                c_, y_ = judge_forecasts([ln])
-                conf += c_
-                right += y_
-        data.methods[cell.key] = dict(methods)
-        if model_judge:
-            data.calibrations.append(calibration(conf, right, source=cell.key, note=f"judge {judge}"))
-        data.cells.append(
-            {
-                "run": data.label,
-                "cell": cell.key,
-                "label": labels[cell.key],
-                "protocol": s["protocol"],
-                "judge": judge,
-                "agent": s.get("agent"),
-            }
-        )
-    data.questions = question_index
-    return data
 
 
 @dataclass

@@ -24,12 +24,15 @@ from seerbench.report._analyses import (
     load_critique,
 )
 from seerbench.report._assets import CSS, JS
-from seerbench.report._blocks import esc, fig, num, script_json, section, table
+from seerbench.report._blocks import esc, fig, num, section, table
+from seerbench.report._browser import CHUNK_DIR, ONE_FILE_LIMIT, Browser
 from seerbench.report._data import RunData, StudyData, load_run, load_study
 from seerbench.runs import stop_reason, stop_target
 from seerbench.store import atomic_write_text
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+#: The folder layout's index may also run scripts of its own folder (its transcript files).
+SPLIT_SCRIPTS = "script-src 'unsafe-inline' 'self' file:"
 SCORE = "log"  # the score type of `stats --json`'s default, which the report shows
 
 
@@ -601,31 +604,37 @@ BROWSER = """
 """
 
 
-def page(title: str, body: str, *, script: bool) -> str:
+def page(title: str, body: str, *, script: bool, split: bool = False) -> str:
+    """The page around ``body``; ``split``: the folder layout's index, whose script may load the
+    transcript files beside it (``<script src>``, from its own folder only)."""
+    csp = (
+        CSP.replace("script-src 'unsafe-inline'", "script-src 'unsafe-inline' 'self' file:") if split else CSP
+    )
+    what = f"index of a report folder: open it from beside its {CHUNK_DIR} folder" if split else "one file"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">'
         f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
         f'<h1>{esc(title)}</h1><p class="note">seerbench '
-        f"{esc(__version__)} report; one file, no network needed.</p>"
+        f"{esc(__version__)} report; {what}, no network needed.</p>"
         + body
         + (f"<script>{JS}</script>" if script else "")
         + "</body></html>\n"
     )
 
 
-def render_runs(runs: Sequence[RunData], questions: list[list[Any]], extra: str = "") -> str:
-    cells: list[dict[str, Any]] = []
-    rows: list[list[Any]] = []
-    for r in runs:
-        cells += r.cells
-        rows += r.rows
-    rows.sort(key=lambda row: (row[1], row[0]))  # question by question, each question's cells together
-    data = {"multi": len(runs) > 1, "cells": cells, "questions": questions, "rows": rows}
+def render_runs(runs: Sequence[RunData], data: str, extra: str = "", *, split: bool = False) -> str:
+    """The run report's page; ``data`` is the transcript browser's JSON (:class:`Browser`)."""
     title = "seerbench report: " + ", ".join(r.label for r in runs)
-    body = run_sections(runs) + extra + BROWSER.format(how=HOW["browser"], data=script_json(data))
-    return page(title, body, script=True)
+    body = run_sections(runs) + extra + BROWSER.format(how=HOW["browser"], data=data)
+    return page(title, body, script=True, split=split)
+
+
+def report_folder(path: Path) -> Path:
+    """Where the folder layout goes for a report asked for at ``path``: ``report.html`` ->
+    ``report/``, a path without an ``.html`` suffix as it is."""
+    return path.with_suffix("") if path.suffix.lower() in (".html", ".htm") else path
 
 
 def build_report(
@@ -635,11 +644,17 @@ def build_report(
     baseline: str | None = None,
     complementarity: Sequence[str | Path] = (),
     critique: Sequence[str | Path] = (),
+    one_file_limit: int = ONE_FILE_LIMIT,
 ) -> Path:
     """Write the report of one or more run folders (side by side), with the complementarity
     analyses (``seerbench complementarity --json`` files) and ``seerbench critique`` folders given,
     to ``out`` (default ``report.html`` in the first run or critique folder, or beside the first
-    complementarity file) and return its path."""
+    complementarity file) and return its path.
+
+    When the transcript browser's data is over ``one_file_limit`` bytes the report is a folder
+    instead (:func:`report_folder` of ``out``: ``report.html`` -> ``report/``) holding
+    ``index.html``, whose path is returned, and the transcript files it loads on demand
+    (:mod:`seerbench.report._browser`)."""
     F.require_matplotlib()
 
     if not (run_dirs or complementarity or critique):
@@ -657,23 +672,22 @@ def build_report(
         names = ", ".join([label for label, _ in comp] + [c["label"] for c in crit])
         atomic_write_text(path, page(f"seerbench report: {names}", extra, script=False))
         return path
-    questions: list[list[Any]] = []
-    qindex: dict[str, int] = {}
     runs: list[RunData] = []
     labels = _unique_labels([Path(d) for d in run_dirs])
-    for d, label in zip(run_dirs, labels, strict=True):
-        runs.append(
-            load_run(
-                d,
-                baseline=baseline,
-                label=label,
-                questions=questions,
-                question_index=qindex,
-                cell_offset=sum(len(r.cells) for r in runs),
-            )
-        )
-    atomic_write_text(path, render_runs(runs, questions, extra))
-    return path
+    with Browser() as browser:
+        for d, label in zip(run_dirs, labels, strict=True):
+            runs.append(load_run(d, browser, baseline=baseline, label=label))
+        multi = len(runs) > 1
+        if browser.size <= one_file_limit:
+            atomic_write_text(path, render_runs(runs, browser.inline_json(multi), extra))
+            return path
+        folder = report_folder(path)
+        if folder.exists() and not folder.is_dir():
+            raise ConfigError(f"{folder} is a file: the report is a folder past {one_file_limit / 1e6:g} MB")
+        data = browser.write_chunks(folder, multi)
+        index = folder / "index.html"
+        atomic_write_text(index, render_runs(runs, data, extra, split=True))
+        return index
 
 
 def _unique_labels(paths: Sequence[Path]) -> list[str]:

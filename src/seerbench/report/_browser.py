@@ -1,0 +1,256 @@
+"""The transcript browser's data: one row per results line (a cell and a question), gathered in the
+one pass over the results that also makes the statistics (:func:`seerbench.analysis.run.summarize_run`'s
+``on_line``), and written out in one of two layouts:
+
+- **one file** (:meth:`Browser.inline_json`): every row, with its transcripts, as JSON inside the
+  page, when the rows' JSON is at most :data:`ONE_FILE_LIMIT` bytes;
+- **a folder** (:meth:`Browser.write_chunks`): past that, the page (``index.html``) keeps per row only
+  its cell, its question and two flags (wrong verdict, parse failure) for the filters; the rows
+  themselves, with their transcripts, are in ``transcripts/c<cell>-<k>.js`` (a cell's rows in
+  blocks of :data:`CHUNK_ROWS`) and the questions in ``transcripts/q<k>.js`` (blocks of
+  :data:`CHUNK_QUESTIONS`), each a script that hands its JSON to the page. The page loads the
+  blocks a page of rows needs with ``<script src>``, which works from ``file://`` (where browsers
+  refuse ``fetch()`` of local files); a full-text search loads them all.
+
+Each row is turned into JSON text as it is read and kept in a temporary file per cell, never as
+Python objects, so memory stays flat in the number of lines; the questions are kept once each, as
+JSON text.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from array import array
+from pathlib import Path
+from typing import IO, Any
+
+from seerbench.report._blocks import script_json
+
+#: Past this many bytes of the browser's JSON (rows, transcripts and questions), the report is a
+#: folder (``index.html`` and per-cell transcript files loaded on demand) instead of one file.
+ONE_FILE_LIMIT = 10_000_000
+#: Rows of one cell per transcript file in the folder layout.
+CHUNK_ROWS = 500
+#: Questions per question file in the folder layout.
+CHUNK_QUESTIONS = 2000
+#: The folder layout's transcript folder, beside ``index.html``.
+CHUNK_DIR = "transcripts"
+
+#: Row flags the filters read in the folder layout (the one-file page works them out from the row).
+WRONG, FAILED = 1, 2
+
+
+def _mark(score: Any) -> str:
+    """A case's verdict against the truth: r(ight), w(rong), t(ie) or u(nscored)."""
+    acc = (score or {}).get("accuracy")
+    if acc is None:
+        return "u"
+    return "r" if acc >= 1.0 else "w" if acc <= 0.0 else "t"
+
+
+def _turn(t: dict[str, Any]) -> list[Any]:
+    quotes = [
+        [str(q.get("text", "")), q.get("verified")] for q in t.get("quotes") or [] if isinstance(q, dict)
+    ]
+    return [
+        str(t.get("speaker") or t.get("role") or ""),
+        t.get("answer_case"),
+        str(t.get("content") or ""),
+        quotes,
+    ]
+
+
+def browser_row(cell_index: int, q_index: int, ln: dict[str, Any]) -> list[Any]:
+    """One line of a results file as the transcript browser's row:
+    ``[cell, question, excluded, parse_failures, judge_accuracy, asd(log), chosen_case, cases]``,
+    each case ``[short, method, probabilities, parse_status, error, mark, transcript, orders]`` (``orders``:
+    with both option orders, the probabilities of the order as asked and of the swapped one) and each
+    turn ``[speaker, answer_case, text, [[quote, verified], ...]]``. A symmetric line (a debate,
+    NaiveJudge) has one protocol run: its transcript is given once, on the first case."""
+    cases = []
+    seen_transcript = False
+    for c in ln.get("answer_cases") or []:
+        cp = c.get("case_probs") or {}
+        tr: list[Any] = []
+        if not (ln.get("symmetric") and seen_transcript):
+            tr = [_turn(t) for t in cp.get("transcript") or []]
+            seen_transcript = True
+        meta = cp.get("metadata") or {}
+        orders = [meta.get("original"), meta.get("swapped")] if meta.get("both_orders") else None
+        cases.append(
+            [
+                c.get("short"),
+                cp.get("method"),
+                cp.get("probabilities"),
+                cp.get("parse_status"),
+                cp.get("error"),
+                _mark(cp.get("judge_score")),
+                tr,
+                orders,
+            ]
+        )
+    asd = (ln.get("asd") or {}).get("log")
+    return [
+        cell_index,
+        q_index,
+        bool(ln.get("excluded")),
+        int(ln.get("parse_failures") or 0),
+        ln.get("judge_accuracy"),
+        asd,
+        ln.get("chosen_case"),
+        cases,
+    ]
+
+
+def row_flags(row: list[Any]) -> int:
+    """:data:`WRONG` when a case's verdict is wrong or tied, :data:`FAILED` when the line has a
+    parse failure or a case whose verdict did not parse: what the page's filters test."""
+    cases = row[7]
+    wrong = any(c[5] in ("w", "t") for c in cases)
+    failed = row[3] > 0 or any(c[3] != "ok" for c in cases)
+    return (WRONG if wrong else 0) | (FAILED if failed else 0)
+
+
+def question_entry(q: dict[str, Any]) -> list[Any]:
+    """``[id, text, [[short, long, is_true], ...]]``."""
+    return [
+        str(q.get("id")),
+        str(q.get("text") or ""),
+        [
+            [str(a.get("short")), str(a.get("long")), float(a.get("value") or 0.0) > 0.5]
+            for a in q.get("answer_cases") or []
+        ],
+    ]
+
+
+class Browser:
+    """The browser rows of every run in a report, kept as JSON text in a temporary folder (one
+    file per cell, a row a line) with each row's question and flags in arrays. Use as a context
+    manager: the temporary folder goes when it ends."""
+
+    def __init__(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="seerbench-report-")
+        self.cells: list[dict[str, Any]] = []
+        self.questions: dict[str, int] = {}  # question entry as JSON text -> index
+        self._q: list[array[int]] = []
+        self._flags: list[array[int]] = []
+        self._files: list[IO[str]] = []
+        self.size = 0  # bytes of the rows' and questions' JSON
+
+    def __enter__(self) -> Browser:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for f in self._files:
+            f.close()
+        self._tmp.cleanup()
+
+    def add_cell(self, info: dict[str, Any]) -> int:
+        """A new cell (``run``, ``cell``, ``label``, ``protocol``, ``judge``, ``agent``): its index."""
+        self.cells.append(info)
+        self._q.append(array("i"))
+        self._flags.append(array("b"))
+        i = len(self.cells) - 1
+        path = Path(self._tmp.name) / f"{i}.jsonl"
+        self._files.append(open(path, "w", encoding="utf-8", newline=""))  # noqa: SIM115
+        return i
+
+    def add(self, cell: int, ln: dict[str, Any]) -> None:
+        """One results line of cell ``cell`` (as read, not rescored)."""
+        entry = script_json(question_entry({"id": ln.get("question_id"), **(ln.get("question") or {})}))
+        q = self.questions.get(entry)  # one id may name different questions in two runs: keyed by content
+        if q is None:
+            q = self.questions[entry] = len(self.questions)
+            self.size += len(entry) + 1
+        row = browser_row(cell, q, ln)
+        text = script_json(row)
+        self._files[cell].write(text + "\n")
+        self._q[cell].append(q)
+        self._flags[cell].append(row_flags(row))
+        self.size += len(text) + 1
+
+    def _finish(self) -> None:
+        for f in self._files:
+            f.flush()
+
+    def _cell_rows(self, cell: int) -> list[str]:
+        with open(Path(self._tmp.name) / f"{cell}.jsonl", encoding="utf-8", newline="") as f:
+            # "\n" only: JSON escapes it, but not U+2028, U+0085 and the like that splitlines() splits at
+            return f.read().split("\n")[:-1]
+
+    def _by_question(self, cell: int, values: list[Any]) -> list[Any]:
+        """A cell's ``values`` (one per row, in file order) sorted by question, stably."""
+        q = self._q[cell]
+        return [values[k] for k in sorted(range(len(values)), key=q.__getitem__)]
+
+    def _in_order(self, per_cell: list[list[Any]]) -> list[tuple[int, Any]]:
+        """(cell, value) of every row, question by question and each question's cells in order:
+        ``per_cell`` holds each cell's values sorted by question."""
+        import numpy as np
+
+        cells = np.concatenate([np.full(len(q), i, dtype=np.int64) for i, q in enumerate(self._q)])
+        qs = np.concatenate([np.frombuffer(q, dtype=np.int32).astype(np.int64) for q in self._q])
+        pos = [0] * len(per_cell)
+        out = []
+        for c in cells[np.lexsort((cells, qs))].tolist():
+            out.append((c, per_cell[c][pos[c]]))
+            pos[c] += 1
+        return out
+
+    def _head(self, multi: bool) -> str:
+        return '{"multi":' + json.dumps(multi) + ',"cells":' + script_json(self.cells)
+
+    def inline_json(self, multi: bool) -> str:
+        """The one-file page's JSON (``multi``, ``cells``, ``questions``, ``rows``), safe inside a
+        ``<script>`` element."""
+        self._finish()
+        rows = [self._by_question(i, self._cell_rows(i)) for i in range(len(self.cells))]
+        ordered = self._in_order(rows)
+        return (
+            self._head(multi)
+            + ',"questions":['
+            + ",".join(self.questions)
+            + '],"rows":['
+            + ",".join(text for _, text in ordered)
+            + "]}"
+        )
+
+    def write_chunks(self, folder: Path, multi: bool) -> str:
+        """Write the folder layout's transcript files under ``folder/transcripts`` and return the
+        index page's JSON: ``multi``, ``cells``, ``split`` (the transcript folder), ``chunk_rows``,
+        ``chunk_questions``, ``n_questions`` and ``rows``, a flat list of ``cell, question, flags`` per
+        row in the page's order (a cell's rows are in its transcript files in the same order)."""
+        self._finish()
+        out = folder / CHUNK_DIR
+        out.mkdir(parents=True, exist_ok=True)
+        for old in out.glob("*.js"):  # an earlier report's blocks
+            old.unlink()
+        for i in range(len(self.cells)):
+            r = self._by_question(i, self._cell_rows(i))
+            for k in range(0, len(r), CHUNK_ROWS):
+                name = f"c{i}-{k // CHUNK_ROWS}"
+                _write_chunk(out / f"{name}.js", name, ",".join(r[k : k + CHUNK_ROWS]))
+        qs = list(self.questions)
+        for k in range(0, len(qs), CHUNK_QUESTIONS):
+            name = f"q{k // CHUNK_QUESTIONS}"
+            _write_chunk(out / f"{name}.js", name, ",".join(qs[k : k + CHUNK_QUESTIONS]))
+        flat: list[int] = []
+        per_cell = []
+        for i in range(len(self.cells)):
+            pairs = list(zip(self._q[i], self._flags[i], strict=True))
+            per_cell.append(self._by_question(i, pairs))
+        for c, (q, flags) in self._in_order(per_cell):
+            flat += (c, q, flags)
+        return (
+            self._head(multi)
+            + f',"split":"{CHUNK_DIR}","chunk_rows":{CHUNK_ROWS},"chunk_questions":{CHUNK_QUESTIONS}'
+            + f',"n_questions":{len(qs)},"rows":'
+            + json.dumps(flat, separators=(",", ":"))
+            + "}"
+        )
+
+
+def _write_chunk(path: Path, name: str, items: str) -> None:
+    """One transcript file: a script that hands its JSON list to the page."""
+    path.write_text(f'seerbenchChunk("{name}",[{items}]);\n', encoding="utf-8")
