@@ -213,6 +213,43 @@ def test_stats_prints_the_elo_table_saying_what_the_aggregate_is(
     assert "aggregate: a separate fit with one rating per debater over both sides (Khan et al.'s)" in flat
 
 
+def test_a_saved_cross_play_config_reads_back(finished: Path) -> None:
+    # experiment.json holds every key, the defaulted agent axes too (agent_models: [local]);
+    # reading it back must not trip the refusal of agent axes that no cell would use
+    saved = json.loads((finished / "experiment.json").read_text())["config"]
+    assert saved["agent_models"] == ["local"] and saved["best_of_n"] == [1]
+    cfg = ExperimentConfig.from_run(finished)
+    assert cfg.fingerprint() == config(finished, debaters=DEBATERS[:2]).fingerprint()
+    # what the Ray executor sends its workers: the full dump, parsed again
+    ExperimentConfig.parse(cfg.model_dump(mode="json"))
+    # a value other than the default is still refused, saved or not
+    with pytest.raises(ConfigError, match="agent_models would be ignored"):
+        ExperimentConfig.parse({**saved, "agent_models": ["scripted:echo"]})
+
+
+def test_show_works_on_a_cross_play_run(
+    finished: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_cli_global import run_main
+
+    qid = lines(next(finished.glob("*/*/results.jsonl")))[0]["question_id"]
+    code, out, err = run_main(["show", str(finished), qid, "--json", "--allow-calls"], capsys, monkeypatch)
+    assert code == 0, err
+    shown = json.loads(out)
+    assert sorted(c["cell"] for c in shown) == [
+        "SimultaneousDebate_t1/A_scripted-coin_vs_scripted-echo_J_scripted-coin",
+        "SimultaneousDebate_t1/A_scripted-echo_vs_scripted-coin_J_scripted-coin",
+    ]
+    for c in shown:
+        # the prompts, rebuilt (--allow-calls: a scripted model called again answers as in the run):
+        # one turn, two answer cases, two debaters: 4 arguments
+        agents = sorted(p["model"] for p in c["prompts"] if p["role"] == "agent")
+        assert agents == ["scripted:coin", "scripted:coin", "scripted:echo", "scripted:echo"]
+    code, out, err = run_main(["show", str(finished), qid, "--no-prompts"], capsys, monkeypatch)
+    assert code == 0, err
+    assert "A_scripted-echo_vs_scripted-coin_J_scripted-coin" in out
+
+
 def test_self_play_run_has_no_elo(tmp_path: Path) -> None:
     out = tmp_path / "r"
     Experiment(config(out)).run()

@@ -348,10 +348,17 @@ class ExperimentConfig(BaseModel):
     @model_validator(mode="after")
     def _cross_play_axes(self) -> ExperimentConfig:
         """Agent axes that no cell would use (every agent protocol entry is cross-play, whose
-        debaters carry their own) are refused rather than ignored."""
+        debaters carry their own) are refused rather than ignored, when set to anything but their
+        default: a saved config (experiment.json, a Ray worker's copy) holds every key with its
+        value, the defaults too, and must read back as it was written."""
         agentful = [p for p in self.protocols if get_protocol(p.name).needs_agent]
         if agentful and all(p.debaters() is not None for p in agentful):
-            unused = [k for k in ("agent_models", "agent_tools", "best_of_n") if k in self.model_fields_set]
+            fields = type(self).model_fields
+            unused = [
+                k
+                for k in ("agent_models", "agent_tools", "best_of_n")
+                if getattr(self, k) != fields[k].get_default(call_default_factory=True)
+            ]
             if unused:
                 raise ValueError(
                     f"{', '.join(unused)} would be ignored: every agent protocol here is cross-play; "
