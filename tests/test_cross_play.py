@@ -250,6 +250,34 @@ def test_show_works_on_a_cross_play_run(
     assert "A_scripted-echo_vs_scripted-coin_J_scripted-coin" in out
 
 
+def test_one_question_tournament_prints_no_zero_width_interval(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_cli_global import run_main
+
+    out = tmp_path / "one"
+    Experiment(config(out, debaters=DEBATERS, schedule="balanced").with_updates(limit=1)).run()
+    code, text, err = run_main(["stats", str(out)], capsys, monkeypatch)
+    assert code == 0, err
+    flat = " ".join(text.split())
+    # neither the cell table's ASD nor an Elo rating nor the slope has a [x, x] interval
+    assert not re.search(r"\[(-?[\d.]+), \1\]", flat), flat
+    assert "(1 question, 6 debates, no intervals from one question)" in flat
+    assert re.search(r"slope -?[\d.]+; one cluster resampled: no interval \(Khan", flat)
+    code, text, err = run_main(["stats", str(out), "--json"], capsys, monkeypatch)
+    assert code == 0, err
+    rec = json.loads(text)
+    for c in rec["cells"]:
+        asd = c["metrics"]["asd"]["log"]
+        assert asd["n"] == 1 and asd["ci_low"] is None and asd["ci_high"] is None
+        assert asd["note"] == "one value: no interval"
+    (t,) = rec["elo"]["tournaments"]
+    for r in t["ratings"]:
+        agg = r["aggregate"]
+        assert agg["ci_low"] is None and agg["note"] == "one cluster resampled: no interval"
+    assert t["trend"]["ci_low"] is None and t["trend"]["ci_high"] is None
+
+
 def test_self_play_run_has_no_elo(tmp_path: Path) -> None:
     out = tmp_path / "r"
     Experiment(config(out)).run()

@@ -598,10 +598,11 @@ def print_elo(elo: dict[str, Any]) -> None:
         return ci(x, 0)
 
     for t in elo["tournaments"]:
-        pct = round(100 * t["confidence"])
+        pct, nq = round(100 * t["confidence"]), t["n_questions"]
+        cis = f"{pct}% CIs by question" if nq >= 2 else "no intervals from one question"
         tab = Table(
             title=f"Elo of the debaters: {t['protocol']}, judge {t['judge']} "
-            f"({t['n_questions']} questions, {t['n_matches']} debates, {pct}% CIs by question)",
+            f"({nq} question{'s' if nq != 1 else ''}, {t['n_matches']} debates, {cis})",
             caption="aggregate: a separate fit with one rating per debater over both sides (Khan et al.'s)",
         )
         score, b = t.get("score", "log"), beta_key(t.get("beta", 1.0))
@@ -623,7 +624,9 @@ def print_elo(elo: dict[str, Any]) -> None:
         tr = t["trend"]
         if tr["estimate"] is not None and not math.isnan(tr["estimate"]):
             console.print(
-                f"correct - incorrect against aggregate Elo: slope {ci(tr, 2)} "
+                f"correct - incorrect against aggregate Elo: slope {ci(tr, 2)}"
+                + (f"; {tr['note']}" if tr.get("note") else "")
+                + " "
                 "(Khan et al. 2024 find it rising); ASD/ASE: the debater as agent, mean over its opponents",
                 highlight=False,
             )
