@@ -150,6 +150,23 @@ def test_refused_when_read(tmp_path: Path, protocol: dict[str, Any], message: st
     assert "\n" not in str(e.value)
 
 
+def test_misspelt_keys_get_a_did_you_mean_and_the_entry_keys_listed(tmp_path: Path) -> None:
+    cfg = config(tmp_path / "r", debaters=DEBATERS[:2], schedules="balanced")
+    with pytest.raises(ConfigError) as e:
+        Experiment(cfg).grid()
+    assert str(e.value) == (
+        "protocol SimultaneousDebate: bad keyword (schedules: not a keyword of SimultaneousDebate "
+        "(did you mean schedule?)); keywords: num_turns, both_orders, judge_sees_source, "
+        "judge_models, agent_models, debaters, schedule"
+    )
+    with pytest.raises(ConfigError) as e:
+        config(tmp_path / "r", debaters=["scripted:coin", {"agent": "scripted:echo", "bestofn": 2}])
+    assert str(e.value) == (
+        "invalid config: protocols.0: debaters: 'bestofn' is not a key of a debater "
+        "(did you mean best_of_n?); keys: agent, tools, best_of_n"
+    )
+
+
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("xp") / "run"

@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from seerbench.config import explain_validation, read_yaml_mapping
-from seerbench.errors import ConfigError
+from seerbench.errors import ConfigError, did_you_mean
 from seerbench.metrics import DEFAULT_EPS, FailurePolicy
 from seerbench.models import ElicitationSpec
 from seerbench.plugins import load_plugin
@@ -162,6 +162,13 @@ def parse_debater(v: Any) -> Debater:
     if isinstance(v, str) or (isinstance(v, dict) and "class" in v):
         return Debater(agent=v)
     if isinstance(v, dict) and "agent" in v:
+        keys = list(Debater.model_fields)
+        unknown = [k for k in v if k not in keys]
+        if unknown:
+            raise ValueError(
+                f"{DEBATERS}: {unknown[0]!r} is not a key of a debater{did_you_mean(str(unknown[0]), keys)}; "
+                f"keys: {', '.join(keys)}"
+            )
         return Debater.model_validate(v)
     raise ValueError(
         "a debater is a model spec, a {class: ...} entry or {agent: ..., best_of_n: N, tools: [...]}; "
