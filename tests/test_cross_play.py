@@ -295,6 +295,28 @@ def test_one_question_tournament_prints_no_zero_width_interval(
     assert t["trend"]["ci_low"] is None and t["trend"]["ci_high"] is None
 
 
+def test_plan_with_the_tournament_as_baseline_says_why_and_exits_2(
+    finished: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_cli_global import one_line_error, run_main
+
+    why = (
+        "every cell of this run is a SimultaneousDebate_t1 cell, so there is no other cell to compare "
+        "with one (a cross-play tournament compares its debaters in the Elo table of seerbench stats); "
+        "run other protocols beside it to compare protocols"
+    )
+    args = ["plan", str(finished), "--baseline", "SimultaneousDebate_t1", "--effect", "0.1"]
+    code, _, err = run_main(args, capsys, monkeypatch)
+    assert code == 2 and one_line_error(err) == f"error: nothing to plan: {why}"
+    # with --half-width there is a plan (per cell); the comparison's absence is said, not an error
+    code, out, err = run_main([*args, "--half-width", "0.2"], capsys, monkeypatch)
+    assert code == 0, err
+    assert why in " ".join(out.split())
+    args = ["stats", str(finished), "--baseline", "SimultaneousDebate"]
+    code, out, err = run_main(args, capsys, monkeypatch)
+    assert code == 0 and f"No paired differences: {why}." in " ".join(out.split())
+
+
 def test_self_play_run_has_no_elo(tmp_path: Path) -> None:
     out = tmp_path / "r"
     Experiment(config(out)).run()

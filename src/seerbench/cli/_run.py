@@ -26,7 +26,15 @@ from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RayExec
 from seerbench.metrics import beta_key
 from seerbench.models import default_tracker
 from seerbench.provenance import environment_lines
-from seerbench.runs import CELL_AXES, RunFolder, check_beta, check_eps, stop_reason, stop_target
+from seerbench.runs import (
+    CELL_AXES,
+    RunFolder,
+    check_beta,
+    check_eps,
+    stop_reason,
+    stop_target,
+    why_no_comparison,
+)
 
 
 def _usage_line() -> str:
@@ -516,9 +524,8 @@ def stats(
             names = ", ".join(str(c.get("cell")) for c in alone if c.get("protocol") != baseline)
             console.print(f"[dim]Not compared (no {baseline} cell with the same judge): {escape(names)}[/]")
     elif baseline is not None:
-        console.print(
-            f"[yellow]No paired differences: no cell shares a judge with a {escape(baseline)} cell.[/]"
-        )
+        why = why_no_comparison(summary["cells"], baseline)
+        console.print(f"[yellow]No paired differences: {escape(why)}.[/]")
     if "pressure" in summary:
         print_pressure(summary["pressure"])
     if anytime:
