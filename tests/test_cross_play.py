@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +166,33 @@ def test_misspelt_keys_get_a_did_you_mean_and_the_entry_keys_listed(tmp_path: Pa
         "invalid config: protocols.0: debaters: 'bestofn' is not a key of a debater "
         "(did you mean best_of_n?); keys: agent, tools, best_of_n"
     )
+
+
+def test_sequential_tournament_is_refused_when_read(tmp_path: Path, finished: Path) -> None:
+    seq = {"batch": 2, "stop_when": {"half_width": 0.3}}
+    raw = {
+        "dataset": {"name": "arithmetic", "n": 4},
+        "judge_models": ["scripted:coin"],
+        "protocols": [{"name": "SimultaneousDebate", "debaters": ["scripted:coin", "scripted:echo"]}],
+        "sequential": seq,
+    }
+    with pytest.raises(ConfigError) as e:
+        ExperimentConfig.parse(raw)
+    assert str(e.value) == (
+        "invalid config: sequential: SimultaneousDebate is a cross-play tournament (debaters), whose "
+        "pairs would stop at different numbers of questions and leave its sides unbalanced; remove "
+        "sequential and give the tournament a fixed number of questions (limit: N)"
+    )
+    # a budget alone stops cells apart too (checked before each cell's batch): refused as well
+    with pytest.raises(ConfigError, match="cross-play tournament"):
+        ExperimentConfig.parse({**raw, "sequential": {"batch": 2, "budget": {"calls": 100}}})
+    # a folder recorded before the refusal still reads back (to look at, not to run)
+    copy = tmp_path / "old"
+    shutil.copytree(finished, copy)
+    meta = json.loads((copy / "experiment.json").read_text())
+    meta["config"]["sequential"] = seq
+    (copy / "experiment.json").write_text(json.dumps(meta))
+    assert ExperimentConfig.from_run(copy).sequential is not None
 
 
 @pytest.fixture(scope="module")

@@ -374,6 +374,23 @@ class ExperimentConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _sequential_cross_play(self, info: ValidationInfo) -> ExperimentConfig:
+        """A sequential run stops each cell on its own (its target met, or the budget spent before
+        its batch), so a tournament's pairs would end at different numbers of questions and its
+        sides, balanced per question, would no longer be balanced over the tournament: refused.
+        A recorded config (a run folder's, read back by ``from_run``) is not a run to plan."""
+        if self.sequential is None or (info.context or {}).get("recorded"):
+            return self
+        crossed = [p.name for p in self.protocols if p.debaters() is not None]
+        if crossed:
+            raise ValueError(
+                f"sequential: {', '.join(crossed)} is a cross-play tournament ({DEBATERS}), whose pairs "
+                "would stop at different numbers of questions and leave its sides unbalanced; remove "
+                "sequential and give the tournament a fixed number of questions (limit: N)"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _sequential_baseline(self) -> ExperimentConfig:
         """A sign rule's baseline names one of the config's protocols (as ``stats --baseline``)."""
         rule = self.sequential.stop_when if self.sequential else None
@@ -403,15 +420,22 @@ class ExperimentConfig(BaseModel):
 
     @classmethod
     def parse(
-        cls, raw: dict[str, Any], source: str = "config", base_dir: str | Path | None = None
+        cls,
+        raw: dict[str, Any],
+        source: str = "config",
+        base_dir: str | Path | None = None,
+        *,
+        recorded: bool = False,
     ) -> ExperimentConfig:
+        """``raw`` validated (one line per problem); ``recorded``: a config a run folder holds,
+        read back to look at the run, not to run it."""
         plugins = raw.get("plugins")
         if isinstance(plugins, list):  # first, so their errors are their own one-line messages
             for ref in plugins:
                 if isinstance(ref, str):
                     load_plugin(ref, base_dir)
         try:
-            cfg = cls.model_validate(raw, context={"base_dir": base_dir})
+            cfg = cls.model_validate(raw, context={"base_dir": base_dir, "recorded": recorded})
         except ValidationError as e:
             raise ConfigError(explain(e, source)) from None
         cfg._base_dir = Path(base_dir) if base_dir is not None else None
@@ -424,7 +448,12 @@ class ExperimentConfig(BaseModel):
         from seerbench.runs import read_experiment_json
 
         meta = read_experiment_json(Path(run_dir) / "experiment.json")
-        return cls.parse(meta["config"], source=f"{run_dir}/experiment.json", base_dir=meta.get("config_dir"))
+        return cls.parse(
+            meta["config"],
+            source=f"{run_dir}/experiment.json",
+            base_dir=meta.get("config_dir"),
+            recorded=True,
+        )
 
     def with_updates(self, **updates: Any) -> ExperimentConfig:
         """A copy with some keys replaced (validated), reading relative paths from the same folder."""
