@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,50 @@ def test_refused_when_read(tmp_path: Path, protocol: dict[str, Any], message: st
     assert "\n" not in str(e.value)
 
 
+def test_misspelt_keys_get_a_did_you_mean_and_the_entry_keys_listed(tmp_path: Path) -> None:
+    cfg = config(tmp_path / "r", debaters=DEBATERS[:2], schedules="balanced")
+    with pytest.raises(ConfigError) as e:
+        Experiment(cfg).grid()
+    assert str(e.value) == (
+        "protocol SimultaneousDebate: bad keyword (schedules: not a keyword of SimultaneousDebate "
+        "(did you mean schedule?)); keywords: num_turns, both_orders, judge_sees_source, "
+        "judge_models, agent_models, debaters, schedule"
+    )
+    with pytest.raises(ConfigError) as e:
+        config(tmp_path / "r", debaters=["scripted:coin", {"agent": "scripted:echo", "bestofn": 2}])
+    assert str(e.value) == (
+        "invalid config: protocols.0: debaters: 'bestofn' is not a key of a debater "
+        "(did you mean best_of_n?); keys: agent, tools, best_of_n"
+    )
+
+
+def test_sequential_tournament_is_refused_when_read(tmp_path: Path, finished: Path) -> None:
+    seq = {"batch": 2, "stop_when": {"half_width": 0.3}}
+    raw = {
+        "dataset": {"name": "arithmetic", "n": 4},
+        "judge_models": ["scripted:coin"],
+        "protocols": [{"name": "SimultaneousDebate", "debaters": ["scripted:coin", "scripted:echo"]}],
+        "sequential": seq,
+    }
+    with pytest.raises(ConfigError) as e:
+        ExperimentConfig.parse(raw)
+    assert str(e.value) == (
+        "invalid config: sequential: SimultaneousDebate is a cross-play tournament (debaters), whose "
+        "pairs would stop at different numbers of questions and leave its sides unbalanced; remove "
+        "sequential and give the tournament a fixed number of questions (limit: N)"
+    )
+    # a budget alone stops cells apart too (checked before each cell's batch): refused as well
+    with pytest.raises(ConfigError, match="cross-play tournament"):
+        ExperimentConfig.parse({**raw, "sequential": {"batch": 2, "budget": {"calls": 100}}})
+    # a folder recorded before the refusal still reads back (to look at, not to run)
+    copy = tmp_path / "old"
+    shutil.copytree(finished, copy)
+    meta = json.loads((copy / "experiment.json").read_text())
+    meta["config"]["sequential"] = seq
+    (copy / "experiment.json").write_text(json.dumps(meta))
+    assert ExperimentConfig.from_run(copy).sequential is not None
+
+
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("xp") / "run"
@@ -211,6 +256,93 @@ def test_stats_prints_the_elo_table_saying_what_the_aggregate_is(
     flat = " ".join(out.split())
     assert "Elo of the debaters: SimultaneousDebate_t1" in flat
     assert "aggregate: a separate fit with one rating per debater over both sides (Khan et al.'s)" in flat
+
+
+def test_a_saved_cross_play_config_reads_back(finished: Path) -> None:
+    # experiment.json holds every key, the defaulted agent axes too (agent_models: [local]);
+    # reading it back must not trip the refusal of agent axes that no cell would use
+    saved = json.loads((finished / "experiment.json").read_text())["config"]
+    assert saved["agent_models"] == ["local"] and saved["best_of_n"] == [1]
+    cfg = ExperimentConfig.from_run(finished)
+    assert cfg.fingerprint() == config(finished, debaters=DEBATERS[:2]).fingerprint()
+    # what the Ray executor sends its workers: the full dump, parsed again
+    ExperimentConfig.parse(cfg.model_dump(mode="json"))
+    # a value other than the default is still refused, saved or not
+    with pytest.raises(ConfigError, match="agent_models would be ignored"):
+        ExperimentConfig.parse({**saved, "agent_models": ["scripted:echo"]})
+
+
+def test_show_works_on_a_cross_play_run(
+    finished: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_cli_global import run_main
+
+    qid = lines(next(finished.glob("*/*/results.jsonl")))[0]["question_id"]
+    code, out, err = run_main(["show", str(finished), qid, "--json", "--allow-calls"], capsys, monkeypatch)
+    assert code == 0, err
+    shown = json.loads(out)
+    assert sorted(c["cell"] for c in shown) == [
+        "SimultaneousDebate_t1/A_scripted-coin_vs_scripted-echo_J_scripted-coin",
+        "SimultaneousDebate_t1/A_scripted-echo_vs_scripted-coin_J_scripted-coin",
+    ]
+    for c in shown:
+        # the prompts, rebuilt (--allow-calls: a scripted model called again answers as in the run):
+        # one turn, two answer cases, two debaters: 4 arguments
+        agents = sorted(p["model"] for p in c["prompts"] if p["role"] == "agent")
+        assert agents == ["scripted:coin", "scripted:coin", "scripted:echo", "scripted:echo"]
+    code, out, err = run_main(["show", str(finished), qid, "--no-prompts"], capsys, monkeypatch)
+    assert code == 0, err
+    assert "A_scripted-echo_vs_scripted-coin_J_scripted-coin" in out
+
+
+def test_one_question_tournament_prints_no_zero_width_interval(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_cli_global import run_main
+
+    out = tmp_path / "one"
+    Experiment(config(out, debaters=DEBATERS, schedule="balanced").with_updates(limit=1)).run()
+    code, text, err = run_main(["stats", str(out)], capsys, monkeypatch)
+    assert code == 0, err
+    flat = " ".join(text.split())
+    # neither the cell table's ASD nor an Elo rating nor the slope has a [x, x] interval
+    assert not re.search(r"\[(-?[\d.]+), \1\]", flat), flat
+    assert "(1 question, 6 debates, no intervals from one question)" in flat
+    assert re.search(r"slope -?[\d.]+; one cluster resampled: no interval \(Khan", flat)
+    code, text, err = run_main(["stats", str(out), "--json"], capsys, monkeypatch)
+    assert code == 0, err
+    rec = json.loads(text)
+    for c in rec["cells"]:
+        asd = c["metrics"]["asd"]["log"]
+        assert asd["n"] == 1 and asd["ci_low"] is None and asd["ci_high"] is None
+        assert asd["note"] == "one value: no interval"
+    (t,) = rec["elo"]["tournaments"]
+    for r in t["ratings"]:
+        agg = r["aggregate"]
+        assert agg["ci_low"] is None and agg["note"] == "one cluster resampled: no interval"
+    assert t["trend"]["ci_low"] is None and t["trend"]["ci_high"] is None
+
+
+def test_plan_with_the_tournament_as_baseline_says_why_and_exits_2(
+    finished: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_cli_global import one_line_error, run_main
+
+    why = (
+        "every cell of this run is a SimultaneousDebate_t1 cell, so there is no other cell to compare "
+        "with one (a cross-play tournament compares its debaters in the Elo table of seerbench stats); "
+        "run other protocols beside it to compare protocols"
+    )
+    args = ["plan", str(finished), "--baseline", "SimultaneousDebate_t1", "--effect", "0.1"]
+    code, _, err = run_main(args, capsys, monkeypatch)
+    assert code == 2 and one_line_error(err) == f"error: nothing to plan: {why}"
+    # with --half-width there is a plan (per cell); the comparison's absence is said, not an error
+    code, out, err = run_main([*args, "--half-width", "0.2"], capsys, monkeypatch)
+    assert code == 0, err
+    assert why in " ".join(out.split())
+    args = ["stats", str(finished), "--baseline", "SimultaneousDebate"]
+    code, out, err = run_main(args, capsys, monkeypatch)
+    assert code == 0 and f"No paired differences: {why}." in " ".join(out.split())
 
 
 def test_self_play_run_has_no_elo(tmp_path: Path) -> None:

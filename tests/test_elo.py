@@ -105,6 +105,29 @@ def test_hand_worked_three_debaters() -> None:
     assert abs(ELO_PER_LOGIT - 173.7178) < 1e-4
 
 
+def test_one_question_gives_no_interval_not_a_zero_width_one() -> None:
+    # HAND is one question: every bootstrap replicate would resample it again and give the point
+    # fit ([400, 400]); the ratings, contrasts and slope have no interval, each with a note
+    r = fit_elo(HAND, n_boot=50, ridge=1e-12)
+    assert r.n_questions == 1 and r.replicates.shape == (0, 9)
+    for d in r.ratings:
+        for iv in (d.aggregate, d.correct, d.incorrect, d.difference):
+            assert math.isnan(iv.ci_low) and math.isnan(iv.ci_high)
+            assert iv.note == "one cluster resampled: no interval"
+    assert r.rating("A").correct.estimate == pytest.approx(400, abs=1e-3)  # the fit is still made
+    c = r.contrast("A", "C", "correct")
+    assert c.estimate == pytest.approx(400, abs=1e-3) and math.isnan(c.ci_low)
+    t = r.trend()
+    assert math.isfinite(t.estimate) and math.isnan(t.ci_low) and math.isnan(t.ci_high)
+    rec = r.as_dict()
+    assert rec["trend"]["note"] == "one cluster resampled: no interval"
+    assert rec["ratings"][0]["aggregate"]["note"] == "one cluster resampled: no interval"
+    # two questions: an interval again, and no note in the record
+    two = fit_elo([*HAND, *(Match("q2", m.correct, m.incorrect, m.p_correct) for m in HAND)], n_boot=50)
+    assert two.rating("A").aggregate.ci_low < two.rating("A").aggregate.ci_high
+    assert "note" not in two.as_dict()["ratings"][0]["aggregate"]
+
+
 def test_independent_one_rating_solver_agrees_with_the_hand_solution() -> None:
     # the Newton solver used below for the simulation's true aggregates, checked on the hand case
     games = [("ABC".index(m.correct), "ABC".index(m.incorrect), m.p_correct) for m in HAND]

@@ -348,7 +348,11 @@ def test_summarize_edge_cases() -> None:
     e = summarize([])
     assert e.n == 0 and math.isnan(e.mean) and math.isnan(e.ci_low)
     one = summarize([3.0])
-    assert (one.mean, one.std, one.se, one.ci_low, one.ci_high) == (3.0, 0.0, 0.0, 3.0, 3.0)
+    # one value: no interval (not [3, 3]), and a note saying why, also in the record
+    assert (one.mean, one.std, one.se) == (3.0, 0.0, 0.0)
+    assert math.isnan(one.ci_low) and math.isnan(one.ci_high)
+    assert one.note == "one value: no interval" == one.as_dict()["note"] == one.interval.note
+    assert "note" not in summarize([1.0, 2.0]).as_dict()
     inf = summarize([1.0, math.inf])
     assert inf.mean == math.inf and inf.ci_low == math.inf
     const = summarize([2.0] * 5)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,25 @@ def test_plan_a_cell_half_width(pilot: Path) -> None:
     cons_key = next(k for k in cells if k.startswith("Consultancy"))
     naive, cons = cells[naive_key], cells[cons_key]
     assert naive["calls"] + naive["cache_hits"] < cons["calls"] + cons["cache_hits"]  # and the agent's
+
+
+def test_plan_reports_each_cells_pilot_n_when_they_differ(pilot: Path, tmp_path: Path) -> None:
+    # a sequential run stops cells at different n: here NaiveJudge's cell keeps its first 30 lines
+    copy = tmp_path / "out"
+    shutil.copytree(pilot, copy)
+    naive = next(copy.glob("NaiveJudge/*"))
+    kept = (naive / "results.jsonl").read_text().splitlines()[:30]
+    (naive / "results.jsonl").write_text("\n".join(kept) + "\n")
+    r = runner.invoke(app, ["plan", str(copy), "--half-width", "0.05", "--json"])
+    assert r.exit_code == 0, r.output
+    p = json.loads(r.stdout)
+    assert sorted(p["pilot_questions"].values()) == [30, 40]
+    assert sorted(c["pilot_n"] for c in p["cells"] if c["metric"] == "accuracy") == [30, 40]
+    t = runner.invoke(app, ["plan", str(copy), "--half-width", "0.05"])
+    flat = " ".join(t.stdout.split())
+    assert t.exit_code == 0 and "pilot of 30 to 40 questions per cell (each row's pilot n is its own)" in flat
+    t = runner.invoke(app, ["plan", str(pilot), "--half-width", "0.05"])
+    assert "pilot of 40 questions per cell;" in " ".join(t.stdout.split())
 
 
 def test_label_plan_still_works_and_misuse_is_one_line(pilot: Path) -> None:

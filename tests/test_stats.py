@@ -88,6 +88,26 @@ def test_replicate_interval_widens_the_percentile_interval_to_t() -> None:
     assert none.empty and none.note == "fewer than 2 replicates"
 
 
+def test_one_question_or_cluster_has_no_interval_not_a_zero_width_one() -> None:
+    # one cluster resampled is itself every time: the replicates all equal the estimate, and the
+    # percentile interval would be [1, 1]; there is no interval, with a note
+    one = stats.replicate_interval(1.0, np.full(50, 1.0), 1)
+    assert math.isnan(one.ci_low) and math.isnan(one.ci_high)
+    assert one.note == "one cluster resampled: no interval"
+    # a mean of one value (ASD of a cell with one question): no interval, not [-0.41, -0.41]
+    s = stats.summarize([-0.41])
+    assert s.mean == -0.41 and math.isnan(s.ci_low) and math.isnan(s.ci_high)
+    assert s.note == "one value: no interval"
+    assert stats.summarize_many({"asd": [-0.41], "x": [1.0, 2.0]})["asd"] == s
+    # several values, all in one passage: nothing measures the spread between passages
+    c = stats.clustered_summary([0.2, 0.4, 0.9], ["p", "p", "p"])
+    assert c.mean == pytest.approx(0.5) and math.isnan(c.ci_low) and c.clusters == 1
+    assert c.note == "one cluster resampled: no interval"
+    # a paired difference over one question: no interval either
+    d = stats.paired_proportion_difference([1.0], [0.0])
+    assert d.mean == 1.0 and math.isnan(d.ci_low) and d.note == "one value: no interval"
+
+
 # ---- the main stats table --------------------------------------------------------------------------
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -288,6 +288,41 @@ def cell_counts(cell: Cell, f: ResultsFile, n_read: int) -> dict[str, Any]:
     }
 
 
+def _baseline_folder(metas: Sequence[dict[str, Any]], baseline: str) -> str:
+    """The protocol folder ``baseline`` names (a folder, or a protocol with one folder in the run)."""
+    folders = sorted({m["protocol"] for m in metas})
+    if baseline in folders:
+        return baseline
+    named = [f for f in folders if f.split("_")[0] == baseline]
+    if len(named) > 1:
+        raise ConfigError(
+            f"{baseline!r} names several protocol folders ({', '.join(named)}); give one of them"
+        )
+    if not named:
+        raise ConfigError(f"no protocol folder {baseline!r}; have: {', '.join(folders)}")
+    return named[0]
+
+
+def why_no_comparison(metas: Iterable[dict[str, Any]], baseline: str) -> str:
+    """Why :func:`baseline_partners` pairs no cell with a ``baseline`` cell, in one line: every
+    cell is a baseline cell (a run of that protocol alone, e.g. a tournament), or no other cell
+    has a judge of the baseline's."""
+    metas = list(metas)
+    folder = _baseline_folder(metas, baseline)
+    others = sorted({m["protocol"] for m in metas} - {folder})
+    if not others:
+        return (
+            f"every cell of this run is a {folder} cell, so there is no other cell to compare with one "
+            "(a cross-play tournament compares its debaters in the Elo table of seerbench stats); "
+            "run other protocols beside it to compare protocols"
+        )
+    judges = sorted({str(m["judge"]) for m in metas if m["protocol"] == folder})
+    return (
+        f"no cell of {', '.join(others)} shares a judge with a {folder} cell (its judges: "
+        f"{', '.join(judges)}): nothing to compare"
+    )
+
+
 def baseline_partners(metas: Iterable[dict[str, Any]], baseline: str) -> list[tuple[int, int]]:
     """Which cell each cell is compared with: ``(i, j)`` for each cell ``metas[i]`` (its grid axes,
     ``protocol`` the folder) and the ``baseline`` protocol's cell ``metas[j]`` with the same judge.
@@ -296,16 +331,7 @@ def baseline_partners(metas: Iterable[dict[str, Any]], baseline: str) -> list[tu
     ``baseline`` is a protocol folder (``NaiveJudge_swap``) or a protocol name (``NaiveJudge``)
     when exactly one folder of that protocol is in the run."""
     metas = list(metas)
-    folders = sorted({m["protocol"] for m in metas})
-    if baseline not in folders:
-        named = [f for f in folders if f.split("_")[0] == baseline]
-        if len(named) > 1:
-            raise ConfigError(
-                f"{baseline!r} names several protocol folders ({', '.join(named)}); give one of them"
-            )
-        if not named:
-            raise ConfigError(f"no protocol folder {baseline!r}; have: {', '.join(folders)}")
-        baseline = named[0]
+    baseline = _baseline_folder(metas, baseline)
     base = [j for j, m in enumerate(metas) if m["protocol"] == baseline]
     out: list[tuple[int, int]] = []
     for i, s in enumerate(metas):
@@ -379,4 +405,5 @@ __all__ = [
     "read_results",
     "stop_reason",
     "stop_target",
+    "why_no_comparison",
 ]

@@ -87,8 +87,8 @@ class DebaterRating:
     n_matches: int
 
     def as_dict(self) -> dict[str, Any]:
-        def iv(x: Interval) -> dict[str, float]:
-            return {"estimate": x.estimate, "ci_low": x.ci_low, "ci_high": x.ci_high}
+        def iv(x: Interval) -> dict[str, Any]:
+            return _interval_dict(x)
 
         return {
             "debater": self.debater,
@@ -166,7 +166,7 @@ class EloResult:
         t = self.trend()
         return {
             "debaters": self.debaters,
-            "trend": {"estimate": t.estimate, "ci_low": t.ci_low, "ci_high": t.ci_high},
+            "trend": _interval_dict(t),
             "ratings": [r.as_dict() for r in self.ratings],
             "win_rate": [[None if math.isnan(v) else float(v) for v in row] for row in self.win_rate],
             "n_questions": self.n_questions,
@@ -175,6 +175,14 @@ class EloResult:
             "n_boot": self.n_boot,
             "seed": self.seed,
         }
+
+
+def _interval_dict(x: Interval) -> dict[str, Any]:
+    """An interval as the Elo record holds it; ``note`` only where there is no interval."""
+    d: dict[str, Any] = {"estimate": x.estimate, "ci_low": x.ci_low, "ci_high": x.ci_high}
+    if x.note is not None:
+        d["note"] = x.note
+    return d
 
 
 def _kind(x: np.ndarray, k: int, n: int, which: str) -> np.ndarray:
@@ -312,7 +320,8 @@ def fit_elo(
     ridge: float = RIDGE,
 ) -> EloResult:
     """Ratings of every debater in ``matches`` (see the module docstring), with bootstrap
-    intervals that resample questions (seeded, ``n_boot`` replicates; percentile widened to t)."""
+    intervals that resample questions (seeded, ``n_boot`` replicates; percentile widened to t).
+    With one question there is no interval: NaN bounds with a note."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     ms = list(matches)
@@ -322,7 +331,7 @@ def fit_elo(
     n_q = int(q.max()) + 1
     point = _fit_elo_points(ci, ui, y, n, np.ones((1, len(ms))), ridge)[0]
     reps: list[np.ndarray] = []
-    if n_boot >= 2:
+    if n_boot >= 2 and n_q >= 2:  # one question resampled is itself again: no interval from it
         for wt in ClusterBootstrap(n_q, 1, len(ms), n_boot=n_boot, seed=seed).blocks():
             if wt.mode != "items":
                 break  # the question bootstrap only; the other modes come after it

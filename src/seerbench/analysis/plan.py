@@ -32,6 +32,7 @@ from seerbench.runs import (
     check_policy,
     check_score,
     paired_comparisons,
+    why_no_comparison,
 )
 
 __all__ = ["plan_run"]
@@ -217,6 +218,11 @@ def plan_run(
                     row["power_at_pilot_n"] = power_at(n, sd, effect, alpha=alpha, deff=deff)
                     row["expected"] = _expected(usage_of(comp["cell"], comp["baseline_cell"]), q)
                 out["comparisons"].append(row)
+        if not out["comparisons"]:
+            why = why_no_comparison([m for _, m in cells], baseline)
+            if half_width is None:  # nothing at all to plan: a user error, not an empty table
+                raise ConfigError(f"nothing to plan: {why}")
+            out["no_comparison"] = why
     if half_width is not None:
         out["half_width"] = half_width
         for a, m in cells:

@@ -303,7 +303,13 @@ def _plan_run(
         + ("" if per_q["tokens"] is None else f", {per_q['tokens']:.0f} tokens")
         + ("" if per_q["cost"] is None else f", ${per_q['cost']:.4f}")
     )
-    console.print(f"{run_dir}: pilot of {max(p['pilot_questions'].values())} questions; {usage}")
+    ns = sorted(set(p["pilot_questions"].values()))
+    pilot = (
+        f"{ns[0]} questions per cell"
+        if len(ns) == 1
+        else f"{ns[0]} to {ns[-1]} questions per cell (each row's pilot n is its own)"
+    )
+    console.print(f"{run_dir}: pilot of {pilot}; {usage}", highlight=False)
     by_cell = p.get("usage_per_question_by_cell")
     if by_cell:
         console.print(
@@ -341,7 +347,7 @@ def _plan_run(
             p["comparisons"],
             ["cell", "vs"],
         )
-    elif effect is not None:
-        console.print(f"[yellow]no cell shares a judge with a {baseline} cell: nothing to compare[/]")
+    elif p.get("no_comparison"):
+        console.print(f"[yellow]{escape(p['no_comparison'])}[/]")
     if p["cells"]:
         table(f"questions per cell for a {conf} interval of half-width {half_width:g}", p["cells"], ["cell"])

@@ -26,7 +26,15 @@ from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RayExec
 from seerbench.metrics import beta_key
 from seerbench.models import default_tracker
 from seerbench.provenance import environment_lines
-from seerbench.runs import CELL_AXES, RunFolder, check_beta, check_eps, stop_reason, stop_target
+from seerbench.runs import (
+    CELL_AXES,
+    RunFolder,
+    check_beta,
+    check_eps,
+    stop_reason,
+    stop_target,
+    why_no_comparison,
+)
 
 
 def _usage_line() -> str:
@@ -516,9 +524,8 @@ def stats(
             names = ", ".join(str(c.get("cell")) for c in alone if c.get("protocol") != baseline)
             console.print(f"[dim]Not compared (no {baseline} cell with the same judge): {escape(names)}[/]")
     elif baseline is not None:
-        console.print(
-            f"[yellow]No paired differences: no cell shares a judge with a {escape(baseline)} cell.[/]"
-        )
+        why = why_no_comparison(summary["cells"], baseline)
+        console.print(f"[yellow]No paired differences: {escape(why)}.[/]")
     if "pressure" in summary:
         print_pressure(summary["pressure"])
     if anytime:
@@ -598,10 +605,11 @@ def print_elo(elo: dict[str, Any]) -> None:
         return ci(x, 0)
 
     for t in elo["tournaments"]:
-        pct = round(100 * t["confidence"])
+        pct, nq = round(100 * t["confidence"]), t["n_questions"]
+        cis = f"{pct}% CIs by question" if nq >= 2 else "no intervals from one question"
         tab = Table(
             title=f"Elo of the debaters: {t['protocol']}, judge {t['judge']} "
-            f"({t['n_questions']} questions, {t['n_matches']} debates, {pct}% CIs by question)",
+            f"({nq} question{'s' if nq != 1 else ''}, {t['n_matches']} debates, {cis})",
             caption="aggregate: a separate fit with one rating per debater over both sides (Khan et al.'s)",
         )
         score, b = t.get("score", "log"), beta_key(t.get("beta", 1.0))
@@ -623,7 +631,9 @@ def print_elo(elo: dict[str, Any]) -> None:
         tr = t["trend"]
         if tr["estimate"] is not None and not math.isnan(tr["estimate"]):
             console.print(
-                f"correct - incorrect against aggregate Elo: slope {ci(tr, 2)} "
+                f"correct - incorrect against aggregate Elo: slope {ci(tr, 2)}"
+                + (f"; {tr['note']}" if tr.get("note") else "")
+                + " "
                 "(Khan et al. 2024 find it rising); ASD/ASE: the debater as agent, mean over its opponents",
                 highlight=False,
             )

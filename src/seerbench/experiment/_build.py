@@ -11,7 +11,7 @@ from seerbench.agents import Agent, BestOfNAgent, ModelAgent
 from seerbench.errors import ConfigError
 from seerbench.experiment._components import Entry, build, init_hints, inject
 from seerbench.experiment._config import REPLAY, ExperimentConfig
-from seerbench.experiment._grid import RunSpec
+from seerbench.experiment._grid import RunSpec, listed_keywords
 from seerbench.judges import Judge, ModelJudge
 from seerbench.models import GenerateConfig, Model, get_model
 from seerbench.protocols import PROTOCOLS, OversightProtocol
@@ -133,7 +133,7 @@ class CellBuilder:
         try:
             return cls(judge, agent, seed=self.config.seed, **kw)
         except TypeError as e:
-            known = ", ".join(("num_turns", "both_orders", "judge_sees_source", *cls.keywords))
+            known = ", ".join(listed_keywords(cls))
             raise ConfigError(f"protocol {spec.protocol}: bad keyword ({e}); keywords: {known}") from None
 
 

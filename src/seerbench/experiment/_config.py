@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from seerbench.config import explain_validation, read_yaml_mapping
-from seerbench.errors import ConfigError
+from seerbench.errors import ConfigError, did_you_mean
 from seerbench.metrics import DEFAULT_EPS, FailurePolicy
 from seerbench.models import ElicitationSpec
 from seerbench.plugins import load_plugin
@@ -162,6 +162,13 @@ def parse_debater(v: Any) -> Debater:
     if isinstance(v, str) or (isinstance(v, dict) and "class" in v):
         return Debater(agent=v)
     if isinstance(v, dict) and "agent" in v:
+        keys = list(Debater.model_fields)
+        unknown = [k for k in v if k not in keys]
+        if unknown:
+            raise ValueError(
+                f"{DEBATERS}: {unknown[0]!r} is not a key of a debater{did_you_mean(str(unknown[0]), keys)}; "
+                f"keys: {', '.join(keys)}"
+            )
         return Debater.model_validate(v)
     raise ValueError(
         "a debater is a model spec, a {class: ...} entry or {agent: ..., best_of_n: N, tools: [...]}; "
@@ -348,15 +355,39 @@ class ExperimentConfig(BaseModel):
     @model_validator(mode="after")
     def _cross_play_axes(self) -> ExperimentConfig:
         """Agent axes that no cell would use (every agent protocol entry is cross-play, whose
-        debaters carry their own) are refused rather than ignored."""
+        debaters carry their own) are refused rather than ignored, when set to anything but their
+        default: a saved config (experiment.json, a Ray worker's copy) holds every key with its
+        value, the defaults too, and must read back as it was written."""
         agentful = [p for p in self.protocols if get_protocol(p.name).needs_agent]
         if agentful and all(p.debaters() is not None for p in agentful):
-            unused = [k for k in ("agent_models", "agent_tools", "best_of_n") if k in self.model_fields_set]
+            fields = type(self).model_fields
+            unused = [
+                k
+                for k in ("agent_models", "agent_tools", "best_of_n")
+                if getattr(self, k) != fields[k].get_default(call_default_factory=True)
+            ]
             if unused:
                 raise ValueError(
                     f"{', '.join(unused)} would be ignored: every agent protocol here is cross-play; "
                     f"give each debater its own ({DEBATERS}: [{{agent: ..., best_of_n: N, tools: [...]}}])"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _sequential_cross_play(self, info: ValidationInfo) -> ExperimentConfig:
+        """A sequential run stops each cell on its own (its target met, or the budget spent before
+        its batch), so a tournament's pairs would end at different numbers of questions and its
+        sides, balanced per question, would no longer be balanced over the tournament: refused.
+        A recorded config (a run folder's, read back by ``from_run``) is not a run to plan."""
+        if self.sequential is None or (info.context or {}).get("recorded"):
+            return self
+        crossed = [p.name for p in self.protocols if p.debaters() is not None]
+        if crossed:
+            raise ValueError(
+                f"sequential: {', '.join(crossed)} is a cross-play tournament ({DEBATERS}), whose pairs "
+                "would stop at different numbers of questions and leave its sides unbalanced; remove "
+                "sequential and give the tournament a fixed number of questions (limit: N)"
+            )
         return self
 
     @model_validator(mode="after")
@@ -389,15 +420,22 @@ class ExperimentConfig(BaseModel):
 
     @classmethod
     def parse(
-        cls, raw: dict[str, Any], source: str = "config", base_dir: str | Path | None = None
+        cls,
+        raw: dict[str, Any],
+        source: str = "config",
+        base_dir: str | Path | None = None,
+        *,
+        recorded: bool = False,
     ) -> ExperimentConfig:
+        """``raw`` validated (one line per problem); ``recorded``: a config a run folder holds,
+        read back to look at the run, not to run it."""
         plugins = raw.get("plugins")
         if isinstance(plugins, list):  # first, so their errors are their own one-line messages
             for ref in plugins:
                 if isinstance(ref, str):
                     load_plugin(ref, base_dir)
         try:
-            cfg = cls.model_validate(raw, context={"base_dir": base_dir})
+            cfg = cls.model_validate(raw, context={"base_dir": base_dir, "recorded": recorded})
         except ValidationError as e:
             raise ConfigError(explain(e, source)) from None
         cfg._base_dir = Path(base_dir) if base_dir is not None else None
@@ -410,7 +448,12 @@ class ExperimentConfig(BaseModel):
         from seerbench.runs import read_experiment_json
 
         meta = read_experiment_json(Path(run_dir) / "experiment.json")
-        return cls.parse(meta["config"], source=f"{run_dir}/experiment.json", base_dir=meta.get("config_dir"))
+        return cls.parse(
+            meta["config"],
+            source=f"{run_dir}/experiment.json",
+            base_dir=meta.get("config_dir"),
+            recorded=True,
+        )
 
     def with_updates(self, **updates: Any) -> ExperimentConfig:
         """A copy with some keys replaced (validated), reading relative paths from the same folder."""

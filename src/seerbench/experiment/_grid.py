@@ -9,10 +9,10 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from seerbench.errors import ConfigError
+from seerbench.errors import ConfigError, did_you_mean
 from seerbench.experiment._cells import RunSpec
 from seerbench.experiment._components import Entry, entry_label
-from seerbench.experiment._config import Debater, ExperimentConfig
+from seerbench.experiment._config import DEBATERS, ENTRY_KEYS, SCHEDULE, Debater, ExperimentConfig
 from seerbench.protocols import OversightProtocol, get_protocol
 
 #: Constructor parameters of every protocol that a config's protocol entry may not give: the grid
@@ -39,14 +39,22 @@ def protocol_keywords(cls: type[OversightProtocol]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def listed_keywords(cls: type[OversightProtocol]) -> list[str]:
+    """What an error lists as the keys a protocol entry may give: the protocol's keywords (less the
+    ones the grid supplies, as ``adversary``) and the entry's own keys (its judges and agents; a
+    debate's ``debaters`` and ``schedule``)."""
+    own = [*ENTRY_KEYS, *((DEBATERS, SCHEDULE) if cls.cross_play else ())]
+    return ["num_turns", "both_orders", "judge_sees_source", *cls.keywords, *own]
+
+
 def _check_keywords(cls: type[OversightProtocol], name: str, kwargs: dict[str, Any]) -> None:
     known = protocol_keywords(cls)
     unknown = sorted(k for k in kwargs if k not in known)
     if unknown:
-        listed = ", ".join(("num_turns", "both_orders", "judge_sees_source", *cls.keywords))
+        listed = listed_keywords(cls)
         raise ConfigError(
-            f"protocol {name}: bad keyword ({', '.join(unknown)}: not a keyword of {cls.__name__}); "
-            f"keywords: {listed}"
+            f"protocol {name}: bad keyword ({', '.join(unknown)}: not a keyword of {cls.__name__}"
+            f"{did_you_mean(unknown[0], listed)}); keywords: {', '.join(listed)}"
         )
     try:
         cls.check_keywords(kwargs)
@@ -194,4 +202,4 @@ def _cross_play(
     return out
 
 
-__all__ = ["RunSpec", "balanced_pairs", "build_grid", "names_itself", "protocol_keywords"]
+__all__ = ["RunSpec", "balanced_pairs", "build_grid", "listed_keywords", "names_itself", "protocol_keywords"]

@@ -27,7 +27,7 @@ from seerbench.report._assets import CSS, JS
 from seerbench.report._blocks import esc, fig, num, section, table
 from seerbench.report._browser import CHUNK_DIR, ONE_FILE_LIMIT, Browser
 from seerbench.report._data import RunData, StudyData, load_run, load_study
-from seerbench.runs import stop_reason, stop_target
+from seerbench.runs import stop_reason, stop_target, why_no_comparison
 from seerbench.store import atomic_write_text
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
@@ -272,7 +272,7 @@ def part_paired(r: RunData, i: int) -> str:
         )
     pairs = r.summary.get("paired") or []
     if not pairs:
-        return f'<p class="note">no cell shares a judge with the baseline {esc(r.baseline)}.</p>'
+        return f'<p class="note">{esc(why_no_comparison(r.summary.get("cells") or [], r.baseline))}.</p>'
     label = {p["cell"]: r.labels.get(p["cell"], p["cell"]) for p in pairs}
     asd = F.interval_plot(
         [(label[p["cell"]], p["asd_diff"]) for p in pairs],

@@ -24,7 +24,14 @@ import numpy as np
 
 from seerbench.stats._cluster import difference_interval, proportion_interval
 from seerbench.stats._interval import check_confidence, wilson
-from seerbench.stats._summary import DEFAULT_N_BOOT, Summary, bootstrap_means, summarize, widen_to_t
+from seerbench.stats._summary import (
+    DEFAULT_N_BOOT,
+    ONE_CLUSTER,
+    Summary,
+    bootstrap_means,
+    summarize,
+    widen_to_t,
+)
 
 
 def cluster_codes(labels: Sequence[object] | np.ndarray | None, n: int) -> tuple[np.ndarray, int]:
@@ -75,7 +82,9 @@ def clustered_summary(
     se = sandwich_se(x, codes, g)
     method = f"cluster bootstrap over {g} clusters (percentile)"
     if g < 2:  # one cluster of several values: nothing measures the spread
-        return Summary(n, mean, std, se, math.nan, math.nan, confidence, n_boot, seed, method, None, g)
+        return Summary(
+            n, mean, std, se, math.nan, math.nan, confidence, n_boot, seed, method, None, g, ONE_CLUSTER
+        )
     sums = np.bincount(codes, weights=x, minlength=g)
     sizes = np.bincount(codes, minlength=g).astype(float)
     s_b, n_b = bootstrap_means([sums, sizes], n_boot, seed)

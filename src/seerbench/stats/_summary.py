@@ -15,6 +15,9 @@ from scipy.stats import t as student_t
 from seerbench.stats._interval import Interval
 
 DEFAULT_N_BOOT = 2000
+#: The notes of an estimate with no interval because nothing measures its spread.
+ONE_VALUE = "one value: no interval"
+ONE_CLUSTER = "one cluster resampled: no interval"
 #: How :func:`summarize` makes its CI.
 METHOD = "percentile bootstrap, widened to t on n - 1 df"
 #: Resample indices drawn at once, at most (about 16 MB of int64): the bootstrap draws its
@@ -42,9 +45,14 @@ class Summary:
     method: str = METHOD
     n_eff: float | None = None
     clusters: int | None = None
+    #: why there is no interval (NaN bounds), e.g. one question; None when there is one
+    note: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if d["note"] is None:
+            del d["note"]  # only where there is something to say (records written before it)
+        return d
 
     @property
     def interval(self) -> Interval:
@@ -58,6 +66,7 @@ class Summary:
             self.method,
             self.n,
             self.confidence,
+            self.note,
         )
 
     @classmethod
@@ -89,6 +98,7 @@ class Summary:
             method if method is not None else iv.method,
             iv.n_eff,
             clusters,
+            iv.note,
         )
 
 
@@ -119,7 +129,9 @@ def summarize(
     with np.errstate(invalid="ignore"):  # an infinite value makes std NaN; no warning for it
         std = float(x.std(ddof=1)) if n > 1 else 0.0
     se = std / math.sqrt(n) if n > 1 else 0.0
-    if n == 1 or not np.all(np.isfinite(x)):
+    if n == 1:  # nothing measures the spread: no interval, rather than [mean, mean]
+        return Summary(n, mean, std, se, math.nan, math.nan, confidence, n_boot, seed, note=ONE_VALUE)
+    if not np.all(np.isfinite(x)):
         return Summary(n, mean, std, se, mean, mean, confidence, n_boot, seed)
     (means,) = _bootstrap_means([x], n_boot, seed)
     alpha = (1 - confidence) / 2
@@ -152,10 +164,13 @@ def replicate_interval(
     (:func:`widen_to_t`) to the t interval on ``clusters - 1`` df with the replicates' SD times
     ``sqrt(g / (g - 1))`` as the SE (a bootstrap over g clusters has (g - 1) / g of the variance).
     For a model refitted in every replicate (Elo ratings over 40 questions) the percentile interval
-    alone covered 0.88 to 0.93; widened, 0.96 to 0.97. NaN bounds below two finite replicates."""
+    alone covered 0.88 to 0.93; widened, 0.96 to 0.97. NaN bounds with a note below two clusters or
+    two finite replicates."""
     x = np.asarray(replicates, dtype=float)
     x = x[np.isfinite(x)]
     method = f"cluster bootstrap over {clusters} clusters (percentile, widened to t on {clusters - 1} df)"
+    if clusters < 2:  # every replicate is the one cluster again: a zero-width interval, not one
+        return Interval(estimate, math.nan, math.nan, None, method, None, confidence, ONE_CLUSTER)
     if x.size < 2 or not math.isfinite(estimate):
         note = "fewer than 2 replicates"
         return Interval(estimate, math.nan, math.nan, None, method, None, confidence, note)
