@@ -18,6 +18,7 @@ from seerbench.metrics import (
     score,
     scores,
 )
+from seerbench.stats import summarize_many
 from seerbench.types import AnswerCase, Question, Verdict
 
 # --------------------------------------------------------------------------------------------------
@@ -353,10 +354,15 @@ def test_summarize_edge_cases() -> None:
     assert math.isnan(one.ci_low) and math.isnan(one.ci_high)
     assert one.note == "one value: no interval" == one.as_dict()["note"] == one.interval.note
     assert "note" not in summarize([1.0, 2.0]).as_dict()
-    inf = summarize([1.0, math.inf])
-    assert inf.mean == math.inf and inf.ci_low == math.inf
+    inf = summarize([1.0, math.inf])  # the mean is infinite, honestly; no interval around it
+    assert inf.mean == math.inf and math.isnan(inf.ci_low) and math.isnan(inf.ci_high)
+    assert inf.note == "an infinite or undefined value: no interval"
+    # five equal values: nothing measured a spread, so no interval rather than a zero-width [2, 2]
     const = summarize([2.0] * 5)
-    assert (const.std, const.ci_low, const.ci_high) == (0.0, 2.0, 2.0)
+    assert (const.mean, const.std) == (2.0, 0.0) and math.isnan(const.ci_low) and math.isnan(const.ci_high)
+    assert const.note is not None and const.note.startswith("every value equal")
+    many = summarize_many({"const": [2.0] * 5, "varies": [1.0, 2.0, 3.0, 4.0, 5.0]})
+    assert many["const"] == const and many["varies"] == summarize([1.0, 2.0, 3.0, 4.0, 5.0])
     with pytest.raises(ValueError, match="confidence"):
         summarize([1.0, 2.0], confidence=1.0)
 

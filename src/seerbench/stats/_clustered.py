@@ -75,8 +75,8 @@ def clustered_summary(
     x = np.asarray(values, dtype=float)
     n = int(x.size)
     codes, g = cluster_codes(clusters, n)
-    if g == n or n < 2 or not np.all(np.isfinite(x)):
-        return summarize(x, confidence=confidence, n_boot=n_boot, seed=seed)
+    if g == n or n < 2 or not np.all(np.isfinite(x)) or float(x.std()) == 0.0:
+        return summarize(x, confidence=confidence, n_boot=n_boot, seed=seed)  # its own short cuts
     mean = float(x.mean())
     std = float(x.std(ddof=1))
     se = sandwich_se(x, codes, g)
@@ -171,7 +171,9 @@ def paired_proportion_difference(
         else 0.0
     )
     mover = difference_interval(ia, ib, rho)
-    lo, hi = min(d.ci_low, mover.ci_low), max(d.ci_high, mover.ci_high)
+    lo, hi = mover.ci_low, mover.ci_high
+    if math.isfinite(d.ci_low) and math.isfinite(d.ci_high):  # else every difference was equal
+        lo, hi = min(d.ci_low, lo), max(d.ci_high, hi)
     return Summary(
         d.n,
         d.mean,

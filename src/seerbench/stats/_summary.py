@@ -18,6 +18,8 @@ DEFAULT_N_BOOT = 2000
 #: The notes of an estimate with no interval because nothing measures its spread.
 ONE_VALUE = "one value: no interval"
 ONE_CLUSTER = "one cluster resampled: no interval"
+ALL_EQUAL = "every value equal: no interval (the data show no spread to measure)"
+NOT_FINITE = "an infinite or undefined value: no interval"
 #: How :func:`summarize` makes its CI.
 METHOD = "percentile bootstrap, widened to t on n - 1 df"
 #: Resample indices drawn at once, at most (about 16 MB of int64): the bootstrap draws its
@@ -131,8 +133,10 @@ def summarize(
     se = std / math.sqrt(n) if n > 1 else 0.0
     if n == 1:  # nothing measures the spread: no interval, rather than [mean, mean]
         return Summary(n, mean, std, se, math.nan, math.nan, confidence, n_boot, seed, note=ONE_VALUE)
-    if not np.all(np.isfinite(x)):
-        return Summary(n, mean, std, se, mean, mean, confidence, n_boot, seed)
+    if not np.all(np.isfinite(x)):  # no interval, rather than [inf, inf] or [nan, nan]
+        return Summary(n, mean, std, se, math.nan, math.nan, confidence, n_boot, seed, note=NOT_FINITE)
+    if std == 0.0:  # every resample is the mean: [mean, mean] would claim a certainty nothing measured
+        return Summary(n, mean, std, se, math.nan, math.nan, confidence, n_boot, seed, note=ALL_EQUAL)
     (means,) = _bootstrap_means([x], n_boot, seed)
     alpha = (1 - confidence) / 2
     q_lo, q_hi = (float(v) for v in np.quantile(means, [alpha, 1 - alpha]))
@@ -217,7 +221,7 @@ def summarize_many(
             if isinstance(col, array) and col.typecode == "d"
             else np.asarray(col, dtype=float)
         )
-        if x.size > 1 and np.all(np.isfinite(x)):
+        if x.size > 1 and np.all(np.isfinite(x)) and float(x.std(ddof=1)) > 0.0:
             by_n.setdefault(int(x.size), []).append((name, x))
         else:  # nothing to resample: summarize's own short cut
             out[name] = summarize(x, confidence=confidence, n_boot=n_boot, seed=seed)
