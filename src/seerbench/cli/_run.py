@@ -582,7 +582,7 @@ def print_decisions(rec: dict[str, Any]) -> None:
     spent = rec.get("spent") or {}
     dollars = spent.get("dollars")
     console.print(
-        f"[dim]{rec.get('added')} of {rec.get('questions')} questions added; "
+        f"[dim]{rec.get('added')} of {rec.get('questions')} questions run (the most any cell ran); "
         f"spent {spent.get('calls')} calls, {spent.get('tokens')} tokens, "
         + ("unknown $" if dollars is None else f"${dollars:.4f}")
         + "[/]"
