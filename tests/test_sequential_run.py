@@ -153,6 +153,7 @@ def test_half_width_decisions_are_the_sequences_of_the_written_lines(tmp_path: P
     assert r.exit_code == 0, r.output
     s = json.loads(r.stdout)
     assert s["sequential"]["cells"] == rec["cells"]
+    assert s["anytime_warnings"] == []  # independent questions: nothing to warn of
     for cell in s["cells"]:
         assert cell["anytime"]["judge_accuracy"]["ci_low"] == rec["cells"][cell["cell"]]["interval"]["ci_low"]
     r = runner.invoke(app, ["stats", str(out)])

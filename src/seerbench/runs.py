@@ -246,6 +246,15 @@ UNFINISHED = (
 )
 
 
+#: ``stats --anytime`` where a cell's questions share passages (the confidence sequences assume
+#: independent questions).
+ANYTIME_SHARED = (
+    "questions share passages in {cells}: the anytime-valid intervals treat them as independent, so "
+    "their coverage (and that of the Δ rows of those cells) is not guaranteed (a passage's questions "
+    "are correlated); the fixed-n intervals resample whole passages"
+)
+
+
 FAILED = (
     "{n} question(s) failed (their model calls failed after retries, see the run's output), so n leaves "
     "them out; run the config again to retry them"

@@ -13,6 +13,7 @@ from seerbench.errors import ConfigError
 from seerbench.metrics import DEFAULT_EPS
 from seerbench.results import CellStats, rescore
 from seerbench.runs import (
+    ANYTIME_SHARED,
     FAILED,
     LEFT_OUT,
     UNFINISHED,
@@ -92,7 +93,8 @@ def summarize_run(
     comparison ``accuracy_diff_anytime``: the anytime-valid 95% confidence sequence
     (:func:`seerbench.estimators.confidence_sequence`) over the questions in the results file's
     order (dataset order, fixed before any value was seen; a sequential run's seeded order), valid
-    however often the run was looked at and whenever it stopped."""
+    however often the run was looked at and whenever it stopped; and ``anytime_warnings``: where
+    questions share passages (the sequences assume independent questions), which cells."""
     folder = RunFolder(run_dir)
     cfg = folder.config
     check_beta(beta)
@@ -141,17 +143,24 @@ def summarize_run(
     )
     if anytime:
         by_key = {m["cell"]: a for a, m in cells if isinstance(a, CellStats)}
+        shared = [k for k, a in by_key.items() if a.shares_clusters()]
         for c in comparisons:
             va = by_key[c["cell"]].paired_values("judge_accuracy")
             vb = by_key[c["baseline_cell"]].paired_values("judge_accuracy")
             common = [q for q in va if q in vb]  # in the cell's file order
             c["accuracy_diff_anytime"] = _anytime([va[q] - vb[q] for q in common], lo=-1.0)
-    out = {
+    out: dict[str, Any] = {
         "run_dir": str(folder.path),
         "cells": [s for _, s in cells],
         "paired": comparisons,
         "skipped_lines": skipped,
     }
+    if anytime:
+        out["anytime_warnings"] = (
+            [ANYTIME_SHARED.format(cells=f"{len(shared)} of {len(cells)} cells ({', '.join(shared)})")]
+            if shared
+            else []
+        )
     decisions = folder.decisions()
     if decisions is not None:  # a sequential run: per cell (and comparison) why and when it stopped
         out["sequential"] = decisions

@@ -553,6 +553,8 @@ def _print_anytime(summary: dict[str, Any]) -> None:
         "[dim]the anytime-valid interval holds however often the run was looked at and whenever it "
         "stopped (questions in file order); ASD is unbounded and not covered[/]"
     )
+    for w in summary.get("anytime_warnings") or []:
+        console.print(f"[yellow]warning[/] anytime-valid intervals: {escape(str(w))}")
 
 
 def print_decisions(rec: dict[str, Any]) -> None:

@@ -347,7 +347,9 @@ def part_anytime(r: RunData, i: int) -> str:
         )
         for p in r.summary.get("paired") or []
     ]
-    out = table(ANYTIME_HEAD, rows, cls="stats-anytime")
+    out = table(ANYTIME_HEAD, rows, cls="stats-anytime") + "".join(
+        f'<p class="note">warning: {esc(str(w))}</p>' for w in r.summary.get("anytime_warnings") or []
+    )
     rec = r.summary.get("sequential")
     if rec:
         seq = rec.get("settings") or {}
