@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from seerbench._lock import lock_holder
 from seerbench.analysis._elo import elo_section
 from seerbench.analysis._pressure import pressure_section
 from seerbench.errors import ConfigError
@@ -15,6 +16,7 @@ from seerbench.results import CellStats, rescore
 from seerbench.runs import (
     ANYTIME_SHARED,
     FAILED,
+    IN_PROGRESS,
     LEFT_OUT,
     UNFINISHED,
     RunFolder,
@@ -82,7 +84,9 @@ def summarize_run(
     cells have no finished question yet, ``not_started`` (their keys); when lines were skipped,
     ``skipped_reasons`` (the first 20, ``FILE:LINE: reason``); when cells differ only in
     best-of-N, ``pressure`` (:func:`seerbench.analysis.optimization_pressure`); when it has
-    cross-play cells, ``elo`` (:func:`seerbench.analysis._elo.elo_section`); for a sequential run,
+    cross-play cells, ``elo`` (:func:`seerbench.analysis._elo.elo_section`); while another process
+    holds the folder's lock (a run writing it), ``in_progress``: that process, and its unfinished
+    cells are said to be in progress, not stopped; for a sequential run,
     ``sequential`` (its ``sequential.json``: each cell's and comparison's decision, reason, number of
     questions and anytime-valid interval then).
 
@@ -97,6 +101,8 @@ def summarize_run(
     questions share passages (the sequences assume independent questions), which cells."""
     folder = RunFolder(run_dir)
     cfg = folder.config
+    # a live process holds the folder: its unfinished cells are being written, not stopped
+    holder = lock_holder(folder.path)
     check_beta(beta)
     check_score(score)
     eps_v = check_eps(cfg.get("eps", DEFAULT_EPS) if eps is None else eps)
@@ -123,7 +129,9 @@ def summarize_run(
         )
         s.update(cell_counts(cell, f, n_read))
         if s["unfinished"] and (s["unstarted"] or not (cell.folder / "stats.json").is_file()):
-            s["diagnostics"]["warnings"].insert(0, UNFINISHED)
+            s["diagnostics"]["warnings"].insert(
+                0, UNFINISHED if holder is None else IN_PROGRESS.format(holder=holder)
+            )
         for what, n in (("foreign", s["foreign_lines"]), ("duplicate", s["duplicate_lines"])):
             if n:
                 s["diagnostics"]["warnings"].insert(0, LEFT_OUT[what].format(n=n))
@@ -162,6 +170,8 @@ def summarize_run(
             else []
         )
     decisions = folder.decisions()
+    if holder is not None:
+        out["in_progress"] = holder
     if decisions is not None:  # a sequential run: per cell (and comparison) why and when it stopped
         out["sequential"] = decisions
     have = {c.key for c in folder.cells()}

@@ -483,10 +483,16 @@ def stats(
         print_json(summary)
         return
     _print_stats(summary["cells"], title=str(run_dir), beta=beta, score=score, wide=wide)
+    if summary.get("in_progress"):
+        console.print(
+            f"[yellow]run in progress: {escape(summary['in_progress'])} is writing {escape(str(run_dir))}; "
+            "these numbers are what it has finished so far[/]"
+        )
     if summary.get("not_started"):
+        why = "the run has not reached them yet" if summary.get("in_progress") else "the run stopped before them"
         console.print(
             f"[yellow]{len(summary['not_started'])} cell(s) of the grid have no finished question yet "
-            f"(the run stopped before them): {escape(', '.join(summary['not_started']))}[/]"
+            f"({why}): {escape(', '.join(summary['not_started']))}[/]"
         )
     if summary["skipped_lines"]:
         first = summary.get("skipped_reasons", ["?"])[0]
