@@ -117,11 +117,10 @@ def test_interval_from_the_grid_covers_and_narrows() -> None:
 def test_half_width_is_the_longer_side_from_the_mean() -> None:
     # the trial's Consultancy cell: mean 0.5125 in [0.382, 0.663] is 0.1305 below and 0.1505 above,
     # so it is not within +-0.15 (the rule's reading), though (0.663 - 0.382) / 2 = 0.1405 is
-    cs = ConfidenceSequence(
-        0.05, 0.0, 1.0, np.array([0.5125]), np.array([0.382]), np.array([0.663])
-    )
+    cs = ConfidenceSequence(0.05, 0.0, 1.0, np.array([0.5125]), np.array([0.382]), np.array([0.663]))
     assert cs.half_width == pytest.approx(0.1505)
-    below = ConfidenceSequence(0.05, 0.0, 1.0, np.array([0.3, 0.4]), np.array([0.0, 0.1]), np.array([1.0, 0.6]))
+    lo, hi = np.array([0.0, 0.1]), np.array([1.0, 0.6])
+    below = ConfidenceSequence(0.05, 0.0, 1.0, np.array([0.3, 0.4]), lo, hi)
     assert below.half_width == pytest.approx(0.3)  # 0.4 - 0.1 = 0.3 below, 0.6 - 0.4 = 0.2 above
     assert confidence_sequence([]).half_width == 1.0  # no estimate: the whole range
     x = np.array([1.0, 0.5, 1.0, 0.5, 0.0, 1.0, 1.0, 0.5])

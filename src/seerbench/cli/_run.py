@@ -489,7 +489,8 @@ def stats(
             "these numbers are what it has finished so far[/]"
         )
     if summary.get("not_started"):
-        why = "the run has not reached them yet" if summary.get("in_progress") else "the run stopped before them"
+        running = summary.get("in_progress")
+        why = "the run has not reached them yet" if running else "the run stopped before them"
         console.print(
             f"[yellow]{len(summary['not_started'])} cell(s) of the grid have no finished question yet "
             f"({why}): {escape(', '.join(summary['not_started']))}[/]"

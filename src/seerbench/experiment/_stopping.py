@@ -11,10 +11,10 @@ the budget is spent.
   (:func:`seerbench.estimators.confidence_sequence`, betting; valid however often it is looked at)
   is computed over its questions in that order: ``half_width: W`` stops a cell whose interval lies
   within ``mean +- W`` (:attr:`ConfidenceSequence.half_width`: the longer side, since a sequence is
-  not symmetric about its mean); ``sign`` stops a comparison (a cell minus its baseline cell, paired on the questions both
-  scored, :func:`seerbench.estimators.paired_sequence`) once its interval excludes 0, and a cell
-  once every comparison it is in has stopped (each cell's own accuracy sequence is recorded too). A
-  cell still running when the dataset runs out stops
+  not symmetric about its mean); ``sign`` stops a comparison (a cell minus its baseline cell,
+  paired on the questions both scored, :func:`seerbench.estimators.paired_sequence`) once its
+  interval excludes 0, and a cell once every comparison it is in has stopped (each cell's own
+  accuracy sequence is recorded too). A cell still running when the dataset runs out stops
   with ``dataset exhausted``.
 - **Budget.** Before a cell's batch, what the folder's usage log holds (every run into the folder:
   calls made, tokens, dollars from the price table; cache hits are free) is compared with

@@ -381,7 +381,8 @@ def part_anytime(r: RunData, i: int) -> str:
         out += (
             f"<p>sequential run: batches of {esc(str(seq.get('batch')))} questions in the order of seed "
             f"{esc(str(seq.get('seed')))}, target {esc(target)}; {esc(str(rec.get('added')))} of "
-            f"{esc(str(rec.get('questions')))} questions run (the most any cell ran); spent {esc(str(spent.get('calls')))} calls, "
+            f"{esc(str(rec.get('questions')))} questions run (the most any cell ran); "
+            f"spent {esc(str(spent.get('calls')))} calls, "
             f"{esc(str(spent.get('tokens')))} tokens, "
             + ("unknown dollars" if dollars is None else f"${dollars:.4f}")
             + ".</p>"
