@@ -457,3 +457,60 @@ def test_a_lost_ray_node_is_one_line_and_leaves_no_ray_process(tmp_path: Path) -
     assert len(rec["pids"]) >= 3 and not rec["up"]  # gcs_server, raylet, ... were started, then ended
     alive = [p for p in rec["pids"] if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
     assert alive == []
+
+
+def test_stats_on_a_folder_a_live_run_holds_says_in_progress(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cell without stats.json in a folder another process is writing is in progress, not
+    stopped: "run the config again to finish it" would be refused while the run holds the folder."""
+    import socket
+
+    from seerbench._lock import lock_holder
+    from seerbench.runs import IN_PROGRESS, UNFINISHED
+
+    monkeypatch.setenv("SEERBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "out"
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "name": "inuse",
+                "dataset": {"name": "arithmetic", "n": 6, "seed": 3},
+                "judge_models": ["scripted:coin"],
+                "agent_models": ["scripted:coin"],
+                "protocols": ["NaiveJudge", "Consultancy"],
+                "elicitation": {"order": ["vote"]},
+                "n_boot": 100,
+                "out": str(out),
+            }
+        )
+    )
+    code, _, err = run_main(["-q", "run", str(cfg)], capsys, monkeypatch)
+    assert code == 0, err
+    cons = next(out.glob("Consultancy*/*"))
+    key = f"{cons.parent.name}/{cons.name}"
+    (cons / "stats.json").unlink()  # the cell a run is still writing has no stats.json yet
+    assert lock_holder(out) is None
+    with lock_folder(out, "seerbench run cfg.yaml"):  # another open file: flock sees another process
+        holder = f"PID {os.getpid()} on host {socket.gethostname()} (seerbench run cfg.yaml)"
+        assert lock_holder(out) == holder
+        code, stdout, err = run_main(["stats", str(out), "--json"], capsys, monkeypatch)
+        assert code == 0, err
+        s = json.loads(stdout)
+        assert s["in_progress"] == holder
+        (c,) = [c for c in s["cells"] if c["cell"] == key]
+        assert c["unfinished"] and c["diagnostics"]["warnings"][0] == IN_PROGRESS.format(holder=holder)
+        assert UNFINISHED not in c["diagnostics"]["warnings"]
+        code, stdout, err = run_main(["stats", str(out)], capsys, monkeypatch)
+        flat = " ".join(stdout.split())
+        assert code == 0 and f"run in progress: {holder} is writing {out}" in flat
+        assert "run the config again to finish it" not in flat and "in progress: PID" in flat
+    # released: the same cell is a stopped one, which rerunning the config finishes
+    s = json.loads(run_main(["stats", str(out), "--json"], capsys, monkeypatch)[1])
+    assert "in_progress" not in s
+    (c,) = [c for c in s["cells"] if c["cell"] == key]
+    assert c["diagnostics"]["warnings"][0] == UNFINISHED
+    code, _, err = run_main(["-q", "run", str(cfg)], capsys, monkeypatch)  # the probe left no lock
+    assert code == 0, err
+    assert (cons / "stats.json").is_file()

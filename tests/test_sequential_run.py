@@ -92,6 +92,14 @@ def test_a_stopped_and_resumed_run_is_a_prefix_of_the_unstopped_one(tmp_path: Pa
         assert 0 < len(lines) < N
         assert lines == ref[cell][: len(lines)]  # the same lines for the same questions, in order
         assert stopped["cells"][cell]["n"] == len(lines)
+    # a batch of 10 costs NaiveJudge 50 calls and Consultancy 120 (per_batch 170, budget 425): steps
+    # 1-3 run (spent 170, 340, then 390 < 425 before Consultancy's third batch, 510 after it); step 4
+    # stops before any cell runs it, so 30 questions were run, not the 40 of four steps
+    assert per_batch == 170 and budget == 425 and stopped["spent"]["calls"] == 510
+    assert stopped["step"] == 4 and stopped["added"] == 30
+    assert {c["n"] for c in stopped["cells"].values()} == {30}
+    r = runner.invoke(app, ["stats", str(out)])
+    assert r.exit_code == 0 and "30 of 60 questions run (the most any cell ran)" in " ".join(r.output.split())
 
     # a larger budget: the run continues from where it stopped, nothing run twice
     calls_before = stopped["spent"]["calls"]
@@ -128,8 +136,11 @@ def test_half_width_decisions_are_the_sequences_of_the_written_lines(tmp_path: P
         vals = _values(lines[cell])
         assert c["n"] == len(vals) and c["n"] % 10 == 0
         cs = confidence_sequence(vals)
-        assert c["interval"]["ci_low"] == pytest.approx(cs.interval[0])
-        assert c["interval"]["ci_high"] == pytest.approx(cs.interval[1])
+        iv = c["interval"]
+        assert iv["ci_low"] == pytest.approx(cs.interval[0])
+        assert iv["ci_high"] == pytest.approx(cs.interval[1])
+        # the rule's half-width: the interval within mean +- W, the longer side (not (hi - lo) / 2)
+        assert iv["half_width"] == pytest.approx(max(iv["mean"] - iv["ci_low"], iv["ci_high"] - iv["mean"]))
         if c["reason"] == "target met":
             assert cs.half_width <= 0.2
             # not met one batch earlier: the cell stopped at the first look that met it
@@ -142,6 +153,7 @@ def test_half_width_decisions_are_the_sequences_of_the_written_lines(tmp_path: P
     assert r.exit_code == 0, r.output
     s = json.loads(r.stdout)
     assert s["sequential"]["cells"] == rec["cells"]
+    assert s["anytime_warnings"] == []  # independent questions: nothing to warn of
     for cell in s["cells"]:
         assert cell["anytime"]["judge_accuracy"]["ci_low"] == rec["cells"][cell["cell"]]["interval"]["ci_low"]
     r = runner.invoke(app, ["stats", str(out)])
@@ -180,6 +192,13 @@ def test_sign_decisions_are_paired_sequences(tmp_path: Path) -> None:
         assert rec["cells"][cell]["status"] == "stopped"
         assert rec["cells"][cell]["reason"] == comp["reason"]
         assert len(lines[cell]) == n
+        # and records its own accuracy's sequence there, as a half_width run does
+        iv, cs = rec["cells"][cell]["interval"], confidence_sequence(_values(lines[cell]))
+        assert rec["cells"][cell]["n_scored"] == n and iv["n"] == n
+        assert (iv["ci_low"], iv["ci_high"]) == pytest.approx(cs.interval)
+        assert iv["half_width"] == pytest.approx(cs.half_width)
+    r = runner.invoke(app, ["stats", str(out)])
+    assert r.exit_code == 0 and "n/a" not in r.output, r.output
 
 
 @pytest.mark.parametrize(

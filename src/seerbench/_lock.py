@@ -14,6 +14,7 @@ import json
 import os
 import socket
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +22,10 @@ from pathlib import Path
 from seerbench.errors import ConfigError
 
 LOCK_NAME = ".seerbench.lock"
+#: Tries at the lock, LOCK_RETRY_S apart, before a folder is refused as in use: a reader's probe
+#: (:func:`lock_holder`) holds a shared lock for microseconds and must not turn a run away.
+LOCK_TRIES = 5
+LOCK_RETRY_S = 0.05
 
 
 def tmp_name(path: Path) -> Path:
@@ -58,13 +63,17 @@ def lock_folder(folder: Path, command: str) -> Iterator[Path]:
             f"cannot write the output folder {folder}: {e.strerror or e} ({e.filename or folder})"
         ) from None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ConfigError(
-                f"{folder} is in use by {_holder(path)}: wait for that run to end, "
-                "or give another output folder"
-            ) from None
+        for attempt in range(LOCK_TRIES):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if attempt == LOCK_TRIES - 1:
+                    raise ConfigError(
+                        f"{folder} is in use by {_holder(path)}: wait for that run to end, "
+                        "or give another output folder"
+                    ) from None
+                time.sleep(LOCK_RETRY_S)
         info = {"pid": os.getpid(), "host": socket.gethostname(), "command": command}
         os.ftruncate(fd, 0)
         os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
@@ -78,6 +87,31 @@ def lock_folder(folder: Path, command: str) -> Iterator[Path]:
             raise
     finally:
         os.close(fd)  # releases the flock (the file stays: unlinking it would race a new holder)
+
+
+def lock_holder(folder: Path) -> str | None:
+    """Who holds ``folder``'s lock now ('PID 123 on host h (seerbench run cfg.yaml)'), or None when
+    no live process does (no lock file, a stale one, or no ``fcntl``). Probed with a non-blocking
+    shared flock released at once, so a reader never waits and never writes; a run that starts in
+    that instant retries (:data:`LOCK_TRIES`)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    path = folder / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _holder(path)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # releases the probe's lock
+    return None
 
 
 def command_line() -> str:

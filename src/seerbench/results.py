@@ -282,6 +282,10 @@ class CellStats:
         labelled = [c for c in codes if c >= 0]
         return codes if len(set(labelled)) < len(labelled) else None
 
+    def shares_clusters(self) -> bool:
+        """Whether two of the cell's scored questions share a passage (or a dataset's cluster)."""
+        return self._clusters("judge_accuracy") is not None
+
     def stats(
         self, meta: dict[str, Any], *, eps: float, policy: FailurePolicy, n_boot: int = 2000, seed: int = 0
     ) -> dict[str, Any]:

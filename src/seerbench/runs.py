@@ -245,6 +245,21 @@ UNFINISHED = (
     "counts the questions it finished; run the config again to finish it"
 )
 
+#: A cell of a folder another live process is writing (it holds the folder's lock): not stopped, so
+#: "run the config again" would be refused; ``{holder}`` names the process.
+IN_PROGRESS = (
+    "in progress: {holder} is writing this folder, so n counts the questions finished so far; run "
+    "stats again when it ends"
+)
+
+#: ``stats --anytime`` where a cell's questions share passages (the confidence sequences assume
+#: independent questions).
+ANYTIME_SHARED = (
+    "questions share passages in {cells}: the anytime-valid intervals treat them as independent, so "
+    "their coverage (and that of the Δ rows of those cells) is not guaranteed (a passage's questions "
+    "are correlated); the fixed-n intervals resample whole passages"
+)
+
 
 FAILED = (
     "{n} question(s) failed (their model calls failed after retries, see the run's output), so n leaves "

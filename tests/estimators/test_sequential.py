@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 
 from seerbench.analysis import summarize
-from seerbench.estimators import confidence_sequence, hedged_log_capital, paired_sequence
+from seerbench.estimators import (
+    ConfidenceSequence,
+    confidence_sequence,
+    hedged_log_capital,
+    paired_sequence,
+)
 
 ALPHA = 0.05
 LEVEL = math.log(1 / ALPHA)
@@ -107,6 +112,21 @@ def test_interval_from_the_grid_covers_and_narrows() -> None:
     se = math.sqrt(0.25 / 2000)
     # wider than the fixed-n interval (the price of looking at every t), but within a small factor
     assert 1.96 * se < w[1999] < 3 * 1.96 * se
+
+
+def test_half_width_is_the_longer_side_from_the_mean() -> None:
+    # the trial's Consultancy cell: mean 0.5125 in [0.382, 0.663] is 0.1305 below and 0.1505 above,
+    # so it is not within +-0.15 (the rule's reading), though (0.663 - 0.382) / 2 = 0.1405 is
+    cs = ConfidenceSequence(0.05, 0.0, 1.0, np.array([0.5125]), np.array([0.382]), np.array([0.663]))
+    assert cs.half_width == pytest.approx(0.1505)
+    lo, hi = np.array([0.0, 0.1]), np.array([1.0, 0.6])
+    below = ConfidenceSequence(0.05, 0.0, 1.0, np.array([0.3, 0.4]), lo, hi)
+    assert below.half_width == pytest.approx(0.3)  # 0.4 - 0.1 = 0.3 below, 0.6 - 0.4 = 0.2 above
+    assert confidence_sequence([]).half_width == 1.0  # no estimate: the whole range
+    x = np.array([1.0, 0.5, 1.0, 0.5, 0.0, 1.0, 1.0, 0.5])
+    cs = confidence_sequence(x)
+    a, b = cs.interval
+    assert cs.half_width == pytest.approx(max(x.mean() - a, b - x.mean())) and cs.half_width >= (b - a) / 2
 
 
 def test_bounds_map_back_and_paired_bounds() -> None:

@@ -8,13 +8,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from seerbench._lock import lock_holder
 from seerbench.analysis._elo import elo_section
 from seerbench.analysis._pressure import pressure_section
 from seerbench.errors import ConfigError
 from seerbench.metrics import DEFAULT_EPS
 from seerbench.results import CellStats, rescore
 from seerbench.runs import (
+    ANYTIME_SHARED,
     FAILED,
+    IN_PROGRESS,
     LEFT_OUT,
     UNFINISHED,
     Cell,
@@ -84,7 +87,9 @@ def summarize_run(
     cells have no finished question yet, ``not_started`` (their keys); when lines were skipped,
     ``skipped_reasons`` (the first 20, ``FILE:LINE: reason``); when cells differ only in
     best-of-N, ``pressure`` (:func:`seerbench.analysis.optimization_pressure`); when it has
-    cross-play cells, ``elo`` (:func:`seerbench.analysis._elo.elo_section`); for a sequential run,
+    cross-play cells, ``elo`` (:func:`seerbench.analysis._elo.elo_section`); while another process
+    holds the folder's lock (a run writing it), ``in_progress``: that process, and its unfinished
+    cells are said to be in progress, not stopped; for a sequential run,
     ``sequential`` (its ``sequential.json``: each cell's and comparison's decision, reason, number of
     questions and anytime-valid interval then).
 
@@ -95,13 +100,16 @@ def summarize_run(
     comparison ``accuracy_diff_anytime``: the anytime-valid 95% confidence sequence
     (:func:`seerbench.estimators.confidence_sequence`) over the questions in the results file's
     order (dataset order, fixed before any value was seen; a sequential run's seeded order), valid
-    however often the run was looked at and whenever it stopped.
+    however often the run was looked at and whenever it stopped; and ``anytime_warnings``: where
+    questions share passages (the sequences assume independent questions), which cells.
 
     ``on_line(cell, line, scored)`` is called with every usable line as read and as rescored, in
     file order: one pass through the record store serves the statistics and a caller that needs
     more of each line (the report's transcript browser and calibration)."""
     folder = RunFolder(run_dir)
     cfg = folder.config
+    # a live process holds the folder: its unfinished cells are being written, not stopped
+    holder = lock_holder(folder.path)
     check_beta(beta)
     check_score(score)
     eps_v = check_eps(cfg.get("eps", DEFAULT_EPS) if eps is None else eps)
@@ -131,7 +139,9 @@ def summarize_run(
         )
         s.update(cell_counts(cell, f, n_read))
         if s["unfinished"] and (s["unstarted"] or not (cell.folder / "stats.json").is_file()):
-            s["diagnostics"]["warnings"].insert(0, UNFINISHED)
+            s["diagnostics"]["warnings"].insert(
+                0, UNFINISHED if holder is None else IN_PROGRESS.format(holder=holder)
+            )
         for what, n in (("foreign", s["foreign_lines"]), ("duplicate", s["duplicate_lines"])):
             if n:
                 s["diagnostics"]["warnings"].insert(0, LEFT_OUT[what].format(n=n))
@@ -151,18 +161,27 @@ def summarize_run(
     )
     if anytime:
         by_key = {m["cell"]: a for a, m in cells if isinstance(a, CellStats)}
+        shared = [k for k, a in by_key.items() if a.shares_clusters()]
         for c in comparisons:
             va = by_key[c["cell"]].paired_values("judge_accuracy")
             vb = by_key[c["baseline_cell"]].paired_values("judge_accuracy")
             common = [q for q in va if q in vb]  # in the cell's file order
             c["accuracy_diff_anytime"] = _anytime([va[q] - vb[q] for q in common], lo=-1.0)
-    out = {
+    out: dict[str, Any] = {
         "run_dir": str(folder.path),
         "cells": [s for _, s in cells],
         "paired": comparisons,
         "skipped_lines": skipped,
     }
+    if anytime:
+        out["anytime_warnings"] = (
+            [ANYTIME_SHARED.format(cells=f"{len(shared)} of {len(cells)} cells ({', '.join(shared)})")]
+            if shared
+            else []
+        )
     decisions = folder.decisions()
+    if holder is not None:
+        out["in_progress"] = holder
     if decisions is not None:  # a sequential run: per cell (and comparison) why and when it stopped
         out["sequential"] = decisions
     have = {c.key for c in folder.cells()}

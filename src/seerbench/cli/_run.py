@@ -491,10 +491,17 @@ def stats(
         print_json(summary)
         return
     _print_stats(summary["cells"], title=str(run_dir), beta=beta, score=score, wide=wide)
+    if summary.get("in_progress"):
+        console.print(
+            f"[yellow]run in progress: {escape(summary['in_progress'])} is writing {escape(str(run_dir))}; "
+            "these numbers are what it has finished so far[/]"
+        )
     if summary.get("not_started"):
+        running = summary.get("in_progress")
+        why = "the run has not reached them yet" if running else "the run stopped before them"
         console.print(
             f"[yellow]{len(summary['not_started'])} cell(s) of the grid have no finished question yet "
-            f"(the run stopped before them): {escape(', '.join(summary['not_started']))}[/]"
+            f"({why}): {escape(', '.join(summary['not_started']))}[/]"
         )
     if summary["skipped_lines"]:
         first = summary.get("skipped_reasons", ["?"])[0]
@@ -560,6 +567,8 @@ def _print_anytime(summary: dict[str, Any]) -> None:
         "[dim]the anytime-valid interval holds however often the run was looked at and whenever it "
         "stopped (questions in file order); ASD is unbounded and not covered[/]"
     )
+    for w in summary.get("anytime_warnings") or []:
+        console.print(f"[yellow]warning[/] anytime-valid intervals: {escape(str(w))}")
 
 
 def print_decisions(rec: dict[str, Any]) -> None:
@@ -589,7 +598,7 @@ def print_decisions(rec: dict[str, Any]) -> None:
     spent = rec.get("spent") or {}
     dollars = spent.get("dollars")
     console.print(
-        f"[dim]{rec.get('added')} of {rec.get('questions')} questions added; "
+        f"[dim]{rec.get('added')} of {rec.get('questions')} questions run (the most any cell ran); "
         f"spent {spent.get('calls')} calls, {spent.get('tokens')} tokens, "
         + ("unknown $" if dollars is None else f"${dollars:.4f}")
         + "[/]"

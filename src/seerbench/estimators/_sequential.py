@@ -137,8 +137,15 @@ class ConfidenceSequence:
 
     @property
     def half_width(self) -> float:
+        """The largest distance from the running mean to either end of the interval after the last
+        value: the interval lies within ``mean +- half_width``. A sequence is not symmetric about
+        its mean, so this is at least ``(upper - lower) / 2`` and is larger on the longer side. With
+        no value (no estimate), the width of the bounds ``hi - lo``."""
         a, b = self.interval
-        return (b - a) / 2
+        if not self.n:
+            return self.hi - self.lo
+        mean = float(self.means[-1])
+        return max(mean - a, b - mean)
 
     def excludes(self, value: float) -> bool:
         """Whether the interval after the last value excludes ``value`` (e.g. a paired difference

@@ -9,10 +9,12 @@ the budget is spent.
   cell's file, and ``seerbench stats --anytime`` reads its values in the order they were watched.
 - **Decisions.** After each step every running cell's anytime-valid confidence sequence
   (:func:`seerbench.estimators.confidence_sequence`, betting; valid however often it is looked at)
-  is computed over its questions in that order: ``half_width`` stops a cell whose interval is that
-  narrow; ``sign`` stops a comparison (a cell minus its baseline cell, paired on the questions both
-  scored, :func:`seerbench.estimators.paired_sequence`) once its interval excludes 0, and a cell
-  once every comparison it is in has stopped. A cell still running when the dataset runs out stops
+  is computed over its questions in that order: ``half_width: W`` stops a cell whose interval lies
+  within ``mean +- W`` (:attr:`ConfidenceSequence.half_width`: the longer side, since a sequence is
+  not symmetric about its mean); ``sign`` stops a comparison (a cell minus its baseline cell,
+  paired on the questions both scored, :func:`seerbench.estimators.paired_sequence`) once its
+  interval excludes 0, and a cell once every comparison it is in has stopped (each cell's own
+  accuracy sequence is recorded too). A cell still running when the dataset runs out stops
   with ``dataset exhausted``.
 - **Budget.** Before a cell's batch, what the folder's usage log holds (every run into the folder:
   calls made, tokens, dollars from the price table; cache hits are free) is compared with
@@ -234,7 +236,9 @@ class _Controller:
                 comp.update(status="stopped", reason=EXHAUSTED)
         for s in self.running():
             c = self.cells[s.key]
-            c["n"] = m
+            vals = [x for _, x in self.values(s, m)]
+            cs = confidence_sequence(vals, alpha=alpha, lo=self.lo, hi=self.hi)
+            c.update(n=m, n_scored=len(vals), interval=_interval(cs))
             mine = [x for x in self.comparisons if s.key in (x["cell"], x["baseline_cell"])]
             if all(x["status"] == "stopped" for x in mine):
                 reasons = {x["reason"] for x in mine}
@@ -266,17 +270,18 @@ class _Controller:
         for key, v in vals.items():
             c = self.cells[key]
             n_done = m - self.todo(by_key[key], m)
-            c.update(status="stopped", reason=BUDGET_SPENT, budget=why, n=n_done)
-            if self.seq.stop_when is None or self.seq.stop_when.half_width is not None:
-                cs = confidence_sequence([x for _, x in v], alpha=self.seq.alpha, lo=self.lo, hi=self.hi)
-                c.update(n_scored=len(v), interval=_interval(cs))
+            cs = confidence_sequence([x for _, x in v], alpha=self.seq.alpha, lo=self.lo, hi=self.hi)
+            c.update(status="stopped", reason=BUDGET_SPENT, budget=why, n=n_done, n_scored=len(v))
+            c.update(interval=_interval(cs))
 
     def record(self) -> None:
         rec = {
             "settings": self.seq.model_dump(mode="json"),
             "questions": len(self.order),
             "step": self.step,
-            "added": min(len(self.order), self.step * self.seq.batch),
+            # the questions actually run: the most any cell reached (a budget stop can end a step
+            # before any cell ran it, and a stopped cell stays where it stopped)
+            "added": max((int(c.get("n", 0)) for c in self.cells.values()), default=0),
             "spent": _spent(self.out),
             "stopped_by_budget": self.stopped_by,
             "warnings": [SHARED_PASSAGES] if self.shared_passages else [],

@@ -350,7 +350,9 @@ def part_anytime(r: RunData, i: int) -> str:
         )
         for p in r.summary.get("paired") or []
     ]
-    out = table(ANYTIME_HEAD, rows, cls="stats-anytime")
+    out = table(ANYTIME_HEAD, rows, cls="stats-anytime") + "".join(
+        f'<p class="note">warning: {esc(str(w))}</p>' for w in r.summary.get("anytime_warnings") or []
+    )
     rec = r.summary.get("sequential")
     if rec:
         seq = rec.get("settings") or {}
@@ -382,7 +384,8 @@ def part_anytime(r: RunData, i: int) -> str:
         out += (
             f"<p>sequential run: batches of {esc(str(seq.get('batch')))} questions in the order of seed "
             f"{esc(str(seq.get('seed')))}, target {esc(target)}; {esc(str(rec.get('added')))} of "
-            f"{esc(str(rec.get('questions')))} questions added; spent {esc(str(spent.get('calls')))} calls, "
+            f"{esc(str(rec.get('questions')))} questions run (the most any cell ran); "
+            f"spent {esc(str(spent.get('calls')))} calls, "
             f"{esc(str(spent.get('tokens')))} tokens, "
             + ("unknown dollars" if dollars is None else f"${dollars:.4f}")
             + ".</p>"
