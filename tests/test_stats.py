@@ -103,9 +103,8 @@ def test_one_question_or_cluster_has_no_interval_not_a_zero_width_one() -> None:
     c = stats.clustered_summary([0.2, 0.4, 0.9], ["p", "p", "p"])
     assert c.mean == pytest.approx(0.5) and math.isnan(c.ci_low) and c.clusters == 1
     assert c.note == "one cluster resampled: no interval"
-    # a paired difference over one question: no interval either
-    d = stats.paired_proportion_difference([1.0], [0.0])
-    assert d.mean == 1.0 and math.isnan(d.ci_low) and d.note == "one value: no interval"
+    # a paired difference of 0/1 values over one question keeps MOVER's interval (Wilson's exist
+    # at n = 1): see test_floating_point_noise_is_one_value_and_one_question_keeps_movers_interval
 
 
 # ---- the main stats table --------------------------------------------------------------------------
@@ -371,3 +370,16 @@ def test_count_interval_is_the_quasi_poisson_score_interval() -> None:
     zero = stats.count_interval(0.0, 0.0, 9.0, n_max=40)
     assert zero.ci_low == 0.0 and zero.ci_high == pytest.approx(math.log(20) / 40)
     assert stats.count_interval(math.nan, 0.1, 9.0, n_max=40).empty
+
+
+def test_floating_point_noise_is_one_value_and_one_question_keeps_movers_interval() -> None:
+    # 0 and 1e-16 are one value summed two ways: no interval, not [1.7e-17, 1.9e-16]
+    noise = stats.summarize([0.0, 1e-16, 0.0, 2e-16])
+    assert math.isnan(noise.ci_low) and noise.note is not None and noise.note.startswith("every value equal")
+    assert not math.isnan(stats.summarize([0.0, 1e-3, 0.0]).ci_low)  # a real spread keeps its interval
+    # one question, right against wrong: MOVER of Wilson(1/1) = [1/(1+z^2), 1] and
+    # Wilson(0/1) = [0, z^2/(1+z^2)]: low = 1 - sqrt((1 - l1)^2 + u0^2) = 1 - sqrt(2) z^2/(1+z^2)
+    z = 1.959963984540054
+    d = stats.paired_proportion_difference(np.array([1.0]), np.array([0.0]))
+    assert d.mean == 1.0 and d.ci_high == pytest.approx(1.0)
+    assert d.ci_low == pytest.approx(1 - math.sqrt(2) * z * z / (1 + z * z), abs=1e-9)

@@ -191,3 +191,16 @@ def test_two_condition_between_subjects_intervals_cover_and_are_not_inflated() -
         hum_hits += hum.ci_low <= hbar <= hum.ci_high
     assert hits / sims >= 0.88, hits / sims
     assert hum_hits / sims >= 0.88, hum_hits / sims
+
+
+def test_no_item_to_humans_is_a_gain_of_exactly_zero_without_an_interval() -> None:
+    """T below every confidence routes nothing to humans: the hybrid is the AI, so the gain is 0 by
+    construction, shown with no interval rather than a zero-width [0, 0]."""
+    ai = simulate_ai_ratings(60, seed=3)
+    rows = simulate_judgments(ai, {"none": 0.0}, n_raters=6, ratings_per_item=2, seed=4)
+    a = ai_items(ai)
+    sw = hybrid_sweep(a, human_data(rows, a), "none", thresholds=[0.0, 1.0], n_boot=50, repeats=1)
+    zero, every = sw.rows
+    assert zero.routed_items == 0 and zero.gain_over_ai.estimate == 0.0
+    assert zero.gain_over_ai.ci_low is None and zero.gain_over_ai.ci_high is None
+    assert every.routed_items > 0 and every.gain_over_ai.ci_low is not None

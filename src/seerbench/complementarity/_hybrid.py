@@ -267,7 +267,9 @@ def hybrid_sweep(
             gain = (
                 Estimate.of(difference_interval(iv, ai_iv, correlation(cov, 1 + j, 0)))
                 if m
-                else Estimate(estimate=0.0, ci_low=0.0, ci_high=0.0)
+                # no item goes to humans: the hybrid is the AI, a gain of exactly 0 by construction,
+                # not an estimate with a zero-width interval
+                else Estimate(estimate=0.0, ci_low=None, ci_high=None)
             )
         rows.append(
             ThresholdRow(

@@ -28,6 +28,7 @@ from seerbench.stats._summary import (
     DEFAULT_N_BOOT,
     ONE_CLUSTER,
     Summary,
+    all_equal,
     bootstrap_means,
     summarize,
     widen_to_t,
@@ -75,7 +76,7 @@ def clustered_summary(
     x = np.asarray(values, dtype=float)
     n = int(x.size)
     codes, g = cluster_codes(clusters, n)
-    if g == n or n < 2 or not np.all(np.isfinite(x)) or float(x.std()) == 0.0:
+    if g == n or n < 2 or not np.all(np.isfinite(x)) or all_equal(x):
         return summarize(x, confidence=confidence, n_boot=n_boot, seed=seed)  # its own short cuts
     mean = float(x.mean())
     std = float(x.std(ddof=1))
@@ -160,7 +161,7 @@ def paired_proportion_difference(
     if x.size != y.size:
         raise ValueError(f"paired difference needs equal lengths, got {x.size} and {y.size}")
     d = summarize(x - y, confidence=confidence, n_boot=n_boot, seed=seed)
-    if x.size < 2 or not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+    if x.size < 1 or not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
         return d
     ia = accuracy_summary(x, confidence=confidence).interval
     ib = accuracy_summary(y, confidence=confidence).interval

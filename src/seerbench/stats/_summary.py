@@ -135,13 +135,19 @@ def summarize(
         return Summary(n, mean, std, se, math.nan, math.nan, confidence, n_boot, seed, note=ONE_VALUE)
     if not np.all(np.isfinite(x)):  # no interval, rather than [inf, inf] or [nan, nan]
         return Summary(n, mean, std, se, math.nan, math.nan, confidence, n_boot, seed, note=NOT_FINITE)
-    if std == 0.0:  # every resample is the mean: [mean, mean] would claim a certainty nothing measured
+    if all_equal(x):  # every resample is the mean: [mean, mean] would claim a certainty nothing measured
         return Summary(n, mean, std, se, math.nan, math.nan, confidence, n_boot, seed, note=ALL_EQUAL)
     (means,) = _bootstrap_means([x], n_boot, seed)
     alpha = (1 - confidence) / 2
     q_lo, q_hi = (float(v) for v in np.quantile(means, [alpha, 1 - alpha]))
     lo, hi = widen_to_t(mean, se, q_lo, q_hi, n - 1, confidence)
     return Summary(n, mean, std, se, lo, hi, confidence, n_boot, seed, METHOD)
+
+
+def all_equal(x: np.ndarray) -> bool:
+    """Whether finite ``x`` holds one value, up to floating-point noise (0 and 1e-16 from two
+    ways of summing the same scores are one value: an interval between them is no interval)."""
+    return float(np.ptp(x)) <= 1e-12 * max(1.0, float(np.max(np.abs(x))))
 
 
 def widen_to_t(
@@ -221,7 +227,7 @@ def summarize_many(
             if isinstance(col, array) and col.typecode == "d"
             else np.asarray(col, dtype=float)
         )
-        if x.size > 1 and np.all(np.isfinite(x)) and float(x.std(ddof=1)) > 0.0:
+        if x.size > 1 and np.all(np.isfinite(x)) and not all_equal(x):
             by_n.setdefault(int(x.size), []).append((name, x))
         else:  # nothing to resample: summarize's own short cut
             out[name] = summarize(x, confidence=confidence, n_boot=n_boot, seed=seed)
