@@ -602,3 +602,11 @@ def test_usage_is_recorded_in_the_run_folder(tmp_path: Path) -> None:
     Experiment(_cfg(protocols=["NaiveJudge", "Consultancy"]), questions=QUESTIONS, out=tmp_path / "u").run()
     again = json.loads((tmp_path / "u" / "usage.json").read_text())
     assert again["runs"] == 2 and again["total"]["calls"] == made
+
+
+def test_show_of_an_unknown_question_names_the_close_id_and_some_ids(finished: Path) -> None:
+    r = runner.invoke(app, ["show", str(finished), "q4x", "--no-prompts"], terminal_width=200)
+    assert isinstance(r.exception, ConfigError)
+    msg = str(r.exception)
+    assert "question 'q4x' is in no results file" in msg and "(did you mean q4?)" in msg
+    assert "its questions are ids such as q0, q1, q2" in msg

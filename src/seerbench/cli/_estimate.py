@@ -305,7 +305,7 @@ def _plan_run(
     )
     ns = sorted(set(p["pilot_questions"].values()))
     pilot = (
-        f"{ns[0]} questions per cell"
+        f"{ns[0]} question{'' if ns[0] == 1 else 's'} per cell"
         if len(ns) == 1
         else f"{ns[0]} to {ns[-1]} questions per cell (each row's pilot n is its own)"
     )

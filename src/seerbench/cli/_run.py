@@ -21,7 +21,7 @@ from seerbench.cli._app import app
 from seerbench.cli._common import cli_plugins, console, err_console, print_json, quiet
 from seerbench.cli._format import ci, num
 from seerbench.cli._pressure import print_pressure
-from seerbench.errors import ConfigError
+from seerbench.errors import ConfigError, did_you_mean
 from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RayExecutor, RunSpec
 from seerbench.metrics import beta_key
 from seerbench.models import default_tracker
@@ -688,12 +688,19 @@ def show(
     folder = RunFolder(run_dir)
     cells = [folder.cell(cell)] if cell else folder.cells()
     found = []
+    seen: set[str] = set()
     for c in cells:
         for ln in c.results():  # one line at a time: results files can be large
             if ln["question_id"] == question_id:
                 found.append((c, ln))
+            elif len(seen) < 100_000:
+                seen.add(str(ln["question_id"]))
     if not found:
-        raise ConfigError(f"question {question_id!r} is in no results file under {run_dir}")
+        some = ", ".join(sorted(seen)[:3])
+        raise ConfigError(
+            f"question {question_id!r} is in no results file under {run_dir}"
+            f"{did_you_mean(question_id, seen)}; its questions are ids such as {some}"
+        )
     exp = Experiment(ExperimentConfig.from_run(run_dir)) if prompts else None
     env = folder.meta.get("environment")
     out = []
