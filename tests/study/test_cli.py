@@ -84,7 +84,11 @@ def test_the_examples_catch_comment_says_what_its_rule_does(tmp_path: Path) -> N
     assert manifest.catch_rule == "stop" and (manifest.catch_min, manifest.catch_threshold) == (1, 1.0)
     lines = text.splitlines()
     at = next(i for i, ln in enumerate(lines) if ln.startswith("catch_threshold:"))
-    comment = " ".join(ln.split("#", 1)[1] for ln in lines[at : at + 2])
+    comment = lines[at].split("#", 1)[1]
+    for ln in lines[at + 1 :]:  # the comment goes on in lines of only a comment
+        if not ln.lstrip().startswith("#"):
+            break
+        comment += " " + ln.split("#", 1)[1]
     assert "from the condition" not in comment
     assert "stops a rater" in comment and "no more tasks in any condition" in comment
     # and so it does: one wrong catch trial, and the rater gets no task at all
