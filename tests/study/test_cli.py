@@ -260,6 +260,25 @@ def test_serve_refuses_a_port_out_of_range_before_printing_links(
     assert err.strip() == f"error: --port {port} is not a port; give one from 1 to 65535 (e.g. 8000)"
 
 
+def test_export_into_a_missing_folder_names_the_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # new-user trial: the one line named the temporary file (/tmp/nodir/.x.csv.17859.tmp)
+    db = str(tmp_path / "s.sqlite")
+    assert (
+        _main(["study", "create", str(ROOT / "examples" / "study.yaml"), "--db", db], capsys, monkeypatch)[0]
+        == 0
+    )
+    for name in ("x.csv", "x.jsonl"):
+        target = tmp_path / "nodir" / name
+        code, out, err = _main(["study", "export", "--db", db, str(target)], capsys, monkeypatch)
+        assert (code, out) == (2, "")
+        assert err.strip() == (
+            f"error: cannot write {target}: the folder {tmp_path / 'nodir'} does not exist; create it first"
+        )
+    assert not (tmp_path / "nodir").exists()
+
+
 def test_a_database_that_cannot_be_reached_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
