@@ -13,6 +13,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from typer.testing import CliRunner
 from seerbench import store
 from seerbench.analysis.run import summarize_run
 from seerbench.cli import app
-from seerbench.errors import DataError, ModelUnavailableError
+from seerbench.errors import DataError, ModelUnavailableError, SeerbenchError
 from seerbench.experiment import Experiment, ExperimentConfig
 from seerbench.factcheck import RaterConfig, rate
 from seerbench.models import ChatMessage, GenerateConfig, register_scripted
@@ -158,6 +159,28 @@ def test_atomic_write_leaves_the_old_file_when_the_writer_fails(tmp_path: Path) 
     with pytest.raises(OSError):
         store.atomic_write_lines(p, lines())
     assert p.read_text() == "one\ntwo\n" and os.listdir(tmp_path) == ["f.jsonl"]  # no temporary left
+
+
+def test_an_atomic_write_into_a_missing_folder_names_the_folder(tmp_path: Path) -> None:
+    # new-user trial: `study export ... /tmp/nodir/x.csv` said "/tmp/nodir/.x.csv.17859.tmp: No
+    # such file or directory", naming the temporary file; every atomic write goes through here
+    (tmp_path / "afile").write_text("x")
+    cases = [
+        (tmp_path / "nodir" / "x.csv", f"the folder {tmp_path / 'nodir'} does not exist; create it first"),
+        (tmp_path / "afile" / "sub" / "x.csv", f"{tmp_path / 'afile'} is a file, not a folder"),
+    ]
+    for target, why in cases:
+        for write in (
+            partial(store.atomic_write_text, target, "x"),
+            partial(store.atomic_write_lines, target, ["x"]),
+            partial(store.atomic_write_bytes, target, b"x"),
+            partial(store.atomic_path(target).__enter__),
+        ):
+            with pytest.raises(OSError) as e:  # still an OSError, for code that handles a failed write
+                write()
+            assert str(e.value) == f"cannot write {target}: {why}" and ".tmp" not in str(e.value)
+            assert isinstance(e.value, SeerbenchError) and e.value.filename == str(target)  # one line, exit 2
+    assert sorted(os.listdir(tmp_path)) == ["afile"]  # nothing made, nothing left
 
 
 # ---- 2. a foreign line ------------------------------------------------------------------------------

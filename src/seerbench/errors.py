@@ -49,6 +49,15 @@ class CacheError(SeerbenchError):
     an environment error, so it stops a run rather than failing its questions one by one."""
 
 
+class FolderError(SeerbenchError, OSError):
+    """A file cannot be written: its folder does not exist, or a file stands where a folder of
+    its path should be. Built as ``FolderError(errno, why, path)``; its message is ``cannot write
+    PATH: WHY``. Also an OSError, so code that handles a failed write still handles it."""
+
+    def __str__(self) -> str:
+        return f"cannot write {self.filename}: {self.strerror}"
+
+
 class ModelError(SeerbenchError):
     """A model backend failed in a way retries cannot fix."""
 

@@ -25,6 +25,7 @@ Readers stream: a file is read one line at a time and only keys are held.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -33,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from seerbench.errors import DataError, SeerbenchError
+from seerbench.errors import DataError, FolderError, SeerbenchError
 
 log = logging.getLogger("seerbench.store")
 
@@ -47,13 +48,31 @@ def _tmp(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
 
+def _folder_error(path: Path) -> FolderError | None:
+    """Why ``path`` cannot be written for its folder (missing, or a file in the way), naming the
+    folder rather than the temporary file the write would fail on; ``None`` when it is a folder."""
+    folder = path.parent
+    if folder.is_dir():
+        return None
+    for p in (folder, *folder.parents):
+        if p.exists():
+            if not p.is_dir():
+                return FolderError(errno.ENOTDIR, f"{p} is a file, not a folder", os.fspath(path))
+            break
+    return FolderError(errno.ENOENT, f"the folder {folder} does not exist; create it first", os.fspath(path))
+
+
 @contextmanager
 def atomic_path(path: str | Path, suffix: str = "") -> Iterator[Path]:
     """A temporary path of this process beside ``path`` for a writer (e.g. a library that writes
     a file by name) to fill; when the block ends without an error it is fsynced and renamed over
     ``path``, otherwise removed. ``suffix`` ends the temporary name (a writer that picks its
-    format by it)."""
+    format by it). A folder of ``path`` that is missing (or a file) is a :class:`FolderError`
+    naming it, raised before anything is written."""
     path = Path(path)
+    err = _folder_error(path)
+    if err is not None:
+        raise err
     tmp = _tmp(path).with_name(_tmp(path).name + suffix)
     try:
         yield tmp

@@ -73,6 +73,42 @@ def test_create_serve_export_stats(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert r.exit_code != 0 and "must end in .csv or .jsonl" in str(r.exception)
 
 
+def test_the_examples_catch_comment_says_what_its_rule_does(tmp_path: Path) -> None:
+    # new-user trial: the comment said one wrong catch trial "removes a rater from the
+    # condition", but the example keeps the default catch_rule: stop (seed 004), which ends the
+    # whole study for the rater
+    from seerbench.study import load_manifest
+
+    text = (ROOT / "examples" / "study.yaml").read_text(encoding="utf-8")
+    manifest = load_manifest(ROOT / "examples" / "study.yaml")
+    assert manifest.catch_rule == "stop" and (manifest.catch_min, manifest.catch_threshold) == (1, 1.0)
+    lines = text.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("catch_threshold:"))
+    comment = lines[at].split("#", 1)[1]
+    for ln in lines[at + 1 :]:  # the comment goes on in lines of only a comment
+        if not ln.lstrip().startswith("#"):
+            break
+        comment += " " + ln.split("#", 1)[1]
+    assert "from the condition" not in comment
+    assert "stops a rater" in comment and "no more tasks in any condition" in comment
+    # and so it does: one wrong catch trial, and the rater gets no task at all
+    db = str(tmp_path / "s.sqlite")
+    r = CliRunner().invoke(app, ["study", "create", str(ROOT / "examples" / "study.yaml"), "--db", db])
+    assert r.exit_code == 0, r.output
+    store = StudyStore(db)
+    rid = str(store.rater_for("prolific:catch", "prolific")["id"])
+    while True:
+        a, _ = store.next_assignment(rid)
+        assert a is not None  # every rater of the example gets a catch trial in PSA
+        store.start_timer(a.id, rid)
+        it = store.item(a.item_id)
+        wrong = next(x for x in ("A", "B") if x != it.correct)
+        store.submit(a.id, rid, {"answer": wrong if a.is_catch else it.correct, "probability": 0.9})
+        if a.is_catch:
+            break
+    assert store.next_assignment(rid) == (None, "stopped")
+
+
 def test_missing_study_database(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["study", "stats", "--db", str(tmp_path / "none.sqlite")])
     assert r.exit_code != 0 and "does not exist" in str(r.exception)
@@ -222,6 +258,25 @@ def test_serve_refuses_a_port_out_of_range_before_printing_links(
     code, out, err = _main(["study", "serve", "--db", db, "--port", port], capsys, monkeypatch)
     assert (code, out) == (2, "")
     assert err.strip() == f"error: --port {port} is not a port; give one from 1 to 65535 (e.g. 8000)"
+
+
+def test_export_into_a_missing_folder_names_the_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # new-user trial: the one line named the temporary file (/tmp/nodir/.x.csv.17859.tmp)
+    db = str(tmp_path / "s.sqlite")
+    assert (
+        _main(["study", "create", str(ROOT / "examples" / "study.yaml"), "--db", db], capsys, monkeypatch)[0]
+        == 0
+    )
+    for name in ("x.csv", "x.jsonl"):
+        target = tmp_path / "nodir" / name
+        code, out, err = _main(["study", "export", "--db", db, str(target)], capsys, monkeypatch)
+        assert (code, out) == (2, "")
+        assert err.strip() == (
+            f"error: cannot write {target}: the folder {tmp_path / 'nodir'} does not exist; create it first"
+        )
+    assert not (tmp_path / "nodir").exists()
 
 
 def test_a_database_that_cannot_be_reached_is_one_line(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
 from fastapi.testclient import TestClient
 
 from seerbench.study import StudyStore, create_app, export_rows, invite_link
+from seerbench.study._web import STALE_PAGE
 
 from .conftest import XSS, FakeClock, question
 
@@ -268,9 +270,9 @@ def test_session_and_csrf_rotate_on_entry(make_study) -> None:
     assert c.post(f"/task/{aid}/start", data={"csrf": csrf1}).status_code == 403  # old token
     stale = TestClient(create_app(store))
     stale.cookies.set("sb_rater", str(old_cookie))
-    assert (
-        stale.get(f"/task/{aid}").status_code == 404 and stale.get("/next").status_code == 401
-    )  # old cookie
+    old_page = stale.get(f"/task/{aid}")  # old cookie: told the page is out of date, shown nothing
+    assert old_page.status_code == 403 and STALE_PAGE in html.unescape(old_page.text)
+    assert 'name="csrf"' not in old_page.text and stale.get("/next").status_code == 401
     assert c.post(f"/task/{aid}/start", data={"csrf": csrf2}).status_code == 200
 
 
@@ -483,6 +485,38 @@ def test_a_second_tab_is_told_what_happened(make_study) -> None:
     other = c.post(f"/task/{aid}/submit", data={"csrf": csrf2, "answer": wrong})
     assert other.status_code == 409 and "already answered in another tab" in other.text
     assert [row["answer"] for row in export_rows(store)] == [truth]
+
+
+def test_a_page_left_open_in_another_browser_is_told_it_is_out_of_date(make_study) -> None:
+    # new-user trial: the link opened in a second browser (its own cookie jar); the first
+    # browser's page asked POST /session and was told "out of date", but its submit (and its
+    # timer start, and a reload) said 404 "Task not found." instead of the documented message
+    store = make_study(time_limit_s=None, conditions=["P"], tasks_per_rater=2)
+    first, csrf1, aid = _enter(store, "p1")
+    second = TestClient(create_app(store))
+    r = second.get("/start?PROLIFIC_PID=p1&STUDY_ID=S&SESSION_ID=X2")
+    assert str(r.url).endswith(f"/task/{aid}")  # the same task, kept
+    assert first.post("/session", data={"csrf": csrf1}).json() == {"current": False, "message": STALE_PAGE}
+    for resp in (
+        first.post(f"/task/{aid}/submit", data={"csrf": csrf1, "answer": "A"}),
+        first.post(f"/task/{aid}/start", data={"csrf": csrf1}),
+        first.get(f"/task/{aid}"),
+        first.get(f"/task/{aid}/feedback"),
+    ):
+        assert resp.status_code == 403 and STALE_PAGE in html.unescape(resp.text), resp.text[:300]
+        assert "Task not found" not in resp.text and 'name="csrf"' not in resp.text  # nothing shown
+    a = store.get_assignment(aid, str(store.rater_for("prolific:p1", "prolific")["id"]))
+    assert a is not None and a.status == "active" and export_rows(store) == []  # the task stays open
+    # a task that is not this rater's, or no task at all, is still "not found" (not probeable)
+    _other, _c, aid_other = _enter(store, "p2")
+    assert first.get(f"/task/{aid_other}").status_code == 404
+    assert first.post("/task/nosuchtask/submit", data={"csrf": csrf1}).status_code == 404
+    # a forged cookie is refused as before; the newest browser answers the task
+    forged = TestClient(create_app(store))
+    forged.cookies.set("sb_rater", "forged.value")
+    assert forged.get(f"/task/{aid}").status_code == 401
+    csrf2 = _csrf(r.text)
+    assert second.post(f"/task/{aid}/submit", data={"csrf": csrf2, "answer": "A"}).status_code == 200
 
 
 def test_a_page_asks_whether_its_session_is_current(make_study) -> None:

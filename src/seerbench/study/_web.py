@@ -41,9 +41,10 @@ COOKIE = "sb_rater"
 #: What a page from an ended session is told: at its submit (403) and when it asks whether it is
 #: still current (``POST /session``, on focus and every little while).
 STALE_PAGE = (
-    "This page is out of date: the study was opened again (in another tab or window), "
+    "This page is out of date: the study was opened again (in another tab, window or browser), "
     "which ends the pages opened before it. What you entered on this page was not saved; "
-    "your task is still open. Continue in the newest tab, or reload this page."
+    "your task is still open. Continue in the newest tab, or reload this page (in another "
+    "browser: open your study link again)."
 )
 ID_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 OOPS = "Something went wrong on our side. Please try again."
@@ -244,10 +245,18 @@ class StudyWeb:
         request.state.sb_session = (str(rid), str(sess))
         return str(rid), str(sess)
 
-    def current_rater(self, request: Request) -> dict[str, Any]:
-        rid, sess = self.session_of(request)
+    def rater_if_current(self, rid: str, sess: str) -> dict[str, Any] | None:
+        """The rater ``rid``'s row while ``sess`` is their current session, else ``None`` (the
+        study link was opened again since, in this browser or another one, or no such rater): the
+        one check of whether a session has ended."""
         r = self.st.rater(rid)
         if r is None or r["session"] is None or not hmac.compare_digest(str(r["session"]), sess):
+            return None
+        return r
+
+    def current_rater(self, request: Request) -> dict[str, Any]:
+        r = self.rater_if_current(*self.session_of(request))
+        if r is None:
             raise HTTPError(401, "Your session is not valid; please open your study link again.")
         return r
 
@@ -266,8 +275,7 @@ class StudyWeb:
         rid, sess = self.session_of(request)
         if not hmac.compare_digest(token, self.csrf_for(rid, sess)):
             return False
-        r = self.st.rater(rid)
-        return r is not None and r["session"] is not None and hmac.compare_digest(str(r["session"]), sess)
+        return self.rater_if_current(rid, sess) is not None
 
     def login(self, rater: dict[str, Any]) -> RedirectResponse:
         resp = RedirectResponse("/next", status_code=303)
@@ -283,9 +291,17 @@ class StudyWeb:
 
     def own(self, request: Request, aid: str) -> tuple[str, Assignment]:
         """The rater's own task ``aid`` (the same 404 whether it exists or belongs to someone
-        else: ids are not probeable)."""
+        else: ids are not probeable). A page of the rater's own task from an ended session (the
+        link was opened again in another browser, whose cookie this browser does not have) gets
+        :data:`STALE_PAGE` (403), as a page from an earlier tab of this browser does at its CSRF
+        check."""
         rid, sess = self.session_of(request)
-        a = self.st.get_assignment(aid, rid, sess) if ID_RE.match(aid) else None
+        if not ID_RE.match(aid):
+            raise HTTPError(404, "Task not found.")
+        a = self.st.get_assignment(aid, rid, sess)
         if a is None:
+            # the extra reads only on this rare path: whether the session ended, the task the rater's
+            if self.rater_if_current(rid, sess) is None and self.st.get_assignment(aid, rid) is not None:
+                raise HTTPError(403, STALE_PAGE)
             raise HTTPError(404, "Task not found.")
         return rid, a
