@@ -137,16 +137,22 @@ def _main(
     return int(e.value.code or 0), out, err
 
 
+def _example_study(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """The README's example study created through the CLI; its database path."""
+    db = str(tmp_path / "s.sqlite")
+    example = str(ROOT / "examples" / "study.yaml")
+    assert _main(["study", "create", example, "--db", db], capsys, monkeypatch)[0] == 0
+    return db
+
+
 def test_serve_on_a_busy_port_fails_before_printing_links(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import socket
 
-    db = str(tmp_path / "s.sqlite")
-    assert (
-        _main(["study", "create", str(ROOT / "examples" / "study.yaml"), "--db", db], capsys, monkeypatch)[0]
-        == 0
-    )
+    db = _example_study(tmp_path, capsys, monkeypatch)
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -250,11 +256,7 @@ def test_a_failed_create_leaves_nothing_and_can_be_run_again(
 def test_serve_refuses_a_port_out_of_range_before_printing_links(
     port: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    db = str(tmp_path / "s.sqlite")
-    assert (
-        _main(["study", "create", str(ROOT / "examples" / "study.yaml"), "--db", db], capsys, monkeypatch)[0]
-        == 0
-    )
+    db = _example_study(tmp_path, capsys, monkeypatch)
     code, out, err = _main(["study", "serve", "--db", db, "--port", port], capsys, monkeypatch)
     assert (code, out) == (2, "")
     assert err.strip() == f"error: --port {port} is not a port; give one from 1 to 65535 (e.g. 8000)"
@@ -264,11 +266,7 @@ def test_export_into_a_missing_folder_names_the_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # new-user trial: the one line named the temporary file (/tmp/nodir/.x.csv.17859.tmp)
-    db = str(tmp_path / "s.sqlite")
-    assert (
-        _main(["study", "create", str(ROOT / "examples" / "study.yaml"), "--db", db], capsys, monkeypatch)[0]
-        == 0
-    )
+    db = _example_study(tmp_path, capsys, monkeypatch)
     for name in ("x.csv", "x.jsonl"):
         target = tmp_path / "nodir" / name
         code, out, err = _main(["study", "export", "--db", db, str(target)], capsys, monkeypatch)
