@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from seerbench.report._blocks import script_json
+from seerbench.store import atomic_write_text
 
 #: Past this many bytes of the browser's JSON (rows, transcripts and questions), the report is a
 #: folder (``index.html`` and per-cell transcript files loaded on demand) instead of one file.
@@ -252,5 +253,6 @@ class Browser:
 
 
 def _write_chunk(path: Path, name: str, items: str) -> None:
-    """One transcript file: a script that hands its JSON list to the page."""
-    path.write_text(f'seerbenchChunk("{name}",[{items}]);\n', encoding="utf-8")
+    """One transcript file: a script that hands its JSON list to the page (written atomically, as
+    every file seerbench writes: a killed report leaves no half file for the index to load)."""
+    atomic_write_text(path, f'seerbenchChunk("{name}",[{items}]);\n')
