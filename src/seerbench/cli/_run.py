@@ -680,14 +680,12 @@ def show(
     folder = RunFolder(run_dir)
     cells = [folder.cell(cell)] if cell else folder.cells()
     found = []
-    seen: set[str] = set()
     for c in cells:
         for ln in c.results():  # one line at a time: results files can be large
             if ln["question_id"] == question_id:
                 found.append((c, ln))
-            elif len(seen) < 100_000:
-                seen.add(str(ln["question_id"]))
-    if not found:
+    if not found:  # the ids are read again only for the message: the found path does no extra work
+        seen = {str(ln["question_id"]) for ln in cells[0].results()} if cells else set()
         some = ", ".join(sorted(seen)[:3])
         raise ConfigError(
             f"question {question_id!r} is in no results file under {run_dir}"
