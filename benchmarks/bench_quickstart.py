@@ -140,19 +140,22 @@ def summarise(res: dict[str, Any]) -> dict[str, Any]:
 
 
 def show(s: dict[str, Any]) -> None:
-    print(f"\n{s['engine']}: wall {s['wall_s']:.1f} s, CPU {s['cpu_s']:.1f} s, peak RSS {s['peak_rss_mb']:.0f} MB")
+    rss = s["peak_rss_mb"]
+    print(f"\n{s['engine']}: wall {s['wall_s']:.1f} s, CPU {s['cpu_s']:.1f} s, peak RSS {rss:.0f} MB")
     print(f"  cache hits {s['cache_hits']}")
     for kind in ("judge", "agent"):
         k = s.get(kind)
         if k:
             print(
-                f"  {kind:<6} {k['calls']:>4} calls  {k['prompt_tokens']:>6} prompt + {k['generated_tokens']:>5} "
-                f"generated tokens  {k['total_s']:7.1f} s  median {k['median_ms']:.0f} ms"
+                f"  {kind:<6} {k['calls']:>4} calls  {k['prompt_tokens']:>6} prompt + "
+                f"{k['generated_tokens']:>5} generated tokens  {k['total_s']:7.1f} s  "
+                f"median {k['median_ms']:.0f} ms"
             )
     if "prompt_tokens_per_s" in s:
         print(f"  prompt evaluation {s['prompt_tokens_per_s']:.0f} tokens/s (judge calls)")
     if s.get("generated_tokens_per_s"):
-        print(f"  generation {s['generated_tokens_per_s']:.1f} tokens/s (agent calls, their prompt taken out)")
+        gen = s["generated_tokens_per_s"]
+        print(f"  generation {gen:.1f} tokens/s (agent calls, their prompt taken out)")
     print(f"  in the engine {s['engine_s']:.1f} s; seerbench's own {s['seerbench_s']:.1f} s of the wall time")
 
 
@@ -171,7 +174,8 @@ def main(argv: list[str] | None = None) -> None:
     results = []
     for engine in a.engines:
         with tempfile.TemporaryDirectory() as tmp:
-            env = {**os.environ, "SEERBENCH_LOCAL_ENGINE": engine, "SEERBENCH_CACHE_DIR": str(Path(tmp) / "cache")}
+            cache = str(Path(tmp) / "cache")
+            env = {**os.environ, "SEERBENCH_LOCAL_ENGINE": engine, "SEERBENCH_CACHE_DIR": cache}
             cmd = [sys.executable, __file__, "--child", tmp, "--concurrency", str(a.concurrency)]
             if a.limit:
                 cmd += ["--limit", str(a.limit)]
@@ -180,7 +184,8 @@ def main(argv: list[str] | None = None) -> None:
         show(s)
         results.append(s)
     if a.json:
-        a.json.write_text(json.dumps({"limit": a.limit, "concurrency": a.concurrency, "runs": results}, indent=1))
+        summary = {"limit": a.limit, "concurrency": a.concurrency, "runs": results}
+        a.json.write_text(json.dumps(summary, indent=1))
 
 
 if __name__ == "__main__":

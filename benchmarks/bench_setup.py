@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     for name, cmd in (("main job set-up", setup), ("test set-up", tests)):
         print(f"$ {cmd}", flush=True)
         t = time.perf_counter()
-        subprocess.run(["bash", "-c", cmd + " >/dev/null"], cwd=repo, env=env, check=True)
+        subprocess.run(["bash", "-c", "{ " + cmd + "; } >/dev/null"], cwd=repo, env=env, check=True)
         out[f"{name} s"] = time.perf_counter() - t
         out[f"venv after {name} MB"] = du_mb(repo / ".venv")
         print(f"  {out[f'{name} s']:.1f} s; venv {out[f'venv after {name} MB']:.0f} MB", flush=True)
