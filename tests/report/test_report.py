@@ -485,6 +485,30 @@ def test_folder_layout_has_the_same_numbers_and_rows(
     assert flagged == {i for i, c in enumerate(idx["cells"]) if c["judge"] != "trust"}
 
 
+def test_a_report_that_changes_layout_leaves_no_stale_copy(evidence_run: Path, tmp_path: Path) -> None:
+    """A run that grows past the one-file limit: the old one-file report's path now sends the
+    reader to the folder (it no longer shows old numbers); back under the limit, the folder's
+    report files go and anything else a user put in the folder stays."""
+    from seerbench.report import build_report
+
+    path = tmp_path / "r.html"
+    assert build_report([evidence_run], path) == path
+    index = build_report([evidence_run], path, one_file_limit=0)
+    assert index == tmp_path / "r" / "index.html" and index.is_file()
+    moved = path.read_text()
+    assert 'url=r/index.html"' in moved and 'href="r/index.html"' in moved
+    assert "browser-data" not in moved  # none of the old report's rows
+    (tmp_path / "r" / "notes.txt").write_text("mine")
+    assert build_report([evidence_run], path) == path
+    assert "browser-data" in path.read_text()
+    assert not index.exists() and not (tmp_path / "r" / "transcripts").exists()
+    assert (tmp_path / "r" / "notes.txt").read_text() == "mine"
+    (tmp_path / "r" / "notes.txt").unlink()
+    build_report([evidence_run], path, one_file_limit=0)
+    build_report([evidence_run], path)
+    assert not (tmp_path / "r").exists()  # only the report's own files were there: all gone
+
+
 @pytest.mark.parametrize("limit", [10**9, 0])
 def test_line_separators_in_run_text_stay_in_their_row(tmp_path: Path, limit: int) -> None:
     """Run text with U+2028, U+2029, U+0085 and a form feed (characters some readers split lines

@@ -681,16 +681,47 @@ def build_report(
         for d, label in zip(run_dirs, labels, strict=True):
             runs.append(load_run(d, browser, baseline=baseline, label=label))
         multi = len(runs) > 1
+        folder = report_folder(path)
         if browser.size <= one_file_limit:
             atomic_write_text(path, render_runs(runs, browser.inline_json(multi), extra))
+            _drop_folder_layout(folder)
             return path
-        folder = report_folder(path)
         if folder.exists() and not folder.is_dir():
             raise ConfigError(f"{folder} is a file: the report is a folder past {one_file_limit / 1e6:g} MB")
         data = browser.write_chunks(folder, multi)
         index = folder / "index.html"
         atomic_write_text(index, render_runs(runs, data, extra, split=True))
+        if path != folder and path.is_file():  # an earlier one-file report here: point it at the folder
+            atomic_write_text(path, _moved_page(index.relative_to(path.parent), one_file_limit))
         return index
+
+
+#: What an earlier one-file report's path holds once the report has become a folder.
+MOVED = (
+    '<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0; url={href}">'
+    "<title>seerbench report: moved</title>"
+    '<p>This report is now a folder (its transcripts passed {limit:g} MB): <a href="{href}">{href}</a>.</p>'
+)
+
+
+def _moved_page(index: Path, limit: int) -> str:
+    return MOVED.format(href=esc(index.as_posix()), limit=limit / 1e6)
+
+
+def _drop_folder_layout(folder: Path) -> None:
+    """Remove an earlier folder-layout report at ``folder`` (its ``index.html`` and transcript
+    files, and the folder if that empties it), so that it cannot be opened in place of the new
+    one-file report. Anything else in the folder is left alone."""
+    index, chunks = folder / "index.html", folder / CHUNK_DIR
+    if not (folder.is_dir() and index.is_file() and chunks.is_dir()):
+        return
+    for f in [index, *chunks.glob("*.js")]:
+        f.unlink()
+    for d in (chunks, folder):
+        try:
+            d.rmdir()
+        except OSError:  # something else is in it: not ours to remove
+            return
 
 
 def _unique_labels(paths: Sequence[Path]) -> list[str]:
