@@ -524,6 +524,41 @@ def test_progress_on_a_pipe_is_plain_lines(tmp_path: Path) -> None:
     assert "[4/4] eta" in p.stderr and "NaiveJudge/J_scripted-coin 4/4" in p.stderr
 
 
+def test_eta_weighs_each_cells_questions_by_their_expected_tokens(tmp_path: Path) -> None:
+    """The ETA counts what is left in tokens, not questions: a debate question costs many naive
+    judge questions, so after the cheap cell the time left is far more than the questions left
+    suggest. Weights come from the dry run's plan (prompt + completion tokens per question)."""
+    from seerbench.cli._run import _Progress, cost_weights
+    from seerbench.experiment import Experiment, ExperimentConfig
+
+    cfg = _config_file(tmp_path / "c", protocols=["NaiveJudge", "Consultancy"], out=str(tmp_path / "out"))
+    exp = Experiment(ExperimentConfig.from_yaml(cfg))
+    plans = exp.plan(sample=1)
+    w = cost_weights(plans)
+    (pn,) = (p for p in plans if p.spec.key.startswith("NaiveJudge"))
+    (pc,) = (p for p in plans if p.spec.key.startswith("Consultancy"))
+    assert w[pn.spec.key] == (pn.prompt_tokens + pn.completion_tokens) / 4  # 4 questions to run
+    assert w[pc.spec.key] == (pc.prompt_tokens + pc.completion_tokens) / 4
+    assert w[pc.spec.key] > 2 * w[pn.spec.key]  # a consultant's argument and a longer judge prompt
+
+    # by hand: weights 1 and 9, 10 questions each; the cheap cell's 10 questions took 10 s, so
+    # this run does 1 unit of work a second and 90 units are left: 90 s (counting questions: 10 s)
+    bar = _Progress.__new__(_Progress)
+    bar.weights, bar.work_total, bar.done, bar.work0 = {"cheap/J": 1.0, "dear/A_J": 9.0}, 100.0, {}, 0.0
+    bar.t0 = 1000.0
+    bar.done["cheap/J"] = 10
+    assert bar.eta(1010.0) == pytest.approx(90.0)
+    bar.done["dear/A_J"] = 5  # then 45 units more in 45 s: 1 unit a second still, 45 left
+    assert bar.eta(1055.0) == pytest.approx(45.0)
+    # questions finished before this run (a resume) are not this run's rate
+    resumed = _Progress.__new__(_Progress)
+    resumed.weights, resumed.work_total, resumed.done, resumed.work0 = dict(bar.weights), 100.0, {}, 10.0
+    resumed.t0, resumed.done["cheap/J"] = 1000.0, 10
+    assert resumed.eta(1010.0) is None  # nothing done in this run yet: no rate
+    resumed.done["dear/A_J"] = 1  # 9 units in 3 s: 3 a second, 81 left
+    assert resumed.eta(1003.0) == pytest.approx(27.0)
+
+
 def test_baseline_may_be_the_protocol_name_when_one_folder_has_it(tmp_path: Path) -> None:
     cfg = _config_file(
         tmp_path / "c", protocols=["NaiveJudge", "Consultancy"], both_orders=True, out=str(tmp_path / "out")

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
 from seerbench.analysis import pressure_section
@@ -62,32 +62,55 @@ def _eta(seconds: float | None) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
+def cost_weights(plans: list[CellPlan]) -> dict[str, float]:
+    """Per cell, the expected tokens (prompt and completion, :meth:`Experiment.plan`) of one of its
+    questions: what the ETA weighs a question by. A cell that makes no model call weighs a token's
+    worth, so that it still counts as done work."""
+    return {
+        p.spec.key: max((p.prompt_tokens + p.completion_tokens) / p.n_todo if p.n_todo else 0.0, 1.0)
+        for p in plans
+    }
+
+
 class _Progress:
     """Questions done and ETA first, then the cell. A live display on a terminal; on a pipe or a
-    log file (CI, nohup), a plain line every ``every`` seconds and when a cell ends."""
+    log file (CI, nohup), a plain line every ``every`` seconds and when a cell ends.
 
-    def __init__(self, specs: list[RunSpec], n_questions: int, *, enabled: bool, every: float = 10.0) -> None:
+    The ETA weighs each cell's questions by ``weights`` (:func:`cost_weights`: a debate question
+    takes ten times a naive judge's tokens); without weights every question counts the same."""
+
+    def __init__(
+        self,
+        specs: list[RunSpec],
+        n_questions: int,
+        *,
+        enabled: bool,
+        every: float = 10.0,
+        weights: dict[str, float] | None = None,
+    ) -> None:
         self.enabled = enabled
         self.total = len(specs) * n_questions
+        self.weights = {s.key: (weights or {}).get(s.key, 1.0) for s in specs}
+        self.work_total = sum(self.weights.values()) * n_questions
         self.done: dict[str, int] = {}
         self.errors: dict[str, int] = {}
         self.live = enabled and err_console.is_terminal
         self.every = every
         self.t0 = time.monotonic()
-        self.done0 = 0
+        self.work0 = 0.0
         self.last_print = 0.0
         self.bar: Progress | None = None
         self.tasks: dict[str, TaskID] = {}
         if self.live:
             self.bar = Progress(
                 MofNCompleteColumn(),
-                TimeRemainingColumn(),
+                TextColumn("{task.fields[eta]}"),  # on the all-cells row only
                 BarColumn(bar_width=16),
                 TextColumn("{task.description}"),
                 console=err_console,
             )
-            self.all = self.bar.add_task("[bold]all cells[/]", total=self.total)
-            self.usage = self.bar.add_task("", total=None, start=False)
+            self.all = self.bar.add_task("[bold]all cells[/]", total=self.total, eta=f"eta {_eta(None)}")
+            self.usage = self.bar.add_task("", total=None, start=False, eta="")
 
     def __enter__(self) -> _Progress:
         if self.bar:
@@ -100,12 +123,18 @@ class _Progress:
 
     def start(self, spec: RunSpec, done: int, total: int) -> None:
         self.done[spec.key] = done
-        self.done0 += done
+        self.work0 += done * self.weights.get(spec.key, 1.0)  # done before this run: not this run's rate
         if self.bar:
             for key in list(self.tasks):  # one row for the running cell; finished cells drop out
                 self.bar.remove_task(self.tasks.pop(key))
-            self.tasks[spec.key] = self.bar.add_task(escape(spec.key), total=total, completed=done)
+            self.tasks[spec.key] = self.bar.add_task(escape(spec.key), total=total, completed=done, eta="")
         self._update(spec, total, force=True)
+
+    def eta(self, now: float) -> float | None:
+        """Seconds left: the work left at this run's rate of work (questions weighted by cost)."""
+        work = sum(n * self.weights.get(k, 1.0) for k, n in self.done.items())
+        rate = (work - self.work0) / max(now - self.t0, 1e-9)
+        return (self.work_total - work) / rate if rate > 0 else None
 
     def step(self, spec: RunSpec, done: int, total: int, errors: int) -> None:
         self.done[spec.key] = done
@@ -117,8 +146,9 @@ class _Progress:
             return
         done_all = sum(self.done.values())
         err = self.errors.get(spec.key, 0)
+        now = time.monotonic()
         if self.bar:
-            self.bar.update(self.all, completed=done_all)
+            self.bar.update(self.all, completed=done_all, eta=f"eta {_eta(self.eta(now))}")
             if spec.key in self.tasks:  # on Ray several cells run at once; the row is the last started
                 self.bar.update(
                     self.tasks[spec.key],
@@ -127,16 +157,13 @@ class _Progress:
                 )
             self.bar.update(self.usage, description=f"[dim]{_usage_line()}")
             return
-        now = time.monotonic()
         if not force and now - self.last_print < self.every:
             return
         self.last_print = now
-        rate = (done_all - self.done0) / max(now - self.t0, 1e-9)
-        eta = (self.total - done_all) / rate if rate > 0 else None
         width = len(str(self.total))
         print(
-            f"[{done_all:>{width}}/{self.total}] eta {_eta(eta)}  {spec.key} {self.done[spec.key]}/{total}"
-            + (f" ({err} failed)" if err else ""),
+            f"[{done_all:>{width}}/{self.total}] eta {_eta(self.eta(now))}  "
+            f"{spec.key} {self.done[spec.key]}/{total}" + (f" ({err} failed)" if err else ""),
             file=sys.stderr,
             flush=True,
         )
@@ -235,8 +262,11 @@ def run(
         _print_plan(exp.plan(), exp, json_out=json_out)
         return
     specs = exp.check()
+    show = not (json_out or quiet())
+    # what a question of each cell costs, for the ETA (the dry run's estimate: model-free, a second)
+    weights = cost_weights(exp.plan(sample=1)) if show else None
     started, usage_before = time.time(), default_tracker().totals()
-    with _Progress(specs, len(exp.questions()), enabled=not (json_out or quiet())) as bar:
+    with _Progress(specs, len(exp.questions()), enabled=show, weights=weights) as bar:
         results = asyncio.run(exp.arun(new=new, progress=bar.step, on_start=bar.start))
     stats = [r.stats for r in results]
     failed = sum(r.n_errors for r in results)
