@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from seerbench.cli import app
 from seerbench.errors import ConfigError, SeerbenchError
 from seerbench.experiment import Experiment, ExperimentConfig
-from seerbench.models import ChatMessage, GenerateConfig, get_model, register_scripted
+from seerbench.models import ChatMessage, GenerateConfig, default_tracker, get_model, register_scripted
 from seerbench.prompts import PROMPTS_DIR
 from seerbench.results import judge_diagnostics
 from seerbench.types import AnswerCase, Question
@@ -468,6 +468,25 @@ def test_dry_run_counts_calls_without_calling(tmp_path: Path) -> None:
     Experiment(ExperimentConfig.from_yaml(cfg).with_updates(limit=2)).run()
     plan = json.loads(runner.invoke(app, ["run", str(cfg), "--dry-run", "--json"]).stdout)
     assert [c["to_run"] for c in plan["cells"]] == [2, 2] and plan["total"]["calls"] == 20
+
+
+def test_dry_run_names_the_calls_the_cache_will_answer(tmp_path: Path, _isolated_cache: Path) -> None:
+    """Random consultancy argues one of the cases consultancy already argued, with the same
+    prompts: the plan says those calls repeat an earlier request, and the run's cache answers
+    exactly them (4 questions x (1 consultant turn + 1 verdict))."""
+    out = tmp_path / "out"
+    cfg = _config_file(tmp_path / "c", out=str(out), protocols=["Consultancy", "RandomConsultancy"])
+    plan = json.loads(runner.invoke(app, ["run", str(cfg), "--dry-run", "--json"]).stdout)
+    by = {c["cell"].split("/")[0]: c for c in plan["cells"]}
+    assert by["Consultancy_t1"]["repeat_calls"] == 0 and by["Consultancy_t1"]["calls"] == 16
+    assert by["RandomConsultancy_t1"]["repeat_calls"] == by["RandomConsultancy_t1"]["calls"] == 8
+    assert plan["total"]["repeat_calls"] == 8
+    text = runner.invoke(app, ["run", str(cfg), "--dry-run"]).stdout
+    assert "8 of the 24 calls repeat an earlier request" in " ".join(text.split())
+    before = default_tracker().totals()
+    Experiment(ExperimentConfig.from_yaml(cfg)).run()
+    after = default_tracker().totals()
+    assert after.cache_hits - before.cache_hits == 8 and after.calls - before.calls == 16
 
 
 def test_show_rebuilds_the_exact_prompts_from_the_cache(finished: Path, _isolated_cache: Path) -> None:

@@ -64,10 +64,13 @@ def _eta(seconds: float | None) -> str:
 
 def cost_weights(plans: list[CellPlan]) -> dict[str, float]:
     """Per cell, the expected tokens (prompt and completion, :meth:`Experiment.plan`) of one of its
-    questions: what the ETA weighs a question by. A cell that makes no model call weighs a token's
-    worth, so that it still counts as done work."""
+    questions, less those of calls that repeat an earlier request (the cache answers them): what
+    the ETA weighs a question by. A cell that makes no model call weighs a token's worth, so that
+    it still counts as done work."""
     return {
-        p.spec.key: max((p.prompt_tokens + p.completion_tokens) / p.n_todo if p.n_todo else 0.0, 1.0)
+        p.spec.key: max(
+            (p.prompt_tokens + p.completion_tokens - p.repeat_tokens) / p.n_todo if p.n_todo else 0.0, 1.0
+        )
         for p in plans
     }
 
@@ -328,6 +331,7 @@ def _print_plan(plans: list[CellPlan], exp: Experiment, *, json_out: bool) -> No
             "prompt_tokens": round(p.prompt_tokens),
             "completion_tokens_max": round(p.completion_tokens),
             "cost_usd_max": p.cost,
+            "repeat_calls": round(p.repeat_calls),
         }
         for p in plans
     ]
@@ -339,6 +343,7 @@ def _print_plan(plans: list[CellPlan], exp: Experiment, *, json_out: bool) -> No
         "prompt_tokens": round(sum(p.prompt_tokens for p in plans)),
         "completion_tokens_max": round(sum(p.completion_tokens for p in plans)),
         "cost_usd_max": None if any(c is None for c in costs) else sum(c for c in costs if c is not None),
+        "repeat_calls": round(sum(p.repeat_calls for p in plans)),
     }
     if json_out:
         print_json({"out": str(exp.out), "cells": rows, "total": total})
@@ -371,6 +376,12 @@ def _print_plan(plans: list[CellPlan], exp: Experiment, *, json_out: bool) -> No
         cost(total["cost_usd_max"]),
     )
     console.print(t)
+    if total["repeat_calls"]:
+        console.print(
+            f"{total['repeat_calls']} of the {total['calls']} calls repeat an earlier request of the grid "
+            f"exactly, so the disk cache answers them: expect about {total['calls'] - total['repeat_calls']} "
+            "model calls"
+        )
 
 
 def _axis_value(s: dict[str, Any], axis: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import string
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from seerbench.errors import ModelError
@@ -24,6 +25,24 @@ from seerbench.models import (
 )
 
 
+@dataclass
+class Repeats:
+    """The requests a plan has made so far, over all its cells, and how many of the current
+    cell's calls (and their tokens) repeat one of them exactly: in a run the disk cache answers
+    those (e.g. random consultancy's consultant says what consultancy's already said)."""
+
+    seen: set[tuple[Any, ...]] = field(default_factory=set)
+    calls: int = 0
+    tokens: int = 0
+
+    def see(self, key: tuple[Any, ...], usage: Usage) -> None:
+        if key in self.seen:
+            self.calls += 1
+            self.tokens += usage.prompt_tokens + usage.completion_tokens
+        else:
+            self.seen.add(key)
+
+
 class CountingBackend(Backend):
     """Answers at once for :meth:`Experiment.plan`, with the capabilities of the backend it stands
     in for (``real``; None: every capability), so a judge's elicitation takes the calls it would
@@ -31,15 +50,23 @@ class CountingBackend(Backend):
     probabilities only where it returns them, else on to the next method. Every text answer
     names option A and parses as a probability ('A: 50%, B: 50%'), so the first method the
     backend can do succeeds. Usage is estimated prompt tokens (chars / 4) and the call's
-    ``max_tokens``."""
+    ``max_tokens``. With ``repeats``, each request of model ``spec`` is noted there."""
 
     name = "plan"
     default_concurrency = 1000
     ANSWER = "A: 50%, B: 50%"
 
-    def __init__(self, real: Backend | None = None) -> None:
+    def __init__(
+        self, real: Backend | None = None, *, spec: str = "", repeats: Repeats | None = None
+    ) -> None:
         self._exact = real is None or type(real).option_logprobs is not Backend.option_logprobs
         self._top = real is None or real.supports_logprobs
+        self._spec = spec
+        self._repeats = repeats
+
+    def _see(self, messages: Sequence[ChatMessage], what: Any, usage: Usage) -> None:
+        if self._repeats is not None:
+            self._repeats.see((self._spec, tuple((m.role, m.content) for m in messages), what), usage)
 
     @property
     def model_id(self) -> str:
@@ -54,6 +81,7 @@ class CountingBackend(Backend):
     ) -> Sample:
         prompt = sum(len(m.content) for m in messages) // 4 + 1
         usage = Usage(prompt_tokens=prompt, completion_tokens=config.max_tokens)
+        self._see(messages, (config.model_dump_json(), seed), usage)
         logprobs = None
         if config.logprobs and self._top:  # every letter among the top tokens, equally likely
             top = tuple(TopLogprob(token=c, logprob=-math.log(26)) for c in string.ascii_uppercase)
@@ -65,8 +93,9 @@ class CountingBackend(Backend):
     ) -> tuple[dict[str, float], Usage] | None:
         if not self._exact:
             return None
-        prompt = sum(len(m.content) for m in messages) // 4 + 1
-        return {o: -math.log(len(options)) for o in options}, Usage(prompt_tokens=prompt, completion_tokens=1)
+        usage = Usage(prompt_tokens=sum(len(m.content) for m in messages) // 4 + 1, completion_tokens=1)
+        self._see(messages, ("options", *options), usage)
+        return {o: -math.log(len(options)) for o in options}, usage
 
 
 class NoCallBackend(Backend):
@@ -151,13 +180,16 @@ class RecordingModel(Model):
         return res
 
 
-def counting_factory(base: Callable[[str, str], Model], usage: UsageTracker) -> Callable[[str, str], Model]:
+def counting_factory(
+    base: Callable[[str, str], Model], usage: UsageTracker, repeats: Repeats | None = None
+) -> Callable[[str, str], Model]:
     """A model factory for planning: each model answers at once through a :class:`CountingBackend`
     with the capabilities of ``base``'s model of that spec (nothing is loaded or called), uncached,
-    its calls counted in ``usage``."""
+    its calls counted in ``usage`` and its requests noted in ``repeats``."""
 
     def make(spec: str, role: str) -> Model:
-        return Model(spec, CountingBackend(base(spec, role).backend), cache=False, usage=usage)
+        backend = CountingBackend(base(spec, role).backend, spec=spec, repeats=repeats)
+        return Model(spec, backend, cache=False, usage=usage)
 
     return make
 

@@ -27,7 +27,7 @@ from seerbench.experiment._files import _gather_cancelling, _group
 from seerbench.experiment._folder import cell_conflicts, choose_out, question_conflicts, write_metadata
 from seerbench.experiment._grid import _slug, build_grid
 from seerbench.experiment._identity import cell_identity, prompt_hashes
-from seerbench.experiment._inspect import counting_factory, recording_factory, stand_in_factory
+from seerbench.experiment._inspect import Repeats, counting_factory, recording_factory, stand_in_factory
 from seerbench.experiment._questions import QuestionStore
 from seerbench.experiment._stopping import check_sequential, run_sequential
 from seerbench.judges import Judge
@@ -43,7 +43,9 @@ from seerbench.types import Question
 @dataclass
 class CellPlan:
     """What running one cell would cost (``seerbench run --dry-run``): questions still to run and
-    the model calls and tokens they are expected to take, before any cache hit."""
+    the model calls and tokens they are expected to take, before any cache hit; of those, the
+    calls (and their tokens) that repeat a request of this or an earlier cell exactly, which the
+    disk cache will answer in the run (``repeat_calls``, ``repeat_tokens``)."""
 
     spec: RunSpec
     n_questions: int
@@ -52,6 +54,8 @@ class CellPlan:
     prompt_tokens: float
     completion_tokens: float
     cost: float | None
+    repeat_calls: float = 0.0
+    repeat_tokens: float = 0.0
 
 
 class Experiment:
@@ -323,6 +327,7 @@ class Experiment:
         tracker = default_tracker()
         out = self.out
         plans = []
+        repeats = Repeats()  # requests over every cell: a later cell's repeats are cache hits
         for spec in specs:
             path = out / spec.protocol_dir / spec.pair_dir / "results.jsonl"
             done = (
@@ -332,7 +337,8 @@ class Experiment:
             )
             todo = questions.subset([i for i, qid in enumerate(questions.ids) if qid not in done])
             counter = UsageTracker(tracker.prices)
-            proto = self.builder(counting_factory(self.model_factory, counter)).protocol(spec)
+            repeats.calls = repeats.tokens = 0
+            proto = self.builder(counting_factory(self.model_factory, counter, repeats)).protocol(spec)
             probe = todo[:sample] or questions[:sample]
             asyncio.run(_gather_cancelling([proto.run_question(q) for q in probe]))
             t = counter.totals()
@@ -346,6 +352,8 @@ class Experiment:
                     t.prompt_tokens * scale,
                     t.completion_tokens * scale,
                     None if t.cost is None else t.cost * scale,
+                    repeats.calls * scale,
+                    repeats.tokens * scale,
                 )
             )
         return plans
