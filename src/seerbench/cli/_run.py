@@ -376,11 +376,11 @@ def _print_plan(plans: list[CellPlan], exp: Experiment, *, json_out: bool) -> No
         cost(total["cost_usd_max"]),
     )
     console.print(t)
-    if total["repeat_calls"]:
+    calls, repeats = round(sum(p.calls for p in plans)), round(sum(p.repeat_calls for p in plans))
+    if repeats:
         console.print(
-            f"{total['repeat_calls']} of the {total['calls']} calls repeat an earlier request of the grid "
-            f"exactly, so the disk cache answers them: expect about {total['calls'] - total['repeat_calls']} "
-            "model calls"
+            f"{repeats} of the {calls} calls repeat an earlier request of the grid exactly, so the disk "
+            f"cache answers them: expect about {calls - repeats} model calls"
         )
 
 
