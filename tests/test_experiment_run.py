@@ -523,6 +523,34 @@ def test_parse_failures_that_decide_the_numbers_are_warned_about(tmp_path: Path)
     assert not any("parse" in w for w in ok["diagnostics"]["warnings"])
 
 
+def test_run_fails_when_a_cell_scored_no_question(tmp_path: Path) -> None:
+    """A cell whose every verdict failed to parse measured nothing: `run` exits 1 (not 0, which says
+    every cell ran and was measured; not 2, the config is valid), naming that cell, why and the fix,
+    and only that cell. A rerun gives the same answers, so it fails again; `stats` still shows the
+    folder (exit 0) with the cell's warning."""
+    cfg = tmp_path / "coin.yaml"
+    cfg.write_text(
+        "dataset: {name: arithmetic, n: 3}\nprotocols: [NaiveJudge]\n"
+        f"judge_models: [scripted:coin, {JUDGE}]\nelicitation: {{order: [verbalized]}}\n"
+        f"n_boot: 100\nout: {tmp_path / 'c'}\n"
+    )
+    for args in ([], [], ["--json"]):  # the first run, a rerun from the folder, and --json
+        r = runner.invoke(app, ["run", str(cfg), *args], terminal_width=300)
+        assert r.exit_code == 1, r.output
+        said = " ".join(r.output.split())  # the console wraps long lines
+        assert (
+            "1 of 2 cells scored no question, so the run measured nothing there (a rerun gives the "
+            "same answers; finished results are kept): NaiveJudge/J_scripted-coin: all 3 had a "
+            "verdict that failed to parse (e.g. 'verbalized: no probability found'); the judge's "
+            "answers fit none of the methods in `elicitation.order`" in said
+        ), said
+        assert "J_scripted-xp-judge:" not in said  # the cell that scored is not named
+    stats = json.loads((tmp_path / "c" / "NaiveJudge" / "J_scripted-xp-judge" / "stats.json").read_text())
+    assert stats["n_scored"] == 3  # the other cell's results are there
+    r = runner.invoke(app, ["stats", str(tmp_path / "c")], terminal_width=300)
+    assert r.exit_code == 0 and "warning NaiveJudge/J_scripted-coin: no question scored" in r.output
+
+
 def test_run_table_says_when_the_folder_holds_more_questions_than_this_run(tmp_path: Path) -> None:
     cfg = tmp_path / "xp.yaml"
     cfg.write_text(

@@ -26,6 +26,7 @@ from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RayExec
 from seerbench.metrics import beta_key
 from seerbench.models import default_tracker
 from seerbench.provenance import environment_lines
+from seerbench.results import NONE_SCORED
 from seerbench.runs import (
     CELL_AXES,
     RunFolder,
@@ -276,6 +277,9 @@ def run(
         if exp.questions().merged_note:
             console.print(f"[yellow]{escape(str(exp.questions().merged_note))}.[/]")
         console.print(f"results: {exp.out}/  (seerbench stats {exp.out})")
+    unscored = _unscored(stats)
+    if unscored:
+        err_console.print(f"[red]{escape(unscored)}[/]", soft_wrap=True)  # cell names stay whole
     if failed:
         n_runs = sum(r.n_done + r.n_errors for r in results)
         err_console.print(
@@ -286,6 +290,31 @@ def run(
             for e in r.errors[:3]:
                 err_console.print(f"  {escape(r.spec.key)}: {escape(e)}")
         raise typer.Exit(1)
+    if unscored:
+        raise typer.Exit(1)
+
+
+def _unscored(stats: list[dict[str, Any]], shown: int = 5) -> str:
+    """The run's failure message for cells that ran questions but scored none ('' when none did):
+    each cell with its warning's reason and fix. Such a run measured nothing there, so it fails."""
+    cells = []
+    for s in stats:
+        if s.get("n_questions") and not s.get("n_scored"):
+            why = next(
+                (w for w in (s.get("diagnostics") or {}).get("warnings", []) if w.startswith(NONE_SCORED)),
+                NONE_SCORED + "every verdict failed to parse",
+            )
+            cells.append((str(s.get("cell", "?")), why[len(NONE_SCORED) :]))
+    if not cells:
+        return ""
+    lines = [
+        f"{len(cells)} of {len(stats)} cells scored no question, so the run measured nothing there "
+        "(a rerun gives the same answers; finished results are kept):",
+        *(f"  {cell}: {why}" for cell, why in cells[:shown]),
+    ]
+    if len(cells) > shown:
+        lines.append(f"  and {len(cells) - shown} more cells")
+    return "\n".join(lines)
 
 
 def _print_plan(plans: list[CellPlan], exp: Experiment, *, json_out: bool) -> None:
