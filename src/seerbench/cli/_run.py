@@ -15,11 +15,11 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from seerbench._format import ci, num
 from seerbench.analysis import pressure_section
 from seerbench.analysis.run import summarize_run
 from seerbench.cli._app import app
 from seerbench.cli._common import cli_plugins, console, err_console, print_json, quiet
-from seerbench.cli._format import ci, num
 from seerbench.cli._pressure import print_pressure
 from seerbench.errors import ConfigError, did_you_mean
 from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RayExecutor, RunSpec
@@ -760,7 +760,7 @@ def show(
             )
             console.print(
                 f"[bold]{who}[/] {cp['method']}: "
-                + ", ".join(f"P({k})={probs[k]:.3f}" for k in shorts if k in probs)
+                + ", ".join(f"P({k})={num(probs[k])}" for k in shorts if k in probs)
                 + (
                     ""
                     if cp["parse_status"] == "ok"
@@ -773,9 +773,7 @@ def show(
                     f"  [cyan]{escape(str(turn.get('speaker')))}[/]{side}: {escape(str(turn.get('content')))}"
                 )
         asd = (ln.get("asd") or {}).get("log")
-        console.print(
-            f"ASD(log) {'n/a' if asd is None else f'{asd:.4f}'}  judge accuracy {ln.get('judge_accuracy')}"
-        )
+        console.print(f"ASD(log) {num(asd, 4)}  judge accuracy {num(ln.get('judge_accuracy'))}")
         for i, p in enumerate(rec.get("prompts", []), 1):
             console.print(f"[dim]--- request {i}: {p['role']} {escape(p['model'])} ({p['kind']})[/]")
             for m in p["messages"]:
