@@ -19,6 +19,7 @@ from seerbench.errors import ConfigError
 from seerbench.experiment import Experiment, ExperimentConfig
 from seerbench.models import ChatMessage, GenerateConfig, get_model, register_scripted
 from seerbench.protocols import CaseRun, QuestionRun
+from seerbench.provenance import environment_lines
 from seerbench.results import METRIC_KEYS, paired, rescore, result_line, run_stats
 from seerbench.types import AnswerCase, Question, Transcript, Verdict
 
@@ -603,6 +604,23 @@ def test_show_names_who_spoke_and_lists_options_in_order(finished: Path) -> None
     assert deb.count("one run for both cases; judge") == 1  # symmetric: shown once
     # ASD of the consultancy line, 4 decimals: +-log(0.7 / 0.6) (the side argued moves P by 0.1)
     assert re.search(r"ASD\(log\) -?0\.1542 ", cons)
+
+
+def test_show_prints_the_question_first_then_the_cells_then_the_environment(finished: Path) -> None:
+    r = runner.invoke(app, ["show", str(finished), "q1", "--no-prompts"], terminal_width=200)
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    # the question: its id and text, then its options (as the run labelled them: yes 1 is B), the
+    # true one marked
+    assert lines[:3] == ["q1: This is question number 1. Which is right?", "  A) no 1", "  B) yes 1  (true)"]
+    # then one block per cell, each ending with its ASD and accuracy
+    rules = [i for i, ln in enumerate(lines) if ln.startswith("─")]
+    assert rules[0] == 3 and len(rules) == len(PROTOCOLS) + 1  # the cells' rules, then the environment's
+    last_cell = max(i for i, ln in enumerate(lines) if ln.startswith("ASD(log) "))
+    # last, what made the run (Python, packages, git), under its own rule
+    env = environment_lines(json.loads((finished / "experiment.json").read_text())["environment"])
+    assert env and "run environment" in lines[rules[-1]] and rules[-1] > last_cell
+    assert lines[rules[-1] + 1 :] == env
 
 
 def test_usage_is_recorded_in_the_run_folder(tmp_path: Path) -> None:

@@ -733,9 +733,7 @@ def show(
     if json_out:
         print_json(out)
         return
-    for line in environment_lines(env):  # what made the run: Python, package versions, git revision
-        console.print(f"[dim]{escape(line)}[/]", soft_wrap=True)  # a path or hash stays whole
-    q = found[0][1]["question"]
+    q = found[0][1]["question"]  # the question first, then each cell, then what made the run
     console.print(f"[bold]{escape(question_id)}[/]: {escape(q['text'])}")
     for a in q["answer_cases"]:
         console.print(
@@ -779,3 +777,8 @@ def show(
             for m in p["messages"]:
                 console.print(f"[magenta]{m['role']}:[/] {escape(m['content'])}")
             console.print(f"[green]-> {escape(str(p['output']))}[/]")
+    env_lines = environment_lines(env)
+    if env_lines:
+        console.rule("[dim]run environment[/]")
+    for line in env_lines:  # what made the run: Python, package versions, git revision
+        console.print(f"[dim]{escape(line)}[/]", soft_wrap=True)  # a path or hash stays whole
