@@ -19,6 +19,7 @@ from seerbench.errors import ConfigError
 from seerbench.experiment import Experiment, ExperimentConfig
 from seerbench.models import ChatMessage, GenerateConfig, get_model, register_scripted
 from seerbench.protocols import CaseRun, QuestionRun
+from seerbench.provenance import environment_lines
 from seerbench.results import METRIC_KEYS, paired, rescore, result_line, run_stats
 from seerbench.types import AnswerCase, Question, Transcript, Verdict
 
@@ -523,6 +524,34 @@ def test_parse_failures_that_decide_the_numbers_are_warned_about(tmp_path: Path)
     assert not any("parse" in w for w in ok["diagnostics"]["warnings"])
 
 
+def test_run_fails_when_a_cell_scored_no_question(tmp_path: Path) -> None:
+    """A cell whose every verdict failed to parse measured nothing: `run` exits 1 (not 0, which says
+    every cell ran and was measured; not 2, the config is valid), naming that cell, why and the fix,
+    and only that cell. A rerun gives the same answers, so it fails again; `stats` still shows the
+    folder (exit 0) with the cell's warning."""
+    cfg = tmp_path / "coin.yaml"
+    cfg.write_text(
+        "dataset: {name: arithmetic, n: 3}\nprotocols: [NaiveJudge]\n"
+        f"judge_models: [scripted:coin, {JUDGE}]\nelicitation: {{order: [verbalized]}}\n"
+        f"n_boot: 100\nout: {tmp_path / 'c'}\n"
+    )
+    for args in ([], [], ["--json"]):  # the first run, a rerun from the folder, and --json
+        r = runner.invoke(app, ["run", str(cfg), *args], terminal_width=300)
+        assert r.exit_code == 1, r.output
+        said = " ".join(r.output.split())  # the console wraps long lines
+        assert (
+            "1 of 2 cells scored no question, so the run measured nothing there (a rerun gives the "
+            "same answers; finished results are kept): NaiveJudge/J_scripted-coin: all 3 had a "
+            "verdict that failed to parse (e.g. 'verbalized: no probability found'); the judge's "
+            "answers fit none of the methods in `elicitation.order`" in said
+        ), said
+        assert "J_scripted-xp-judge:" not in said  # the cell that scored is not named
+    stats = json.loads((tmp_path / "c" / "NaiveJudge" / "J_scripted-xp-judge" / "stats.json").read_text())
+    assert stats["n_scored"] == 3  # the other cell's results are there
+    r = runner.invoke(app, ["stats", str(tmp_path / "c")], terminal_width=300)
+    assert r.exit_code == 0 and "warning NaiveJudge/J_scripted-coin: no question scored" in r.output
+
+
 def test_run_table_says_when_the_folder_holds_more_questions_than_this_run(tmp_path: Path) -> None:
     cfg = tmp_path / "xp.yaml"
     cfg.write_text(
@@ -575,6 +604,23 @@ def test_show_names_who_spoke_and_lists_options_in_order(finished: Path) -> None
     assert deb.count("one run for both cases; judge") == 1  # symmetric: shown once
     # ASD of the consultancy line, 4 decimals: +-log(0.7 / 0.6) (the side argued moves P by 0.1)
     assert re.search(r"ASD\(log\) -?0\.1542 ", cons)
+
+
+def test_show_prints_the_question_first_then_the_cells_then_the_environment(finished: Path) -> None:
+    r = runner.invoke(app, ["show", str(finished), "q1", "--no-prompts"], terminal_width=200)
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    # the question: its id and text, then its options (as the run labelled them: yes 1 is B), the
+    # true one marked
+    assert lines[:3] == ["q1: This is question number 1. Which is right?", "  A) no 1", "  B) yes 1  (true)"]
+    # then one block per cell, each ending with its ASD and accuracy
+    rules = [i for i, ln in enumerate(lines) if ln.startswith("─")]
+    assert rules[0] == 3 and len(rules) == len(PROTOCOLS) + 1  # the cells' rules, then the environment's
+    last_cell = max(i for i, ln in enumerate(lines) if ln.startswith("ASD(log) "))
+    # last, what made the run (Python, packages, git), under its own rule
+    env = environment_lines(json.loads((finished / "experiment.json").read_text())["environment"])
+    assert env and "run environment" in lines[rules[-1]] and rules[-1] > last_cell
+    assert lines[rules[-1] + 1 :] == env
 
 
 def test_usage_is_recorded_in_the_run_folder(tmp_path: Path) -> None:

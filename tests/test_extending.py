@@ -68,7 +68,7 @@ def _setup(tmp_path: Path, tag: str, **cfg: Any) -> Path:
         "judge_models": ["scripted:coin"],
         "agent_models": ["scripted:coin"],
         "protocols": [f"TwoVoices{tag}"],
-        "elicitation": {"order": ["verbalized"]},
+        "elicitation": {"order": ["vote"], "vote_samples": 1},  # the coin answers a letter: one vote
         "n_boot": 100,
         "out": str(tmp_path / "out"),
         **cfg,
@@ -89,6 +89,7 @@ def test_a_plugin_protocol_and_judge_run_from_the_cli(tmp_path: Path) -> None:
         "TwoVoicesa/A_scripted-coin_J_scripted-coin",
         "TwoVoicesa/A_scripted-coin_J_HalfJudge-label-h",
     }
+    assert cells["TwoVoicesa/A_scripted-coin_J_scripted-coin"]["n_scored"] == 3  # the coin's votes score
     half = cells["TwoVoicesa/A_scripted-coin_J_HalfJudge-label-h"]
     # P = 1/2 for both options whatever was argued: ASD = log(1/2) - log(1/2) = 0, accuracy 1/2 (a tie)
     assert half["metrics"]["asd"]["log"]["mean"] == 0.0 and half["metrics"]["judge_accuracy"]["mean"] == 0.5
@@ -179,7 +180,7 @@ def test_open_consultancy_runs_with_best_of_n(tmp_path: Path) -> None:
             "agent_models": ["scripted:coin"],
             "best_of_n": [2],
             "protocols": ["OpenConsultancy"],
-            "elicitation": {"order": ["verbalized"]},
+            "elicitation": {"order": ["vote"], "vote_samples": 1},
             "n_boot": 100,
             "out": str(tmp_path / "o"),
         }
@@ -189,6 +190,7 @@ def test_open_consultancy_runs_with_best_of_n(tmp_path: Path) -> None:
         res.spec.key == "OpenConsultancy_t1/A_scripted-coin_bo2_J_scripted-coin"
         and res.n_done == 2
         and res.n_errors == 0
+        and res.stats["n_scored"] == 2
     )
 
 

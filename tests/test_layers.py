@@ -46,6 +46,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "prompts",
             "tools",
             "tables",
+            "_format",
             "_resume",
             "_version",
             "provenance",

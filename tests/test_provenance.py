@@ -96,7 +96,7 @@ def _config(folder: Path, **cfg: Any) -> Path:
         "dataset": {"name": "arithmetic", "n": 6, "seed": 0},
         "judge_models": ["scripted:coin"],
         "protocols": ["NaiveJudge"],
-        "elicitation": {"order": ["verbalized"]},
+        "elicitation": {"order": ["vote"], "vote_samples": 1},  # the coin answers a letter: one vote
         "n_boot": 100,
         "out": str(folder / "out"),
         **cfg,

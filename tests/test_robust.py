@@ -55,7 +55,7 @@ judge_models: ["scripted:slowcoin"]
 agent_models: ["scripted:slowcoin"]
 protocols: [Consultancy]
 num_turns: [2]
-elicitation: {order: [verbalized]}
+elicitation: {order: [vote], vote_samples: 1}  # the coin answers a letter: one vote, one call
 concurrency: 2
 """
 CELL = "Consultancy_t2/A_scripted-slowcoin_J_scripted-slowcoin"

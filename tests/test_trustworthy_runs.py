@@ -529,7 +529,12 @@ def test_quiet_run_prints_nothing_but_errors(tmp_path: Path) -> None:
 
 
 def test_progress_on_a_pipe_is_plain_lines(tmp_path: Path) -> None:
-    cfg = _config_file(tmp_path / "c", judge_models=["scripted:coin"], out=str(tmp_path / "out"))
+    cfg = _config_file(
+        tmp_path / "c",
+        judge_models=["scripted:coin"],
+        elicitation={"order": ["vote"], "vote_samples": 1},  # the coin answers a letter: one vote
+        out=str(tmp_path / "out"),
+    )
     exe = Path(sys.executable).parent / "seerbench"
     p = subprocess.run(
         [str(exe), "run", str(cfg)],

@@ -347,7 +347,7 @@ class CellStats:
         )
         if n and not self.n_kept:
             out["warnings"].insert(
-                0, f"no question scored: all {n} had a verdict that failed to parse{example}; {fix}"
+                0, f"{NONE_SCORED}all {n} had a verdict that failed to parse{example}; {fix}"
             )
         elif n and failed / n > FAILURE_SHARE:
             out["warnings"].insert(
@@ -380,6 +380,9 @@ POSITION_BIAS_SHARE = 0.9
 NARROW_BAND = 0.1
 #: A cell where more than this share of questions has a parse failure is flagged.
 FAILURE_SHARE = 0.1
+#: The start of a cell's first warning when it scored no question (every verdict failed to parse);
+#: ``seerbench run`` fails on such a cell and quotes the rest of the warning.
+NONE_SCORED = "no question scored: "
 _MIN_VERDICTS = 5
 
 

@@ -9,9 +9,9 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from seerbench._format import ci, num
 from seerbench.cli._app import app
 from seerbench.cli._common import console, print_json, quiet
-from seerbench.cli._format import ci, num
 from seerbench.errors import ConfigError
 
 

@@ -12,9 +12,9 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from seerbench._format import ci
 from seerbench.cli._app import app
 from seerbench.cli._common import console, err_console, plural, print_json, quiet
-from seerbench.cli._format import ci
 from seerbench.cli._rate import _Bar
 from seerbench.cli._run import _usage_line
 

@@ -11,9 +11,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from seerbench._format import bounds, num
 from seerbench.cli._app import app
 from seerbench.cli._common import console, print_json
-from seerbench.cli._format import bounds, num
 from seerbench.datasets import read_questions_jsonl
 from seerbench.errors import ConfigError, DataError
 from seerbench.estimators import (

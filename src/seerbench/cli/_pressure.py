@@ -9,8 +9,8 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from seerbench._format import MISSING, ci, num
 from seerbench.cli._common import console
-from seerbench.cli._format import MISSING, ci, num
 from seerbench.metrics import beta_key
 
 

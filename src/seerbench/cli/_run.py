@@ -15,17 +15,18 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
+from seerbench._format import ci, num
 from seerbench.analysis import pressure_section
 from seerbench.analysis.run import summarize_run
 from seerbench.cli._app import app
 from seerbench.cli._common import cli_plugins, console, err_console, print_json, quiet
-from seerbench.cli._format import ci, num
 from seerbench.cli._pressure import print_pressure
 from seerbench.errors import ConfigError, did_you_mean
 from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RayExecutor, RunSpec
 from seerbench.metrics import beta_key
 from seerbench.models import default_tracker
 from seerbench.provenance import environment_lines
+from seerbench.results import NONE_SCORED
 from seerbench.runs import (
     CELL_AXES,
     RunFolder,
@@ -309,6 +310,9 @@ def run(
         if exp.questions().merged_note:
             console.print(f"[yellow]{escape(str(exp.questions().merged_note))}.[/]")
         console.print(f"results: {exp.out}/  (seerbench stats {exp.out})")
+    unscored = _unscored(stats)
+    if unscored:
+        err_console.print(f"[red]{escape(unscored)}[/]", soft_wrap=True)  # cell names stay whole
     if failed:
         n_runs = sum(r.n_done + r.n_errors for r in results)
         err_console.print(
@@ -319,6 +323,31 @@ def run(
             for e in r.errors[:3]:
                 err_console.print(f"  {escape(r.spec.key)}: {escape(e)}")
         raise typer.Exit(1)
+    if unscored:
+        raise typer.Exit(1)
+
+
+def _unscored(stats: list[dict[str, Any]], shown: int = 5) -> str:
+    """The run's failure message for cells that ran questions but scored none ('' when none did):
+    each cell with its warning's reason and fix. Such a run measured nothing there, so it fails."""
+    cells = []
+    for s in stats:
+        if s.get("n_questions") and not s.get("n_scored"):
+            why = next(
+                (w for w in (s.get("diagnostics") or {}).get("warnings", []) if w.startswith(NONE_SCORED)),
+                NONE_SCORED + "every verdict failed to parse",
+            )
+            cells.append((str(s.get("cell", "?")), why[len(NONE_SCORED) :]))
+    if not cells:
+        return ""
+    lines = [
+        f"{len(cells)} of {len(stats)} cells scored no question, so the run measured nothing there "
+        "(a rerun gives the same answers; finished results are kept):",
+        *(f"  {cell}: {why}" for cell, why in cells[:shown]),
+    ]
+    if len(cells) > shown:
+        lines.append(f"  and {len(cells) - shown} more cells")
+    return "\n".join(lines)
 
 
 def _print_plan(plans: list[CellPlan], exp: Experiment, *, json_out: bool) -> None:
@@ -745,9 +774,7 @@ def show(
     if json_out:
         print_json(out)
         return
-    for line in environment_lines(env):  # what made the run: Python, package versions, git revision
-        console.print(f"[dim]{escape(line)}[/]", soft_wrap=True)  # a path or hash stays whole
-    q = found[0][1]["question"]
+    q = found[0][1]["question"]  # the question first, then each cell, then what made the run
     console.print(f"[bold]{escape(question_id)}[/]: {escape(q['text'])}")
     for a in q["answer_cases"]:
         console.print(
@@ -772,7 +799,7 @@ def show(
             )
             console.print(
                 f"[bold]{who}[/] {cp['method']}: "
-                + ", ".join(f"P({k})={probs[k]:.3f}" for k in shorts if k in probs)
+                + ", ".join(f"P({k})={num(probs[k])}" for k in shorts if k in probs)
                 + (
                     ""
                     if cp["parse_status"] == "ok"
@@ -785,11 +812,14 @@ def show(
                     f"  [cyan]{escape(str(turn.get('speaker')))}[/]{side}: {escape(str(turn.get('content')))}"
                 )
         asd = (ln.get("asd") or {}).get("log")
-        console.print(
-            f"ASD(log) {'n/a' if asd is None else f'{asd:.4f}'}  judge accuracy {ln.get('judge_accuracy')}"
-        )
+        console.print(f"ASD(log) {num(asd, 4)}  judge accuracy {num(ln.get('judge_accuracy'))}")
         for i, p in enumerate(rec.get("prompts", []), 1):
             console.print(f"[dim]--- request {i}: {p['role']} {escape(p['model'])} ({p['kind']})[/]")
             for m in p["messages"]:
                 console.print(f"[magenta]{m['role']}:[/] {escape(m['content'])}")
             console.print(f"[green]-> {escape(str(p['output']))}[/]")
+    env_lines = environment_lines(env)
+    if env_lines:
+        console.rule("[dim]run environment[/]")
+    for line in env_lines:  # what made the run: Python, package versions, git revision
+        console.print(f"[dim]{escape(line)}[/]", soft_wrap=True)  # a path or hash stays whole

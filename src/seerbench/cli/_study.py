@@ -10,9 +10,9 @@ import typer
 from rich import box
 from rich.table import Table
 
+from seerbench._format import bounds, num
 from seerbench.cli._app import app
 from seerbench.cli._common import console, plural, print_json
-from seerbench.cli._format import bounds, num
 from seerbench.errors import ConfigError
 
 study_app = typer.Typer(

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from seerbench._format import num as fmt
 from seerbench.errors import ConfigError
 from seerbench.report import _figures as F
 from seerbench.report._blocks import esc, fig, num, section, table
@@ -174,7 +175,7 @@ def critique_sections(runs: list[dict[str, Any]]) -> str:
             for key, label in _CRITIQUE_ROWS
         ]
         kinds = ", ".join(
-            f"{k}: {v['answers']} answers, {v['critiques_per_answer']:.2f} critiques each"
+            f"{k}: {v['answers']} answers, {fmt(v['critiques_per_answer'], 2)} critiques each"
             for k, v in (s.get("kinds") or {}).items()
         )
         parts.append(

@@ -73,7 +73,12 @@ JS = r"""
     if (text !== undefined && text !== null) e.textContent = String(text);
     return e;
   }
-  function fmt(x) { return (x === null || x === undefined) ? "n/a" : Number(x).toFixed(3); }
+  // seerbench._format.num's rules: n/a when missing, no sign on a value that rounds to zero
+  function fmt(x) {
+    if (x === null || x === undefined) return "n/a";
+    var s = Number(x).toFixed(3);
+    return Number(s) === 0 ? s.replace("-", "") : s;
+  }
   var MARK = {r: "right", w: "wrong", t: "tie", u: "unscored"};
   function fill(select, values) {
     values.forEach(function (v) { var o = el("option", null, v); o.value = v; select.appendChild(o); });

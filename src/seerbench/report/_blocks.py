@@ -9,6 +9,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from seerbench._format import num as fmt
 from seerbench.runs import json_safe
 
 __all__ = ["esc", "fig", "num", "script_json", "section", "table"]
@@ -29,12 +30,14 @@ def script_json(obj: Any) -> str:
 
 
 def num(x: Any, key: str = "") -> str:
-    """A numeric table cell: three decimals shown, the exact value in ``data-v``."""
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return f'<td class="n" data-k="{esc(key)}" data-v="null">n/a</td>'
-    if isinstance(x, int):
-        return f'<td class="n" data-k="{esc(key)}" data-v="{x}">{x}</td>'
-    return f'<td class="n" data-k="{esc(key)}" data-v="{float(x)!r}">{float(x):.3f}</td>'
+    """A numeric table cell: the number as the shared formatter shows it (three decimals, ``n/a``
+    when missing, never ``-0.000``), the exact value in ``data-v`` (null where JSON has none)."""
+    exact = repr(x) if isinstance(x, int) else repr(float(x)) if _finite(x) else "null"
+    return f'<td class="n" data-k="{esc(key)}" data-v="{exact}">{esc(fmt(x))}</td>'
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def table(head: Sequence[str], rows: Iterable[str], *, cls: str = "") -> str:

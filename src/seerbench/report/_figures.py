@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from seerbench._format import MISSING, bounds, num
 from seerbench.errors import ConfigError
 
 INSTALL_HINT = "the report draws its figures with matplotlib: pip install 'seerbench[report]'"
@@ -124,11 +125,7 @@ def heatmap(
     im = ax.imshow(np.ma.masked_invalid(values), cmap="RdBu", vmin=-lim or -1, vmax=lim or 1, aspect="auto")
     for i, r in enumerate(matrix):
         for j, s in enumerate(r):
-            text = (
-                "n/a"
-                if s is None or not _ok(s)
-                else f"{s['mean']:.2f}\n[{s['ci_low']:.2f}, {s['ci_high']:.2f}]"
-            )
+            text = MISSING if s is None or not _ok(s) else _mean_over_bounds(s)
             dark = s is not None and _ok(s) and abs(s["mean"]) > 0.6 * lim
             ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
     ax.set_xticks(range(len(cols)), cols, rotation=20, ha="right")
@@ -194,7 +191,7 @@ def reliability(cals: Sequence[tuple[str, Any]], *, name: str) -> str:
         ys = [b.accuracy for b in cal.buckets]
         ax.plot(xs, ys, color=COLORS[0], lw=1)
         ax.scatter(xs, ys, s=[12 + 80 * b.n / cal.n for b in cal.buckets], color=COLORS[0], zorder=3)
-        ax.set_title(f"{label}\nECE {cal.ece:.3f}, n {cal.n}", fontsize=7, loc="left")
+        ax.set_title(f"{label}\nECE {num(cal.ece)}, n {cal.n}", fontsize=7, loc="left")
         ax.set_xlim(0, 1.02)
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
@@ -229,8 +226,14 @@ def _slope_line(ax: Any, xs: Sequence[float], ys: Sequence[float], slope: float,
     )
 
 
+def _mean_over_bounds(s: dict[str, Any]) -> str:
+    """``0.62`` over ``[0.55, 0.69]`` (the mean alone where there is no interval)."""
+    b = bounds(s, 2)
+    return num(s["mean"], 2) + ("" if b == MISSING else "\n" + b)
+
+
 def _bound(v: Any, unbounded: str) -> str:
-    return unbounded if v is None or not math.isfinite(v) else f"{v:.2f}"
+    return unbounded if v is None or not math.isfinite(v) else num(v, 2)
 
 
 def pressure_plot(group: dict[str, Any], *, score: str, beta: str, name: str) -> str:
@@ -249,9 +252,8 @@ def pressure_plot(group: dict[str, Any], *, score: str, beta: str, name: str) ->
         xs = [p["ase"]["mean"] for p in pts]
         ys = [p["asd"]["mean"] for p in pts]
         _slope_line(ax, xs, ys, sl["estimate"], "least-squares line")
-        title = (
-            f"slope {sl['estimate']:.2f} [{_bound(sl.get('ci_low'), '-∞')}, {_bound(sl.get('ci_high'), '∞')}]"
-        )
+        lo, hi = _bound(sl.get("ci_low"), "-∞"), _bound(sl.get("ci_high"), "∞")
+        title = f"slope {num(sl['estimate'], 2)} [{lo}, {hi}]"
         ax.legend(fontsize=7)
     who = " ".join(
         f"{k} {group[k]}" if k != "protocol" else str(group[k])
@@ -410,7 +412,7 @@ def elo_plot(t: dict[str, Any], *, name: str) -> str:
     title = "slope n/a (fewer than three debaters)"
     if est is not None and math.isfinite(est) and xs:
         _slope_line(left, xs, [r["difference"]["estimate"] for r in pts], est, None)
-        title = f"slope {est:.2f} [{_bound(tr.get('ci_low'), 'n/a')}, {_bound(tr.get('ci_high'), 'n/a')}]"
+        title = f"slope {num(est, 2)} [{_bound(tr.get('ci_low'), 'n/a')}, {_bound(tr.get('ci_high'), 'n/a')}]"
     left.axhline(0.0, color="#999", lw=0.8, ls="--")
     left.set_title(f"Elo (Khan et al. 2024)\n{title}", loc="left", fontsize=9)
     left.set_xlabel("aggregate Elo")

@@ -1,10 +1,10 @@
-"""The one number/interval formatter of the command line (seerbench.cli._format)."""
+"""The one number/interval formatter (seerbench._format) of the command line, `show` and the report."""
 
 from __future__ import annotations
 
 import math
 
-from seerbench.cli._format import bounds, ci, num
+from seerbench._format import bounds, ci, num
 from seerbench.stats import Interval, summarize
 
 
@@ -32,6 +32,9 @@ def test_missing_values_print_as_n_a() -> None:
 def test_numbers() -> None:
     assert num(0.12345) == "0.123" and num(0.12345, 4) == "0.1235" and num(2.0, 0) == "2"
     assert num(-0.0001) == "0.000"  # no sign on a value that rounds to zero
+    assert num(-0.0004) == "0.000" and num(-0.0) == "0.000" and num(-0.0006) == "-0.001"
+    assert num(-0.004, 2) == "0.00" and num(-0.00004, 4) == "0.0000"
+    assert ci({"mean": -0.0004, "ci_low": -0.0009, "ci_high": 0.0002}) == "0.000 [-0.001, 0.000]"
     assert num(-0.4, 0) == "0" and num(-0.6, 0) == "-1"
     assert num(7) == "7" and num(True) == "True" and num("a") == "a"
     assert num(math.inf, 2) == "inf"

@@ -1,6 +1,9 @@
-"""The one number and interval formatter of the command line: every command prints an estimate
-with its interval as ``0.620 [0.550, 0.690]`` and a missing value as ``n/a`` (not ``-``, which
-reads as a minus sign beside differences).
+"""The one number and interval formatter, in the core so that every face uses it: the command line
+(``show`` included) and the HTML report print an estimate with its interval as
+``0.620 [0.550, 0.690]``, a missing value as ``n/a`` (not ``-``, which reads as a minus sign beside
+differences) and a value that rounds to zero without a sign (``0.000``, never ``-0.000``). The
+report's transcript browser formats in JavaScript by the same rules (``fmt`` in
+``report/_assets.py``).
 
 An interval is given as the shared :class:`seerbench.stats.Interval` (or anything with
 ``estimate``, ``ci_low``, ``ci_high``, such as a complementarity estimate), a
