@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -581,6 +582,27 @@ def test_eta_weighs_each_cells_questions_by_their_expected_tokens(tmp_path: Path
     assert resumed.eta(1010.0) is None  # nothing done in this run yet: no rate
     resumed.done["dear/A_J"] = 1  # 9 units in 3 s: 3 a second, 81 left
     assert resumed.eta(1003.0) == pytest.approx(27.0)
+
+
+def test_progress_on_a_pipe_prints_a_line_while_no_question_ends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A slow question (a debate on a slow machine takes minutes) still gets a line every `every`
+    seconds, with the usage so far; nothing after the run has ended."""
+    from seerbench.cli._run import _Progress
+    from seerbench.experiment import Experiment, ExperimentConfig
+
+    cfg = _config_file(tmp_path / "c", out=str(tmp_path / "out"))
+    (spec,) = Experiment(ExperimentConfig.from_yaml(cfg)).check()
+    with _Progress([spec], 4, enabled=True, every=0.2) as bar:
+        bar.start(spec, 1, 4)
+        time.sleep(1.0)  # no question ends meanwhile
+    after = capsys.readouterr().err.splitlines()
+    time.sleep(0.5)
+    assert capsys.readouterr().err == ""  # the heartbeat stopped with the run
+    lines = [ln for ln in after if ln.startswith("[1/4] eta")]
+    assert len(lines) >= 2, after  # the start's line, then heartbeats (about one per 0.2 s)
+    assert all(f"{spec.key} 1/4  calls " in ln and "cache hits" in ln and "tokens" in ln for ln in lines)
 
 
 def test_baseline_may_be_the_protocol_name_when_one_folder_has_it(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import math
 import re
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -78,7 +79,8 @@ def cost_weights(plans: list[CellPlan]) -> dict[str, float]:
 
 class _Progress:
     """Questions done and ETA first, then the cell. A live display on a terminal; on a pipe or a
-    log file (CI, nohup), a plain line every ``every`` seconds and when a cell ends.
+    log file (CI, nohup), a plain line every ``every`` seconds (a thread prints it while no
+    question ends) and when a cell ends, with the calls, cache hits and tokens so far.
 
     The ETA weighs each cell's questions by ``weights`` (:func:`cost_weights`: a debate question
     takes ten times a naive judge's tokens); without weights every question counts the same."""
@@ -105,6 +107,10 @@ class _Progress:
         self.last_print = 0.0
         self.bar: Progress | None = None
         self.tasks: dict[str, TaskID] = {}
+        self.current: tuple[RunSpec, int] | None = None  # the cell last reported, and its questions
+        self._lock = threading.Lock()  # the heartbeat thread reads what the run's callbacks write
+        self._beat: threading.Thread | None = None
+        self._stop = threading.Event()
         if self.live:
             self.bar = Progress(
                 MofNCompleteColumn(),
@@ -119,20 +125,35 @@ class _Progress:
     def __enter__(self) -> _Progress:
         if self.bar:
             self.bar.__enter__()
+        elif self.enabled:  # plain lines: one every `every` seconds even while no question ends
+            self._stop = threading.Event()
+            self._beat = threading.Thread(target=self._heartbeat, name="seerbench-progress", daemon=True)
+            self._beat.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.bar:
             self.bar.__exit__(None, None, None)
+        if self._beat is not None:
+            self._stop.set()
+            self._beat.join()
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(self.every / 4):
+            with self._lock:
+                if self.current is not None and time.monotonic() - self.last_print >= self.every:
+                    self._print(*self.current, time.monotonic())
 
     def start(self, spec: RunSpec, done: int, total: int) -> None:
-        self.done[spec.key] = done
-        self.work0 += done * self.weights.get(spec.key, 1.0)  # done before this run: not this run's rate
-        if self.bar:
-            for key in list(self.tasks):  # one row for the running cell; finished cells drop out
-                self.bar.remove_task(self.tasks.pop(key))
-            self.tasks[spec.key] = self.bar.add_task(escape(spec.key), total=total, completed=done, eta="")
-        self._update(spec, total, force=True)
+        with self._lock:
+            self.done[spec.key] = done
+            self.work0 += done * self.weights.get(spec.key, 1.0)  # done before this run: not its rate
+            if self.bar:
+                for key in list(self.tasks):  # one row for the running cell; finished cells drop out
+                    self.bar.remove_task(self.tasks.pop(key))
+                task = self.bar.add_task(escape(spec.key), total=total, completed=done, eta="")
+                self.tasks[spec.key] = task
+            self._update(spec, total, force=True)
 
     def eta(self, now: float) -> float | None:
         """Seconds left: the work left at this run's rate of work (questions weighted by cost)."""
@@ -141,13 +162,15 @@ class _Progress:
         return (self.work_total - work) / rate if rate > 0 else None
 
     def step(self, spec: RunSpec, done: int, total: int, errors: int) -> None:
-        self.done[spec.key] = done
-        self.errors[spec.key] = errors
-        self._update(spec, total, force=done == total)
+        with self._lock:
+            self.done[spec.key] = done
+            self.errors[spec.key] = errors
+            self._update(spec, total, force=done == total)
 
     def _update(self, spec: RunSpec, total: int, *, force: bool) -> None:
         if not self.enabled:
             return
+        self.current = (spec, total)
         done_all = sum(self.done.values())
         err = self.errors.get(spec.key, 0)
         now = time.monotonic()
@@ -161,13 +184,20 @@ class _Progress:
                 )
             self.bar.update(self.usage, description=f"[dim]{_usage_line()}")
             return
-        if not force and now - self.last_print < self.every:
-            return
+        if force or now - self.last_print >= self.every:
+            self._print(spec, total, now)
+
+    def _print(self, spec: RunSpec, total: int, now: float) -> None:
+        """The plain progress line: questions done, ETA, the running cell, this process's usage."""
         self.last_print = now
         width = len(str(self.total))
+        err = self.errors.get(spec.key, 0)
+        t = default_tracker().totals()
         print(
-            f"[{done_all:>{width}}/{self.total}] eta {_eta(self.eta(now))}  "
-            f"{spec.key} {self.done[spec.key]}/{total}" + (f" ({err} failed)" if err else ""),
+            f"[{sum(self.done.values()):>{width}}/{self.total}] eta {_eta(self.eta(now))}  "
+            f"{spec.key} {self.done[spec.key]}/{total}"
+            + (f" ({err} failed)" if err else "")
+            + f"  calls {t.calls}  cache hits {t.cache_hits}  tokens {t.prompt_tokens + t.completion_tokens}",
             file=sys.stderr,
             flush=True,
         )
