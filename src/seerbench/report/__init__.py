@@ -1,8 +1,8 @@
 """``seerbench report``: one self-contained HTML file per run (or several runs side by side, or a
 human study) with figures drawn by matplotlib as inline SVG and a transcript browser; past
 :data:`ONE_FILE_LIMIT` bytes of transcripts, a folder of ``index.html`` and the transcript files it
-loads on demand. Needs the
-``report`` extra (``pip install 'seerbench[report]'``).
+loads on demand. matplotlib is
+one of seerbench's dependencies (it was the ``report`` extra, which is kept, empty).
 
 The numbers are those of ``seerbench stats --json`` (:func:`seerbench.analysis.run.summarize_run`) and
 ``seerbench study stats --json`` (:func:`seerbench.study.study_stats`); the report only draws them.

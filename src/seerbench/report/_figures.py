@@ -16,7 +16,10 @@ from typing import Any
 from seerbench._format import MISSING, bounds, num
 from seerbench.errors import ConfigError
 
-INSTALL_HINT = "the report draws its figures with matplotlib: pip install 'seerbench[report]'"
+INSTALL_HINT = (
+    "the report draws its figures with matplotlib, a dependency of seerbench that is missing here "
+    "(installed with --no-deps?): pip install matplotlib"
+)
 
 BETAS = (("b0", "β=0"), ("b1", "β=1"), ("binf", "β=∞"))
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
