@@ -264,6 +264,23 @@ def test_study_report_equals_study_stats(
     )
 
 
+def test_out_may_name_a_folder(
+    tmp_path: Path, quickstart_run: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--out naming a folder that exists, or any path written with a trailing slash, writes
+    report.html inside it (it wrote a file named like the folder, or failed on a temporary
+    file's name); a slash-ended path under a missing folder is the usual one-line error."""
+    existing = tmp_path / "reports"
+    existing.mkdir()
+    _report([str(quickstart_run), "--out", str(existing)], capsys, monkeypatch)
+    assert (existing / "report.html").is_file()
+    _report([str(quickstart_run), "--out", str(tmp_path / "new") + "/"], capsys, monkeypatch)
+    assert (tmp_path / "new" / "report.html").is_file()
+    assert "does not exist" in _error(
+        [str(quickstart_run), "--out", str(tmp_path / "no" / "such") + "/"], capsys, monkeypatch
+    )
+
+
 # ---- user errors ----------------------------------------------------------------------------------
 
 

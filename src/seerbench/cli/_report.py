@@ -18,12 +18,14 @@ def report(
         list[Path] | None, typer.Argument(help="Experiment output folders (several: side by side).")
     ] = None,
     out: Annotated[
-        Path | None,
+        str | None,  # as typed: a trailing slash means a folder, which Path would drop
         typer.Option(
             "--out",
+            metavar="<path>",
             help=(
                 "The HTML file to write (default: RUN_DIR/report.html; "
-                "--study study.sqlite: study.report.html)."
+                "--study study.sqlite: study.report.html); a folder (or a path ending in /) gets "
+                "that name inside it."
             ),
         ),
     ] = None,

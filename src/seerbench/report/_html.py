@@ -7,8 +7,10 @@ three decimals."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -634,6 +636,20 @@ def render_runs(runs: Sequence[RunData], data: str, extra: str = "", *, split: b
     return page(title, body, script=True, split=split)
 
 
+def output_file(out: str | Path, name: str) -> Path:
+    """The file to write for ``--out``: ``out`` itself, or ``name`` inside it when ``out`` is a
+    folder that exists or is written with a trailing slash (``--out reports/``, made if its parent
+    exists; else the write names the missing folder)."""
+    folder = Path(out)
+    if folder.is_dir():
+        return folder / name
+    if str(out).endswith(("/", os.sep)):
+        with contextlib.suppress(FileNotFoundError):
+            folder.mkdir()
+        return folder / name
+    return folder
+
+
 def report_folder(path: Path) -> Path:
     """Where the folder layout goes for a report asked for at ``path``: ``report.html`` ->
     ``report/``, a path without an ``.html`` suffix as it is."""
@@ -666,7 +682,7 @@ def build_report(
     crit = [load_critique(d) for d in critique]
     extra = (complementarity_sections(comp) if comp else "") + (critique_sections(crit) if crit else "")
     if out is not None:
-        path = Path(out)
+        path = output_file(out, "report.html")
     elif run_dirs or crit:
         path = Path(run_dirs[0] if run_dirs else crit[0]["path"]) / "report.html"
     else:
@@ -853,6 +869,10 @@ def build_study_report(db: str | Path, out: str | Path | None = None) -> Path:
         raise ConfigError(f"--study {db} is a database URL: give the file to write with --out")
     F.require_matplotlib()
     st = load_study(db)
-    path = Path(out) if out is not None else Path(db).with_suffix(".report.html")
+    beside = Path(db).with_suffix(".report.html")
+    if out is None:
+        path = beside
+    else:
+        path = output_file(out, "study.report.html" if "://" in str(db) else beside.name)
     atomic_write_text(path, render_study(st))
     return path
