@@ -427,7 +427,7 @@ def test_a_misspelt_plugin_names_the_file_it_was_probably_meant_to_be(
 ) -> None:
     (tmp_path / "my_protocols.py").write_text("X = 1\n")
     code, _, err = run_main(["--plugin", "my_protocol.py", "models"], capsys, monkeypatch, tmp_path)
-    assert "does not exist (did you mean my_protocols.py?)" in one_line_error(code, err)
+    assert f"does not exist (did you mean {tmp_path / 'my_protocols.py'}?)" in one_line_error(code, err)
     code, _, err = run_main(["--plugin", "my_protocol", "models"], capsys, monkeypatch, tmp_path)
     assert "not found (did you mean my_protocols.py?)" in one_line_error(code, err)
     code, _, err = run_main(["--plugin", "zzz.py", "models"], capsys, monkeypatch, tmp_path)

@@ -622,6 +622,16 @@ def test_baseline_may_be_the_protocol_name_when_one_folder_has_it(tmp_path: Path
     assert "no protocol folder 'Debate'" in _one_line_error(
         runner.invoke(app, ["stats", str(tmp_path / "out"), "--baseline", "Debate"])
     )
+    # misspellings of what a user types most get the close name, written as they wrote theirs
+    msg = _one_line_error(runner.invoke(app, ["stats", str(tmp_path / "out"), "--baseline", "NaiveJugde"]))
+    assert "no protocol folder 'NaiveJugde' (did you mean NaiveJudge?)" in msg
+    msg = _one_line_error(runner.invoke(app, ["stats", str(tmp_path / "uot")]))
+    assert f"is not a folder (did you mean {tmp_path / 'out'}?)" in msg
+    msg = _one_line_error(runner.invoke(app, ["run", str(tmp_path / "c" / "xq.yaml")]))
+    assert f"does not exist (did you mean {tmp_path / 'c' / 'xp.yaml'}?)" in msg
+    typo = _config_file(tmp_path / "d", dataset={"name": "arithmetic", "n": 3, "sed": 1})
+    msg = _one_line_error(runner.invoke(app, ["run", str(typo)]))
+    assert "dataset 'arithmetic' has no option(s) sed (did you mean seed?); it accepts: " in msg
 
 
 STD_DATA = REPO.parent / "shared" / "data" / "single_turn_debate" / "all_arguments.jsonl"

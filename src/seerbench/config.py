@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import platformdirs
 
-from seerbench.errors import did_you_mean
+from seerbench.errors import close_sibling, did_you_mean
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
@@ -66,7 +66,7 @@ def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
 
     p = Path(path)
     if not p.is_file():
-        raise ConfigError(f"{what} {p} does not exist")
+        raise ConfigError(f"{what} {p} does not exist{close_sibling(p, suffixes=('.yaml', '.yml'))}")
     try:
         data = load_yaml(p.read_text(encoding="utf-8"))
     except UnicodeDecodeError as e:

@@ -34,10 +34,46 @@ class UnknownNameError(ConfigError):
 def did_you_mean(name: str, names: Iterable[str]) -> str:
     """`` (did you mean X?)`` for the registered name closest to ``name``, or ``""`` if none is
     close: the one did-you-mean of every registry and config key."""
+    close = closest(name, names)
+    return f" (did you mean {close}?)" if close else ""
+
+
+def unknown_options(what: str, unknown: Iterable[str], accepted: Iterable[str]) -> ConfigError:
+    """The one-line error for options ``what`` does not take, each with its did-you-mean."""
+    ok = list(accepted)
+    named = ", ".join(f"{u}{did_you_mean(u, ok)}" for u in unknown)
+    return ConfigError(f"{what} has no option(s) {named}; it accepts: {', '.join(ok)}")
+
+
+def closest(name: str, names: Iterable[str]) -> str | None:
+    """The name in ``names`` closest to ``name``, if any is close (difflib's ratio of 0.6)."""
     import difflib
 
     close = difflib.get_close_matches(name, list(names), n=1)
-    return f" (did you mean {close[0]}?)" if close else ""
+    return close[0] if close else None
+
+
+def close_sibling(
+    path: str | os.PathLike[str], *, suffixes: Iterable[str] = (), folders: bool = False
+) -> str:
+    """`` (did you mean P?)`` for a missing ``path``: P is the entry of its folder whose name is
+    closest to its name (among the files with one of ``suffixes``, any file without them; or
+    among the folders), written as ``path`` was (``examples/quickstart.yaml``); ``""`` if none is
+    close or the folder cannot be read."""
+    from pathlib import Path
+
+    p = Path(path)
+    wanted = tuple(suffixes)
+    try:
+        names = [
+            e.name
+            for e in p.parent.iterdir()
+            if (e.is_dir() if folders else e.is_file() and (not wanted or e.suffix in wanted))
+        ]
+    except OSError:
+        return ""
+    close = closest(p.name, names)
+    return f" (did you mean {p.parent / close}?)" if close else ""
 
 
 class DataError(SeerbenchError, ValueError):

@@ -26,7 +26,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from seerbench.errors import ConfigError, UnknownNameError, did_you_mean
+from seerbench.errors import ConfigError, UnknownNameError, close_sibling, did_you_mean
 
 ENTRY_POINT_GROUP = "seerbench.plugins"
 
@@ -63,7 +63,7 @@ def load_plugin(ref: str, base_dir: str | Path | None = None) -> str:
         path = path if path.is_absolute() else base / path
         if not path.is_file():
             raise ConfigError(
-                f"plugin file {path} does not exist{_close_file(path.name, path.parent)} (a relative "
+                f"plugin file {path} does not exist{close_sibling(path, suffixes=('.py',))} (a relative "
                 f"path is read from {base}: the config file's folder, or the working folder for --plugin)"
             )
         key = str(path.resolve())
@@ -114,7 +114,7 @@ def load_plugin(ref: str, base_dir: str | Path | None = None) -> str:
 
 
 def _close_file(name: str, folder: Path) -> str:
-    """`` (did you mean F?)`` for the ``.py`` file in ``folder`` closest to ``name``."""
+    """`` (did you mean F?)`` for the ``.py`` file in ``folder`` closest to ``name`` (its name)."""
     try:
         files = [p.name for p in folder.iterdir() if p.suffix == ".py"]
     except OSError:

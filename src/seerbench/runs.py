@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seerbench.errors import ConfigError
+from seerbench.errors import ConfigError, close_sibling, did_you_mean
 from seerbench.metrics import SCORE_TYPES, FailurePolicy
 from seerbench.results import CELL_AXES, CellStats, paired
 from seerbench.schema import check_line
@@ -143,7 +143,8 @@ class RunFolder:
         meta_path = self.path / "experiment.json"
         if not self.path.is_dir():
             raise ConfigError(
-                f"{self.path} is not a folder; give an experiment output folder (the `out` of a run)"
+                f"{self.path} is not a folder{close_sibling(self.path, folders=True)}; give an "
+                "experiment output folder (the `out` of a run)"
             )
         if not meta_path.is_file():
             raise ConfigError(
@@ -314,7 +315,11 @@ def _baseline_folder(metas: Sequence[dict[str, Any]], baseline: str) -> str:
             f"{baseline!r} names several protocol folders ({', '.join(named)}); give one of them"
         )
     if not named:
-        raise ConfigError(f"no protocol folder {baseline!r}; have: {', '.join(folders)}")
+        protocols = sorted({f.split("_")[0] for f in folders})
+        raise ConfigError(
+            f"no protocol folder {baseline!r}{did_you_mean(baseline, [*protocols, *folders])}; "
+            f"have: {', '.join(folders)} (a protocol's name names its one folder)"
+        )
     return named[0]
 
 

@@ -22,7 +22,7 @@ from seerbench.datasets._quality import load_quality
 from seerbench.datasets._reading import generate_reading
 from seerbench.datasets._single_turn_debate import load_single_turn_debate
 from seerbench.datasets._truthfulqa import load_truthfulqa
-from seerbench.errors import ConfigError
+from seerbench.errors import ConfigError, unknown_options
 from seerbench.plugins import Registry, definition_key
 from seerbench.types import Question
 
@@ -189,9 +189,7 @@ def _check_options(info: DatasetInfo, options: dict[str, Any]) -> None:
     accepted = info.options
     unknown = sorted(set(options) - set(accepted))
     if unknown:
-        raise ConfigError(
-            f"dataset {name!r} has no option(s) {', '.join(unknown)}; it accepts: {', '.join(accepted)}"
-        )
+        raise unknown_options(f"dataset {name!r}", unknown, accepted)
     sig = inspect.signature(info.loader)
     if (
         "path" in sig.parameters

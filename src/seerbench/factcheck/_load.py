@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from seerbench.errors import ConfigError
+from seerbench.errors import ConfigError, unknown_options
 from seerbench.factcheck._files import load_factcheck_files
 from seerbench.factcheck._generate import FactcheckSet, FactItem, Page, generate_factcheck
 from seerbench.plugins import Registry
@@ -26,9 +26,7 @@ def load_factcheck(name: str = "factcheck", **options: Any) -> FactcheckSet:
     params = inspect.signature(loader).parameters
     unknown = sorted(set(options) - set(params))
     if unknown:
-        raise ConfigError(
-            f"dataset {name!r} has no option(s) {', '.join(unknown)}; it accepts: {', '.join(params)}"
-        )
+        raise unknown_options(f"dataset {name!r}", unknown, params)
     missing = [k for k, p in params.items() if p.default is inspect.Parameter.empty and k not in options]
     if missing:
         raise ConfigError(f"dataset {name!r} needs {', '.join(missing)}=...")
