@@ -23,7 +23,7 @@ from seerbench.metrics import (
     FailurePolicy,
     beta_key,
     question_scores,
-    resolve_probabilities,
+    resolve_stored,
     scores,
 )
 from seerbench.records import QuestionRun
@@ -36,7 +36,6 @@ from seerbench.stats import (
     summarize,
     summarize_many,
 )
-from seerbench.types import Verdict
 
 # Per-run facts that must not enter results lines (they differ between a fresh and a resumed run).
 _VOLATILE = {"cached"}
@@ -101,30 +100,20 @@ def rescore(
     Pure: returns a new line and never changes ``line`` or the dicts nested in it (the new line
     shares only values it does not modify, such as transcripts and the question)."""
     betas = tuple(betas)
-    line = {
-        **line,
-        "answer_cases": [{**c, "case_probs": dict(c["case_probs"])} for c in line["answer_cases"]],
-    }
-    shorts = [c["short"] for c in line["question"]["answer_cases"]]
-    true = next(c["short"] for c in line["question"]["answer_cases"] if c["value"] > 0.5)
+    # a copy without the metric fields (recomputed below); the other keys keep their places
+    line = {k: v for k, v in line.items() if not k.startswith(("asd", "jse_", "ase_"))}
+    line["answer_cases"] = [{**c, "case_probs": dict(c["case_probs"])} for c in line["answer_cases"]]
+    qcases = line["question"]["answer_cases"]
+    shorts = [c["short"] for c in qcases]
+    true = next(c["short"] for c in qcases if c["value"] > 0.5)
     cases = line["answer_cases"]
     probs_by_case: dict[str, dict[str, float]] = {}
     resolved: list[dict[str, float] | None] = []
     for c in cases:
-        cp = c["case_probs"]
-        v = Verdict(
-            probabilities=cp["probabilities"],
-            parse_status=cp["parse_status"],
-            method=cp["method"],
-            raw="",
-            error=cp["error"],
-        )
-        probs = resolve_probabilities(v, shorts, policy)
+        probs = resolve_stored(c["case_probs"], shorts, policy)
         resolved.append(probs)
         if probs:
             probs_by_case[c["short"]] = probs
-    for k in [key for key in line if key.startswith(("asd", "jse_", "ase_"))]:
-        del line[k]
     n_scored = sum(1 for p in resolved if p)
     line["excluded"] = n_scored < len(cases) or not n_scored
     qs = None
