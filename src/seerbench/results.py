@@ -8,8 +8,8 @@ recomputed from the stored probabilities, so statistics for another beta or eps 
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import json
 import math
 from array import array
 from collections.abc import Iterable, Sequence
@@ -174,7 +174,14 @@ def question_cluster(question: dict[str, Any]) -> str | None:
         v = meta.get(key)
         if v is not None and str(v) != "":
             return f"{key}:{v}"
-    text = " ".join((question.get("source_text") or "").split())
+    return _text_cluster(question.get("source_text") or "")
+
+
+@functools.lru_cache(maxsize=1024)
+def _text_cluster(source_text: str) -> str | None:
+    """A passage's cluster label (its text with whitespace folded, hashed); cached, as the
+    questions of one passage come one after another and each cell reads them again."""
+    text = " ".join(source_text.split())
     return "text:" + hashlib.sha256(text.encode()).hexdigest() if text else None
 
 
@@ -394,18 +401,16 @@ class JudgeDiagnostics:
         shorts = [c["short"] for c in ln["question"]["answer_cases"]]
         if len(shorts) != 2:
             return
-        seen: set[str] = set()
+        seen: list[tuple[Any, Any]] = []
         for c in ln["answer_cases"]:
             cp = c["case_probs"]
             if cp.get("method") == "trust" or not cp.get("probabilities"):
                 continue
             if ln.get("symmetric"):  # one run served every case: count its verdict once
-                key = json.dumps(cp["probabilities"], sort_keys=True) + json.dumps(
-                    cp.get("transcript"), sort_keys=True
-                )
-                if key in seen:
+                run = (cp["probabilities"], cp.get("transcript"))  # the same run: equal values
+                if run in seen:
                     continue
-                seen.add(key)
+                seen.append(run)
             meta = cp.get("metadata") or {}
             views = [cp["probabilities"]]
             if meta.get("both_orders") and meta.get("original") and meta.get("swapped"):
