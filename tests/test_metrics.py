@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 from seerbench.analysis import paired_difference, summarize
 from seerbench.metrics import (
@@ -15,6 +17,7 @@ from seerbench.metrics import (
     open_choice,
     question_scores,
     resolve_probabilities,
+    resolve_stored,
     score,
     scores,
 )
@@ -287,6 +290,31 @@ def test_resolve_probabilities_policies() -> None:
     }
     with pytest.raises(ValueError, match="exclude"):
         resolve_probabilities(bad, ["A", "B"], "zero")  # type: ignore[arg-type]
+
+
+def _stored(**over: Any) -> dict[str, Any]:
+    cp = {"probabilities": {"A": 0.9, "B": 0.1}, "parse_status": "ok", "method": "verbalized", "error": None}
+    return {**cp, **over}
+
+
+def test_resolve_stored_reads_a_results_lines_verdict_as_a_verdict_would() -> None:
+    assert resolve_stored(_stored(), ["A", "B"], "exclude") == {"A": 0.9, "B": 0.1}
+    failed = _stored(probabilities=None, parse_status="failed", error="no probability found")
+    assert resolve_stored(failed, ["A", "B"], "exclude") is None
+    assert resolve_stored(failed, ["A", "B"], "half") == {"A": 0.5, "B": 0.5}
+    # an int the model would coerce: read as the float a Verdict holds
+    ints = resolve_stored(_stored(probabilities={"A": 1, "B": 0}), ["A", "B"], "exclude")
+    assert ints == {"A": 1.0, "B": 0.0} and all(type(p) is float for p in ints.values())
+    # what a Verdict refuses is refused with the model's own error
+    for bad in (
+        _stored(probabilities={"A": 0.9, "B": 0.3}),  # sums to 1.2
+        _stored(probabilities=None),  # ok without probabilities
+        _stored(parse_status="failed"),  # a failure with probabilities
+        _stored(method="telepathy"),
+        _stored(parse_status="maybe", probabilities=None),
+    ):
+        with pytest.raises(ValidationError):
+            resolve_stored(bad, ["A", "B"], "exclude")
 
 
 def test_judge_accuracy_with_ties_and_failures() -> None:

@@ -118,6 +118,33 @@ def _accuracy(lines: list[str]) -> float:
 # ---- the store on its own ------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"a": 0.30000000000000004, "b": [1, -0.0, 1e-07, 5e-324, 1.7976931348623157e+308]}\n',
+        b'{"a": NaN, "b": Infinity, "c": -Infinity}\n',  # Python's json writes these; orjson refuses
+        b'{"a": 123456789012345678901234567890, "b": -9223372036854775809}\n',  # past 64 bits
+        b'{"a": 1e400, "b": 0.1000000000000000055511151231257827}\n',
+        b'{"a": "\\ud800 lone surrogate", "b": "caf\xc3\xa9 \xe2\x80\xa8"}\n',
+        b'\xef\xbb\xbf{"a": 1}\n',  # a BOM
+        b'{"a": 1, "a": 2}\n',
+        b"[1, 2]\n",
+    ],
+)
+def test_loads_reads_a_line_as_json_loads_does(raw: bytes) -> None:
+    # the same values, types and key order as json.loads (repr tells 1 from 1.0 and -0.0 from 0.0)
+    assert repr(store.loads(raw)) == repr(json.loads(raw))
+
+
+@pytest.mark.parametrize("raw", [b'{"a": 1', b'{"a": "\xff"}\n', b'{"a": 01}\n', b"\n"])
+def test_loads_refuses_what_json_loads_refuses_with_its_error(raw: bytes) -> None:
+    with pytest.raises(ValueError) as got:
+        store.loads(raw)
+    with pytest.raises(ValueError) as want:
+        json.loads(raw)
+    assert (type(got.value), str(got.value)) == (type(want.value), str(want.value))
+
+
 def test_reader_skips_torn_foreign_and_duplicate_lines_and_says_why(tmp_path: Path) -> None:
     p = tmp_path / "r.jsonl"
     rows = [

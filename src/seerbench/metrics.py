@@ -36,9 +36,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, get_args
 
-from seerbench.types import Question, Verdict
+from seerbench.types import ElicitationMethod, ParseStatus, Question, Verdict, check_verdict
 
 __all__ = [
     "BETAS",
@@ -52,6 +52,7 @@ __all__ = [
     "open_choice",
     "question_scores",
     "resolve_probabilities",
+    "resolve_stored",
     "score",
     "scores",
 ]
@@ -75,13 +76,19 @@ def _log(p: float) -> float:
     return math.log(p) if p > 0 else -math.inf
 
 
+def _log_scores(px: float, eps: float) -> tuple[float, float]:
+    """The log and logodds scores of P(x) = ``px``: log q_x and log q_x - log(1 - q_x), q_x clipped."""
+    qx = _clip(px, eps)
+    log_q = _log(qx)
+    return log_q, log_q - _log(1.0 - qx)
+
+
 def _log_score(px: float, eps: float) -> float:
-    return _log(_clip(px, eps))
+    return _log_scores(px, eps)[0]
 
 
 def _logodds_score(px: float, eps: float) -> float:
-    qx = _clip(px, eps)
-    return _log(qx) - _log(1.0 - qx)
+    return _log_scores(px, eps)[1]
 
 
 def _brier_score(probs: Mapping[str, float], x: str) -> float:
@@ -116,10 +123,10 @@ def scores(probs: Mapping[str, float], x: str, eps: float = DEFAULT_EPS) -> dict
     verdict and case, so without its dispatch)."""
     if x not in probs:
         raise KeyError(f"option {x!r} not in probabilities {sorted(probs)}")
-    px = probs[x]
+    log, logodds = _log_scores(probs[x], eps)
     return {
-        "log": _log_score(px, eps),
-        "logodds": _logodds_score(px, eps),
+        "log": log,
+        "logodds": logodds,
         "brier": _brier_score(probs, x),
         "accuracy": _accuracy_score(probs, x),
     }
@@ -191,16 +198,21 @@ def question_scores(
     for a in (true_case, false_case):
         if a not in probs_by_case:
             raise KeyError(f"no judge probabilities for answer case {a!r}")
-    js = {a: scores(probs_by_case[a], true_case, eps) for a in (true_case, false_case)}
-    ag = {a: scores(probs_by_case[a], a, eps) for a in (true_case, false_case)}
-    asd: dict[str, float] = {k: ag[true_case][k] - ag[false_case][k] for k in SCORE_TYPES}
+    # JS_T and AS_T are the same score (the true case's verdict against the true option): once
+    p_true, p_false = probs_by_case[true_case], probs_by_case[false_case]
+    js_t, js_f = scores(p_true, true_case, eps), scores(p_false, true_case, eps)
+    ag_t, ag_f = dict(js_t), scores(p_false, false_case, eps)
+    js = {true_case: js_t, false_case: js_f}
+    ag = {true_case: ag_t, false_case: ag_f}
+    asd: dict[str, float] = {k: ag_t[k] - ag_f[k] for k in SCORE_TYPES}
     jse: dict[str, dict[str, float]] = {}
     ase: dict[str, dict[str, float]] = {}
+    pairs = [(k, js_t[k], js_f[k], ag_t[k], ag_f[k]) for k in SCORE_TYPES]
     for beta in betas:
         p_t, p_f = open_choice(asd["log"], beta)
         key = beta_key(beta)
-        jse[key] = {k: _mix(p_t, js[true_case][k], p_f, js[false_case][k]) for k in SCORE_TYPES}
-        ase[key] = {k: _mix(p_t, ag[true_case][k], p_f, ag[false_case][k]) for k in SCORE_TYPES}
+        jse[key] = {k: _mix(p_t, j_t, p_f, j_f) for k, j_t, j_f, _, _ in pairs}
+        ase[key] = {k: _mix(p_t, a_t, p_f, a_f) for k, _, _, a_t, a_f in pairs}
     return QuestionScores(true_case, false_case, js, ag, asd, jse, ase)
 
 
@@ -214,8 +226,46 @@ def resolve_probabilities(
 ) -> dict[str, float] | None:
     """The probabilities to score for ``verdict``; a parse failure is ``None`` (``exclude``) or
     uniform over ``options`` (``half``: 0.5 each for two options)."""
-    if verdict.ok:
-        return dict(verdict.probabilities or {})
+    return _resolve(verdict.ok, verdict.probabilities, options, policy)
+
+
+_METHODS = frozenset(get_args(ElicitationMethod))
+_STATUSES = frozenset(get_args(ParseStatus))
+
+
+def resolve_stored(
+    case_probs: Mapping[str, Any], options: Sequence[str], policy: FailurePolicy
+) -> dict[str, float] | None:
+    """:func:`resolve_probabilities` of a verdict as a results line stores it (its ``case_probs``:
+    ``probabilities``, ``parse_status``, ``method``, ``error``), checked as :class:`Verdict` checks
+    one (:func:`seerbench.types.check_verdict`) without building it; fields a Verdict would coerce
+    or refuse (a method or status it does not know, a probability that is not a float) are handed
+    to the model, which says what is wrong as it always did."""
+    probs, status, error = case_probs["probabilities"], case_probs["parse_status"], case_probs["error"]
+    plain = (
+        status in _STATUSES
+        and case_probs["method"] in _METHODS
+        and (error is None or type(error) is str)
+        and (probs is None or (type(probs) is dict and all(type(p) is float for p in probs.values())))
+    )
+    if plain:
+        try:
+            check_verdict(probs, status)
+        except ValueError:
+            plain = False
+    if not plain:  # the model's own error (a ValidationError), or its coerced fields
+        verdict = Verdict(
+            probabilities=probs, parse_status=status, method=case_probs["method"], raw="", error=error
+        )
+        return resolve_probabilities(verdict, options, policy)
+    return _resolve(status == "ok", probs, options, policy)
+
+
+def _resolve(
+    ok: bool, probabilities: Mapping[str, float] | None, options: Sequence[str], policy: FailurePolicy
+) -> dict[str, float] | None:
+    if ok:
+        return dict(probabilities or {})
     if policy == "exclude":
         return None
     if policy == "half":

@@ -8,8 +8,8 @@ recomputed from the stored probabilities, so statistics for another beta or eps 
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import json
 import math
 from array import array
 from collections.abc import Iterable, Sequence
@@ -23,7 +23,7 @@ from seerbench.metrics import (
     FailurePolicy,
     beta_key,
     question_scores,
-    resolve_probabilities,
+    resolve_stored,
     scores,
 )
 from seerbench.records import QuestionRun
@@ -36,7 +36,6 @@ from seerbench.stats import (
     summarize,
     summarize_many,
 )
-from seerbench.types import Verdict
 
 # Per-run facts that must not enter results lines (they differ between a fresh and a resumed run).
 _VOLATILE = {"cached"}
@@ -101,30 +100,20 @@ def rescore(
     Pure: returns a new line and never changes ``line`` or the dicts nested in it (the new line
     shares only values it does not modify, such as transcripts and the question)."""
     betas = tuple(betas)
-    line = {
-        **line,
-        "answer_cases": [{**c, "case_probs": dict(c["case_probs"])} for c in line["answer_cases"]],
-    }
-    shorts = [c["short"] for c in line["question"]["answer_cases"]]
-    true = next(c["short"] for c in line["question"]["answer_cases"] if c["value"] > 0.5)
+    # a copy without the metric fields (recomputed below); the other keys keep their places
+    line = {k: v for k, v in line.items() if not k.startswith(("asd", "jse_", "ase_"))}
+    line["answer_cases"] = [{**c, "case_probs": dict(c["case_probs"])} for c in line["answer_cases"]]
+    qcases = line["question"]["answer_cases"]
+    shorts = [c["short"] for c in qcases]
+    true = next(c["short"] for c in qcases if c["value"] > 0.5)
     cases = line["answer_cases"]
     probs_by_case: dict[str, dict[str, float]] = {}
     resolved: list[dict[str, float] | None] = []
     for c in cases:
-        cp = c["case_probs"]
-        v = Verdict(
-            probabilities=cp["probabilities"],
-            parse_status=cp["parse_status"],
-            method=cp["method"],
-            raw="",
-            error=cp["error"],
-        )
-        probs = resolve_probabilities(v, shorts, policy)
+        probs = resolve_stored(c["case_probs"], shorts, policy)
         resolved.append(probs)
         if probs:
             probs_by_case[c["short"]] = probs
-    for k in [key for key in line if key.startswith(("asd", "jse_", "ase_"))]:
-        del line[k]
     n_scored = sum(1 for p in resolved if p)
     line["excluded"] = n_scored < len(cases) or not n_scored
     qs = None
@@ -185,7 +174,14 @@ def question_cluster(question: dict[str, Any]) -> str | None:
         v = meta.get(key)
         if v is not None and str(v) != "":
             return f"{key}:{v}"
-    text = " ".join((question.get("source_text") or "").split())
+    return _text_cluster(question.get("source_text") or "")
+
+
+@functools.lru_cache(maxsize=1024)
+def _text_cluster(source_text: str) -> str | None:
+    """A passage's cluster label (its text with whitespace folded, hashed); cached, as the
+    questions of one passage come one after another and each cell reads them again."""
+    text = " ".join(source_text.split())
     return "text:" + hashlib.sha256(text.encode()).hexdigest() if text else None
 
 
@@ -408,18 +404,16 @@ class JudgeDiagnostics:
         shorts = [c["short"] for c in ln["question"]["answer_cases"]]
         if len(shorts) != 2:
             return
-        seen: set[str] = set()
+        seen: list[tuple[Any, Any]] = []
         for c in ln["answer_cases"]:
             cp = c["case_probs"]
             if cp.get("method") == "trust" or not cp.get("probabilities"):
                 continue
             if ln.get("symmetric"):  # one run served every case: count its verdict once
-                key = json.dumps(cp["probabilities"], sort_keys=True) + json.dumps(
-                    cp.get("transcript"), sort_keys=True
-                )
-                if key in seen:
+                run = (cp["probabilities"], cp.get("transcript"))  # the same run: equal values
+                if run in seen:
                     continue
-                seen.add(key)
+                seen.append(run)
             meta = cp.get("metadata") or {}
             views = [cp["probabilities"]]
             if meta.get("both_orders") and meta.get("original") and meta.get("swapped"):

@@ -36,6 +36,11 @@ from typing import Any
 
 from seerbench.errors import DataError, FolderError, SeerbenchError
 
+try:  # a faster JSON parser (a wheel for every common platform); json reads every line without it
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is a dependency; kept working without it
+    _orjson = None  # type: ignore[assignment]
+
 log = logging.getLogger("seerbench.store")
 
 #: A record check: the record as it is, or ValueError (e.g. schema.LineError) saying why not.
@@ -140,6 +145,25 @@ def append_line(path: str | Path, line: str) -> None:
 
 
 # ---- reading ------------------------------------------------------------------------------------
+#: Every digit as "0", so that one ``find`` spots a run of 19 digits: an integer orjson would read
+#: as a float past 64 bits (and any long mantissa) goes to ``json.loads``.
+_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_LONG_NUMBER = b"0" * 19
+
+
+def loads(raw: bytes) -> Any:
+    """``json.loads(raw)``, the same value, faster: orjson reads a line unless it refuses it (the
+    NaN and Infinity that Python's json writes, lone surrogates, a BOM, invalid UTF-8) or the line
+    has a run of 19 digits (an integer past 64 bits, which orjson would turn into a float); those,
+    and every error, are json's."""
+    if _orjson is not None and raw.translate(_DIGITS).find(_LONG_NUMBER) < 0:
+        try:
+            return _orjson.loads(raw)
+        except _orjson.JSONDecodeError:
+            pass
+    return json.loads(raw)
+
+
 def _parse(raw: bytes) -> dict[str, Any] | None:
     rec, _ = _parse_why(raw)
     return rec
@@ -148,7 +172,7 @@ def _parse(raw: bytes) -> dict[str, Any] | None:
 def _parse_why(raw: bytes) -> tuple[dict[str, Any] | None, str]:
     """The line as a dict, or None and why not."""
     try:
-        rec = json.loads(raw)
+        rec = loads(raw)
     except json.JSONDecodeError as e:
         return None, f"not JSON ({e.msg}): a torn line from a crash, or junk"
     except UnicodeDecodeError:
@@ -404,7 +428,7 @@ def finalise(
     if on_line is not None:
         with open(path, "rb") as f:
             for raw in f:
-                on_line(json.loads(raw))
+                on_line(loads(raw))
 
 
 def keyed_lines(path: str | Path, key: str, *, fingerprint: str | None = None) -> dict[str, str]:
@@ -443,6 +467,7 @@ __all__ = [
     "is_foreign",
     "keep_in_order",
     "keyed_lines",
+    "loads",
     "numbered_lines",
     "record_key",
     "sibling_fingerprint",

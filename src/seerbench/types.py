@@ -22,6 +22,7 @@ __all__ = [
     "Transcript",
     "Turn",
     "Verdict",
+    "check_verdict",
 ]
 
 
@@ -159,6 +160,21 @@ ElicitationMethod = Literal["logprobs", "verbalized", "vote", "trust", "human", 
 ParseStatus = Literal["ok", "failed"]
 
 
+def check_verdict(probabilities: dict[str, float] | None, parse_status: str) -> None:
+    """What a verdict's probabilities must be (ValueError saying why not): with parse_status 'ok',
+    values in [0, 1] that sum to 1 (within 1e-6); after a parse failure, none. :class:`Verdict`
+    checks its own with it, and so does scoring a results line's stored verdict
+    (:func:`seerbench.metrics.resolve_stored`)."""
+    if parse_status == "ok":
+        if probabilities is None:
+            raise ValueError("a verdict with parse_status='ok' needs probabilities")
+        total = sum(probabilities.values())
+        if any(p < 0 or p > 1 for p in probabilities.values()) or abs(total - 1.0) > 1e-6:
+            raise ValueError(f"probabilities must lie in [0, 1] and sum to 1, got {probabilities}")
+    elif probabilities is not None:
+        raise ValueError("a failed verdict carries no probabilities")
+
+
 class Verdict(_Model):
     """A judge's belief over the options, and how it was obtained.
 
@@ -176,14 +192,7 @@ class Verdict(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> Verdict:
-        if self.parse_status == "ok":
-            if self.probabilities is None:
-                raise ValueError("a verdict with parse_status='ok' needs probabilities")
-            total = sum(self.probabilities.values())
-            if any(p < 0 or p > 1 for p in self.probabilities.values()) or abs(total - 1.0) > 1e-6:
-                raise ValueError(f"probabilities must lie in [0, 1] and sum to 1, got {self.probabilities}")
-        elif self.probabilities is not None:
-            raise ValueError("a failed verdict carries no probabilities")
+        check_verdict(self.probabilities, self.parse_status)
         return self
 
     @property

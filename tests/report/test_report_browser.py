@@ -237,3 +237,19 @@ def test_folder_layout_loads_transcripts_on_demand(
     assert set(o.loaded) == on_disk
     assert o.errors == [] and o.requests == []
     o.ctx.close()
+
+
+def test_browser_keeps_a_question_once_per_content_not_per_id() -> None:
+    from seerbench.report._browser import Browser
+
+    def line(qid: str, text: str) -> dict[str, Any]:
+        cases = [{"short": "A", "long": "3", "value": 1.0}, {"short": "B", "long": "9", "value": 0.0}]
+        return {"question_id": qid, "question": {"id": qid, "text": text, "answer_cases": cases}}
+
+    with Browser() as b:
+        c0, c1 = b.add_cell({"cell": "x"}), b.add_cell({"cell": "y"})
+        b.add(c0, line("q1", "How many ships?"))
+        b.add(c1, line("q1", "How many ships?"))  # the same question in another cell: one entry
+        b.add(c1, line("q1", "How many boats?"))  # the same id, another question (another run)
+        assert [json.loads(q)[1] for q in b.questions] == ["How many ships?", "How many boats?"]
+        assert [list(q) for q in b._q] == [[0], [0, 1]]

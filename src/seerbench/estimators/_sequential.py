@@ -100,15 +100,30 @@ def hedged_log_capital(
     The candidate ``m`` is rejected at ``t`` when this reaches ``log(1/alpha)``."""
     y = np.asarray(y, dtype=float)
     mm = np.atleast_1d(np.asarray(m, dtype=float))
-    b = predictable_bets(y, alpha) if bets is None else bets
-    b = b[..., :, None]
-    d = y[..., :, None] - mm  # X_i - m
+    return np.swapaxes(_log_capital(y, mm, predictable_bets(y, alpha) if bets is None else bets), -1, -2)
+
+
+def _log_capital(y: np.ndarray, mm: np.ndarray, bets: np.ndarray) -> np.ndarray:
+    """:func:`hedged_log_capital` with the candidates before time, shape ``(..., G, T)``: each
+    candidate's running sums run along contiguous memory. In place, one array a side, the same
+    operations in the same order as ``cumsum(log1p(l+ (X - m))) + log(theta)`` and
+    ``cumsum(log1p(-l- (X - m))) + log(1 - theta)``."""
+    b = bets[..., None, :]
+    m = mm[:, None]
+    d = y[..., None, :] - m  # X_i - m
     with np.errstate(divide="ignore"):
-        cap_up = np.minimum(b, TRUNCATION / mm)
-        cap_down = np.minimum(b, TRUNCATION / (1.0 - mm))
-    up = np.cumsum(np.log1p(cap_up * d), axis=-2) + math.log(THETA)
-    down = np.cumsum(np.log1p(-cap_down * d), axis=-2) + math.log(1.0 - THETA)
-    return np.maximum(up, down)
+        up = np.minimum(b, TRUNCATION / m)  # l+
+        down = np.minimum(b, TRUNCATION / (1.0 - m))  # l-
+    up *= d
+    np.log1p(up, out=up)
+    np.cumsum(up, axis=-1, out=up)
+    up += math.log(THETA)
+    np.negative(down, out=down)
+    down *= d
+    np.log1p(down, out=down)
+    np.cumsum(down, axis=-1, out=down)
+    down += math.log(1.0 - THETA)
+    return np.maximum(up, down, out=up)
 
 
 @dataclass(frozen=True)
@@ -185,10 +200,10 @@ def confidence_sequence(
         level = math.log(1.0 / alpha)
         for start in range(0, cand.size, _BLOCK):
             block = cand[start : start + _BLOCK]
-            keep = hedged_log_capital(y, block, alpha, bets) < level  # (n, block)
-            anyk = keep.any(axis=1)
-            f = np.where(anyk, start + keep.argmax(axis=1), grid + 1)
-            la = np.where(anyk, start + block.size - 1 - keep[:, ::-1].argmax(axis=1), -1)
+            keep = _log_capital(y, block, bets) < level  # (block, n)
+            anyk = keep.any(axis=0)
+            f = np.where(anyk, start + keep.argmax(axis=0), grid + 1)
+            la = np.where(anyk, start + block.size - 1 - keep[::-1].argmax(axis=0), -1)
             first = np.minimum(first, f)
             last = np.maximum(last, la)
     empty = last < 0  # no candidate kept (a set narrower than the grid): claim nothing there

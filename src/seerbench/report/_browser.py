@@ -133,7 +133,8 @@ class Browser:
     def __init__(self) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="seerbench-report-")
         self.cells: list[dict[str, Any]] = []
-        self.questions: dict[str, int] = {}  # question entry as JSON text -> index
+        self.questions: list[str] = []  # the question entries as JSON text, by index
+        self._question_index: dict[Any, int] = {}  # question entry (as a tuple) -> index
         self._q: list[array[int]] = []
         self._flags: list[array[int]] = []
         self._files: list[IO[str]] = []
@@ -159,11 +160,16 @@ class Browser:
 
     def add(self, cell: int, ln: dict[str, Any]) -> None:
         """One results line of cell ``cell`` (as read, not rescored)."""
-        entry = script_json(question_entry({"id": ln.get("question_id"), **(ln.get("question") or {})}))
-        q = self.questions.get(entry)  # one id may name different questions in two runs: keyed by content
+        entry = question_entry({"id": ln.get("question_id"), **(ln.get("question") or {})})
+        # one id may name different questions in two runs: keyed by content (the entry's strings
+        # and flags, so equal as a tuple exactly when equal as JSON), turned into JSON once
+        key = (entry[0], entry[1], *(tuple(a) for a in entry[2]))
+        q = self._question_index.get(key)
         if q is None:
-            q = self.questions[entry] = len(self.questions)
-            self.size += len(entry) + 1
+            q = self._question_index[key] = len(self.questions)
+            text = script_json(entry)
+            self.questions.append(text)
+            self.size += len(text) + 1
         row = browser_row(cell, q, ln)
         text = script_json(row)
         self._files[cell].write(text + "\n")
@@ -232,7 +238,7 @@ class Browser:
             for k in range(0, len(r), CHUNK_ROWS):
                 name = f"c{i}-{k // CHUNK_ROWS}"
                 _write_chunk(out / f"{name}.js", name, ",".join(r[k : k + CHUNK_ROWS]))
-        qs = list(self.questions)
+        qs = self.questions
         for k in range(0, len(qs), CHUNK_QUESTIONS):
             name = f"q{k // CHUNK_QUESTIONS}"
             _write_chunk(out / f"{name}.js", name, ",".join(qs[k : k + CHUNK_QUESTIONS]))
