@@ -19,11 +19,19 @@ the example as written (concurrency 2, xllamacpp), `seerbench run` under /usr/bi
     wall 443.7 s, CPU 727 s + 7.9 s system, peak RSS 1.02 GB; 249 calls, 121 cache hits,
     52,663 prompt tokens and 6,994 generated tokens (59,657 in all)
 
-and this script's per-call figures on the same machine are in the module's results file
-(``--json benchmarks/results/bench_quickstart.json``) and in issue 27's notes. The floor is the
-engine's prompt evaluation: a 135-token judge prompt takes 0.84-1.0 s with 2 threads through
-either engine here (about 150 prompt tokens/s; 1.6 s with one thread), so 52,663 prompt tokens
-alone take about 350 s whatever seerbench does.
+and this script, ``--limit 2 --engines xllamacpp llama-cpp-python`` (2026-11-26, same machine,
+load average 1.2; ``benchmarks/results/main_job.txt``), xllamacpp / llama-cpp-python:
+
+    wall                        93.3 / 92.5 s (CPU 153 / 144 s; peak RSS 558 / 832 MB)
+    judge calls                 26 calls, 5,928 prompt tokens: 38.8 / 39.2 s, median 1,245 / 1,469 ms
+    agent calls                 24 calls, 5,031 prompt + 1,424 / 1,408 generated tokens: 54.0 / 52.8 s
+    prompt evaluation           153 / 151 tokens/s
+    generation                  68 / 72 tokens/s (prompt taken out at the judge calls' rate)
+    seerbench's own             0.5 / 0.5 s of the wall time
+
+The floor is the engine's prompt evaluation, the same on both engines: a 135-token judge prompt
+takes 0.84-1.0 s with 2 threads here (1.6 s with one), so the full run's 52,663 prompt tokens take
+about 350 s whatever seerbench does.
 """
 
 from __future__ import annotations

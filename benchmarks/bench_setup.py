@@ -13,8 +13,10 @@ pip's cache off (``PIP_NO_CACHE_DIR=1``: a fresh machine has none):
 The main job's own time is ``bench_quickstart.py``'s; the test suite's is CI's. Prints wall
 seconds per part and the venv's size. No assertions; downloads from the package index.
 
-Measured 2026-11-25 (2 shared cores, other work running; PyPI over this machine's link):
-see issue 27's closing note and ``--json`` output.
+Measured 2026-11-26 on 2 cores (load average about 1; PyPI over this machine's link): the main
+job's set-up 60.8 s (venv 600 MB), then the test command's install 95.1 s (venv 1.6 GB). The day
+before, with other work on the cores and before matplotlib and orjson joined the dependencies:
+73.9 s (506 MB) and 140.8 s.
 """
 
 from __future__ import annotations
@@ -63,7 +65,11 @@ def main(argv: list[str] | None = None) -> None:
     for name, cmd in (("main job set-up", setup), ("test set-up", tests)):
         print(f"$ {cmd}", flush=True)
         t = time.perf_counter()
-        subprocess.run(["bash", "-c", "{ " + cmd + "; } >/dev/null"], cwd=repo, env=env, check=True)
+        p = subprocess.run(
+            ["bash", "-c", "{ " + cmd + "; } >/dev/null"], cwd=repo, env=env, capture_output=True, text=True
+        )
+        if p.returncode:  # pip's own warnings (an index location it ignores) only on failure
+            raise SystemExit(f"exit {p.returncode}:\n{p.stderr[-3000:]}")
         out[f"{name} s"] = time.perf_counter() - t
         out[f"venv after {name} MB"] = du_mb(repo / ".venv")
         print(f"  {out[f'{name} s']:.1f} s; venv {out[f'venv after {name} MB']:.0f} MB", flush=True)
