@@ -70,6 +70,21 @@ llama-cpp-python / xllamacpp:
     So the judge call is at parity in calls/s and 1.3x in median latency (0.86x at p90): the rest
     is in the engine's own decode (the server's time), not in seerbench or the JSON. Under this
     load the figures move by tens of percent between runs.
+
+Issue 27, round 5: ``bench_main_job.py --quick`` on 2026-11-26 (load average 1.2; the full output
+is ``benchmarks/results/main_job.txt``), llama-cpp-python / xllamacpp:
+
+    generation, 64 tokens           58.5 / 40.6 tok/s best
+    judge call, concurrency 1       324 / 499 ms median (3.15 / 2.41 calls/s); xllamacpp's call:
+                                    491 ms in the server, 42 ms outside it
+    judge calls, concurrency 4      2.68 / 2.07 calls/s
+    exactness                       as above (8.3e-13 / 4.4e-16; 0 across concurrency, processes)
+
+    On these short prompts llama-cpp-python (built here for this CPU) is ahead by about 1.5x in
+    both; on the main job's own prompts (bench_quickstart.py, same run) the two are level: 93.3 s
+    (xllamacpp) against 92.5 s, judge calls 1,245 against 1,469 ms median, prompt evaluation 153
+    against 151 tokens/s. The gap on short prompts is a fixed cost per call inside the server
+    (about 0.2 s), not in seerbench: not yet found.
 """
 
 from __future__ import annotations
