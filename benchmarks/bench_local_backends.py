@@ -83,8 +83,8 @@ is ``benchmarks/results/main_job.txt``), llama-cpp-python / xllamacpp:
     On these short prompts llama-cpp-python (built here for this CPU) is ahead by about 1.5x in
     both; on the main job's own prompts (bench_quickstart.py, same run) the two are level: 93.3 s
     (xllamacpp) against 92.5 s, judge calls 1,245 against 1,469 ms median, prompt evaluation 153
-    against 151 tokens/s. The gap on short prompts is a fixed cost per call inside the server
-    (about 0.2 s), not in seerbench: not yet found.
+    against 151 tokens/s. The gap on short prompts is inside the server (491 ms of a 533 ms
+    call), not in seerbench; its cause is not yet found.
 """
 
 from __future__ import annotations
