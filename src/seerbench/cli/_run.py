@@ -197,7 +197,8 @@ class _Progress:
             f"[{sum(self.done.values()):>{width}}/{self.total}] eta {_eta(self.eta(now))}  "
             f"{spec.key} {self.done[spec.key]}/{total}"
             + (f" ({err} failed)" if err else "")
-            + f"  calls {t.calls}  cache hits {t.cache_hits}  tokens {t.prompt_tokens + t.completion_tokens}",
+            + f"  calls {t.calls}  cache hits {t.cache_hits}  tokens {t.prompt_tokens + t.completion_tokens}"
+            + (f"  errors {t.errors}" if t.errors else ""),
             file=sys.stderr,
             flush=True,
         )
