@@ -570,7 +570,7 @@ def test_eta_weighs_each_cells_questions_by_their_expected_tokens(tmp_path: Path
     # this run does 1 unit of work a second and 90 units are left: 90 s (counting questions: 10 s)
     bar = _Progress.__new__(_Progress)
     bar.weights, bar.work_total, bar.done, bar.work0 = {"cheap/J": 1.0, "dear/A_J": 9.0}, 100.0, {}, 0.0
-    bar.t0 = 1000.0
+    bar.t0, bar.timing = 1000.0, True
     bar.done["cheap/J"] = 10
     assert bar.eta(1010.0) == pytest.approx(90.0)
     bar.done["dear/A_J"] = 5  # then 45 units more in 45 s: 1 unit a second still, 45 left
@@ -578,10 +578,21 @@ def test_eta_weighs_each_cells_questions_by_their_expected_tokens(tmp_path: Path
     # questions finished before this run (a resume) are not this run's rate
     resumed = _Progress.__new__(_Progress)
     resumed.weights, resumed.work_total, resumed.done, resumed.work0 = dict(bar.weights), 100.0, {}, 10.0
-    resumed.t0, resumed.done["cheap/J"] = 1000.0, 10
+    resumed.t0, resumed.timing, resumed.done["cheap/J"] = 1000.0, True, 10
     assert resumed.eta(1010.0) is None  # nothing done in this run yet: no rate
     resumed.done["dear/A_J"] = 1  # 9 units in 3 s: 3 a second, 81 left
     assert resumed.eta(1003.0) == pytest.approx(27.0)
+    # the clock starts at the run's first finished question, which also paid for loading models
+    cfg2 = _config_file(tmp_path / "e", protocols=["NaiveJudge", "Consultancy"], out=str(tmp_path / "o2"))
+    specs = Experiment(ExperimentConfig.from_yaml(cfg2)).check()
+    live = _Progress(specs, 4, enabled=False, weights={specs[0].key: 1.0, specs[1].key: 3.0})
+    live.start(specs[0], 0, 4)
+    assert live.eta(time.monotonic() + 5) is None  # nothing finished: no pace yet
+    live.step(specs[0], 1, 4, 0)
+    t1 = live.t0
+    assert live.eta(t1 + 5) is None  # only the first question, whose time includes the load
+    live.step(specs[0], 3, 4, 0)  # 2 units in 4 s after the first: 0.5 a second; 16 - 3 = 13 left
+    assert live.eta(t1 + 4) == pytest.approx(26.0)
 
 
 def test_progress_on_a_pipe_prints_a_line_while_no_question_ends(

@@ -104,6 +104,7 @@ class _Progress:
         self.every = every
         self.t0 = time.monotonic()
         self.work0 = 0.0
+        self.timing = False  # set at the first finished question, when t0 and work0 restart
         self.last_print = 0.0
         self.bar: Progress | None = None
         self.tasks: dict[str, TaskID] = {}
@@ -155,9 +156,15 @@ class _Progress:
                 self.tasks[spec.key] = task
             self._update(spec, total, force=True)
 
+    def _work(self) -> float:
+        return sum(n * self.weights.get(k, 1.0) for k, n in self.done.items())
+
     def eta(self, now: float) -> float | None:
-        """Seconds left: the work left at this run's rate of work (questions weighted by cost)."""
-        work = sum(n * self.weights.get(k, 1.0) for k, n in self.done.items())
+        """Seconds left: the work left at this run's rate of work (questions weighted by cost),
+        counted from its first finished question (which also paid for loading the models)."""
+        if not self.timing:
+            return None
+        work = self._work()
         rate = (work - self.work0) / max(now - self.t0, 1e-9)
         return (self.work_total - work) / rate if rate > 0 else None
 
@@ -165,6 +172,8 @@ class _Progress:
         with self._lock:
             self.done[spec.key] = done
             self.errors[spec.key] = errors
+            if not self.timing:  # the rate's clock starts here: a model's load is not its pace
+                self.timing, self.t0, self.work0 = True, time.monotonic(), self._work()
             self._update(spec, total, force=done == total)
 
     def _update(self, spec: RunSpec, total: int, *, force: bool) -> None:
