@@ -595,6 +595,21 @@ def test_eta_weighs_each_cells_questions_by_their_expected_tokens(tmp_path: Path
     assert live.eta(t1 + 4) == pytest.approx(26.0)
 
 
+def test_a_plan_that_fails_leaves_the_run_going(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ETA's weights come from the dry run's plan; a protocol that cannot run on the plan's
+    stand-in answers (a plugin parsing its models' text its own way) must not stop the real run."""
+
+    def broken(self: Experiment, **kw: Any) -> Any:
+        raise ValueError("this protocol cannot parse 'A: 50%, B: 50%'")
+
+    monkeypatch.setattr(Experiment, "plan", broken)
+    cfg = _config_file(tmp_path / "c", out=str(tmp_path / "out"))
+    r = runner.invoke(app, ["run", str(cfg)])
+    assert r.exit_code == 0, r.output
+    results = tmp_path / "out" / "NaiveJudge" / "J_scripted-tr-judge" / "results.jsonl"
+    assert results.read_text().count("\n") == 4
+
+
 def test_progress_on_a_pipe_prints_a_line_while_no_question_ends(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import re
 import sys
@@ -37,6 +38,8 @@ from seerbench.runs import (
     stop_target,
     why_no_comparison,
 )
+
+log = logging.getLogger(__name__)
 
 
 def _usage_line() -> str:
@@ -75,6 +78,18 @@ def cost_weights(plans: list[CellPlan]) -> dict[str, float]:
         )
         for p in plans
     }
+
+
+def _eta_weights(exp: Experiment) -> dict[str, float] | None:
+    """What a question of each cell costs, for the ETA: the dry run's estimate (model-free, about a
+    second). Only advisory: a protocol that cannot run on the plan's stand-in answers (a plugin
+    that parses its models' text its own way) leaves every question weighing the same, and the run
+    goes on; the dry run itself still reports the failure."""
+    try:
+        return cost_weights(exp.plan(sample=1))
+    except Exception as e:  # the ETA must never stop a run
+        log.debug("no ETA weights (%s: %s); every question counts the same", type(e).__name__, e)
+        return None
 
 
 class _Progress:
@@ -307,8 +322,7 @@ def run(
         return
     specs = exp.check()
     show = not (json_out or quiet())
-    # what a question of each cell costs, for the ETA (the dry run's estimate: model-free, a second)
-    weights = cost_weights(exp.plan(sample=1)) if show else None
+    weights = _eta_weights(exp) if show else None
     started, usage_before = time.time(), default_tracker().totals()
     with _Progress(specs, len(exp.questions()), enabled=show, weights=weights) as bar:
         results = asyncio.run(exp.arun(new=new, progress=bar.step, on_start=bar.start))
