@@ -63,17 +63,26 @@ def close_sibling(
     from pathlib import Path
 
     p = Path(path)
+    close = closest(p.name, entry_names(p.parent, suffixes=suffixes, folders=folders))
+    return f" (did you mean {p.parent / close}?)" if close else ""
+
+
+def entry_names(
+    folder: str | os.PathLike[str], *, suffixes: Iterable[str] = (), folders: bool = False
+) -> list[str]:
+    """The names of ``folder``'s files with one of ``suffixes`` (any file without them), or of its
+    folders; none when it cannot be read: what a did-you-mean for a path chooses from."""
+    from pathlib import Path
+
     wanted = tuple(suffixes)
     try:
-        names = [
+        return [
             e.name
-            for e in p.parent.iterdir()
+            for e in Path(folder).iterdir()
             if (e.is_dir() if folders else e.is_file() and (not wanted or e.suffix in wanted))
         ]
     except OSError:
-        return ""
-    close = closest(p.name, names)
-    return f" (did you mean {p.parent / close}?)" if close else ""
+        return []
 
 
 class DataError(SeerbenchError, ValueError):

@@ -26,7 +26,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from seerbench.errors import ConfigError, UnknownNameError, close_sibling, did_you_mean
+from seerbench.errors import ConfigError, UnknownNameError, close_sibling, did_you_mean, entry_names
 
 ENTRY_POINT_GROUP = "seerbench.plugins"
 
@@ -115,11 +115,7 @@ def load_plugin(ref: str, base_dir: str | Path | None = None) -> str:
 
 def _close_file(name: str, folder: Path) -> str:
     """`` (did you mean F?)`` for the ``.py`` file in ``folder`` closest to ``name`` (its name)."""
-    try:
-        files = [p.name for p in folder.iterdir() if p.suffix == ".py"]
-    except OSError:
-        return ""
-    return did_you_mean(name, files)
+    return did_you_mean(name, entry_names(folder, suffixes=(".py",)))
 
 
 def _close_module(ref: str, folder: Path) -> str:

@@ -125,6 +125,12 @@ def question_entry(q: dict[str, Any]) -> list[Any]:
     ]
 
 
+def remove_chunks(folder: Path) -> None:
+    """Remove the transcript files of a folder-layout report at ``folder`` (``CHUNK_DIR/*.js``)."""
+    for old in (folder / CHUNK_DIR).glob("*.js"):
+        old.unlink()
+
+
 class Browser:
     """The browser rows of every run in a report, kept as JSON text in a temporary folder (one
     file per cell, a row a line) with each row's question and flags in arrays. Use as a context
@@ -231,8 +237,7 @@ class Browser:
         self._finish()
         out = folder / CHUNK_DIR
         out.mkdir(parents=True, exist_ok=True)
-        for old in out.glob("*.js"):  # an earlier report's blocks
-            old.unlink()
+        remove_chunks(folder)  # an earlier report's blocks
         for i in range(len(self.cells)):
             r = self._by_question(i, self._cell_rows(i))
             for k in range(0, len(r), CHUNK_ROWS):

@@ -27,7 +27,7 @@ from seerbench.report._analyses import (
 )
 from seerbench.report._assets import CSS, JS
 from seerbench.report._blocks import esc, fig, num, section, table
-from seerbench.report._browser import CHUNK_DIR, ONE_FILE_LIMIT, Browser
+from seerbench.report._browser import CHUNK_DIR, ONE_FILE_LIMIT, Browser, remove_chunks
 from seerbench.report._data import RunData, StudyData, load_run, load_study
 from seerbench.runs import stop_reason, stop_target, why_no_comparison
 from seerbench.store import atomic_write_text
@@ -731,8 +731,8 @@ def _drop_folder_layout(folder: Path) -> None:
     index, chunks = folder / "index.html", folder / CHUNK_DIR
     if not (folder.is_dir() and index.is_file() and chunks.is_dir()):
         return
-    for f in [index, *chunks.glob("*.js")]:
-        f.unlink()
+    index.unlink()
+    remove_chunks(folder)
     for d in (chunks, folder):
         try:
             d.rmdir()
