@@ -51,9 +51,11 @@ __all__ = [
     "judge_accuracy",
     "open_choice",
     "question_scores",
+    "question_values",
     "resolve_probabilities",
     "resolve_stored",
     "score",
+    "score_tuple",
     "scores",
 ]
 
@@ -66,6 +68,8 @@ TIE_TOL = 1e-9
 BETAS: tuple[float, ...] = (0.0, 1.0, math.inf)
 
 FailurePolicy = Literal["exclude", "half"]
+#: Scores in ``SCORE_TYPES`` order (log, logodds, brier, accuracy).
+ScoreRow = tuple[float, ...]
 
 
 def _clip(p: float, eps: float) -> float:
@@ -121,15 +125,15 @@ def score(probs: Mapping[str, float], x: str, kind: ScoreType, eps: float = DEFA
 def scores(probs: Mapping[str, float], x: str, eps: float = DEFAULT_EPS) -> dict[str, float]:
     """All score types of ``probs`` against ``x`` (each as :func:`score` gives it; called once a
     verdict and case, so without its dispatch)."""
+    return _named(score_tuple(probs, x, eps))
+
+
+def score_tuple(probs: Mapping[str, float], x: str, eps: float = DEFAULT_EPS) -> ScoreRow:
+    """:func:`scores` as a tuple in ``SCORE_TYPES`` order (log, logodds, brier, accuracy)."""
     if x not in probs:
         raise KeyError(f"option {x!r} not in probabilities {sorted(probs)}")
     log, logodds = _log_scores(probs[x], eps)
-    return {
-        "log": log,
-        "logodds": logodds,
-        "brier": _brier_score(probs, x),
-        "accuracy": _accuracy_score(probs, x),
-    }
+    return log, logodds, _brier_score(probs, x), _accuracy_score(probs, x)
 
 
 def open_choice(asd_log: float, beta: float) -> tuple[float, float]:
@@ -198,22 +202,57 @@ def question_scores(
     for a in (true_case, false_case):
         if a not in probs_by_case:
             raise KeyError(f"no judge probabilities for answer case {a!r}")
-    # JS_T and AS_T are the same score (the true case's verdict against the true option): once
-    p_true, p_false = probs_by_case[true_case], probs_by_case[false_case]
-    js_t, js_f = scores(p_true, true_case, eps), scores(p_false, true_case, eps)
-    ag_t, ag_f = dict(js_t), scores(p_false, false_case, eps)
-    js = {true_case: js_t, false_case: js_f}
-    ag = {true_case: ag_t, false_case: ag_f}
-    asd: dict[str, float] = {k: ag_t[k] - ag_f[k] for k in SCORE_TYPES}
-    jse: dict[str, dict[str, float]] = {}
-    ase: dict[str, dict[str, float]] = {}
-    pairs = [(k, js_t[k], js_f[k], ag_t[k], ag_f[k]) for k in SCORE_TYPES]
+    betas = tuple(betas)
+    js_t, js_f, ag_f, asd_t, mixed = question_values(
+        probs_by_case[true_case], probs_by_case[false_case], true_case, false_case, eps=eps, betas=betas
+    )
+    # JS_T and AS_T are the same score (the true case's verdict against the true option)
+    js = {true_case: _named(js_t), false_case: _named(js_f)}
+    ag = {true_case: _named(js_t), false_case: _named(ag_f)}
+    jse = {beta_key(b): _named(j) for b, (j, _) in zip(betas, mixed, strict=True)}
+    ase = {beta_key(b): _named(a) for b, (_, a) in zip(betas, mixed, strict=True)}
+    return QuestionScores(true_case, false_case, js, ag, _named(asd_t), jse, ase)
+
+
+def _named(row: ScoreRow) -> dict[str, float]:
+    return dict(zip(SCORE_TYPES, row, strict=True))
+
+
+def question_values(
+    p_true: Mapping[str, float],
+    p_false: Mapping[str, float],
+    true_case: str,
+    false_case: str,
+    *,
+    eps: float = DEFAULT_EPS,
+    betas: Iterable[float] = BETAS,
+) -> tuple[ScoreRow, ScoreRow, ScoreRow, ScoreRow, list[tuple[ScoreRow, ScoreRow]]]:
+    """:func:`question_scores` as flat tuples in ``SCORE_TYPES`` order, for callers that keep
+    numbers rather than lines (a cell's statistics): ``(JS_T, JS_F, AS_F, ASD, [(JSE_b, ASE_b)
+    for each beta])``, where ``p_true``/``p_false`` are the judge's distributions after the agent
+    argued for the true/false case and AS_T = JS_T. The one computation of these values:
+    :func:`question_scores` names them."""
+    jt, jf = score_tuple(p_true, true_case, eps), score_tuple(p_false, true_case, eps)
+    af = score_tuple(p_false, false_case, eps)
+    asd = (jt[0] - af[0], jt[1] - af[1], jt[2] - af[2], jt[3] - af[3])
+    mixed = []
     for beta in betas:
-        p_t, p_f = open_choice(asd["log"], beta)
-        key = beta_key(beta)
-        jse[key] = {k: _mix(p_t, j_t, p_f, j_f) for k, j_t, j_f, _, _ in pairs}
-        ase[key] = {k: _mix(p_t, a_t, p_f, a_f) for k, _, _, a_t, a_f in pairs}
-    return QuestionScores(true_case, false_case, js, ag, asd, jse, ase)
+        p_t, p_f = open_choice(asd[0], beta)
+        mixed.append((_mix_rows(p_t, jt, p_f, jf), _mix_rows(p_t, jt, p_f, af)))
+    return jt, jf, af, asd, mixed
+
+
+def _mix_rows(p1: float, r1: ScoreRow, p2: float, r2: ScoreRow) -> ScoreRow:
+    """:func:`_mix` of each score type (written out where both weights are non-zero: this runs
+    once a question and beta)."""
+    if p1 and p2:
+        return (
+            p1 * r1[0] + p2 * r2[0],
+            p1 * r1[1] + p2 * r2[1],
+            p1 * r1[2] + p2 * r2[2],
+            p1 * r1[3] + p2 * r2[3],
+        )
+    return tuple(_mix(p1, s1, p2, s2) for s1, s2 in zip(r1, r2, strict=True))
 
 
 def _mix(p1: float, s1: float, p2: float, s2: float) -> float:

@@ -21,8 +21,10 @@ from seerbench.metrics import (
     BETAS,
     SCORE_TYPES,
     FailurePolicy,
+    ScoreRow,
     beta_key,
     question_scores,
+    question_values,
     resolve_stored,
     scores,
 )
@@ -161,7 +163,10 @@ def run_stats(
     betas = tuple(betas)
     acc = CellStats(betas=betas)
     for ln in lines:
-        acc.add(ln if scored else rescore(ln, eps=eps, policy=policy, betas=betas))
+        if scored:
+            acc.add(ln)
+        else:
+            acc.add_stored(ln, eps=eps, policy=policy)
     return acc.stats(meta, eps=eps, policy=policy, n_boot=n_boot, seed=seed)
 
 
@@ -190,6 +195,9 @@ def _own(codes: list[int]) -> list[int | None]:
     return [None if c < 0 else c for c in codes]
 
 
+#: Where the accuracy score sits in a :data:`~seerbench.metrics.ScoreRow`.
+ACCURACY = SCORE_TYPES.index("accuracy")
+
 #: Grid axes a cell is described by, in the order tables show them.
 CELL_AXES = ("protocol", "agent", "judge", "tools", "best_of_n")
 
@@ -204,7 +212,8 @@ class CellStats:
     differences between cells."""
 
     def __init__(self, *, betas: Iterable[float] = BETAS, paired_score: str | None = None) -> None:
-        self.keys = ["asd", *(f"{p}_{beta_key(b)}" for p in ("jse", "ase") for b in betas)]
+        self.betas = tuple(betas)
+        self.keys = ["asd", *(f"{p}_{beta_key(b)}" for p in ("jse", "ase") for b in self.betas)]
         self._values: dict[str, dict[str, array[float]]] = {
             k: {st: array("d") for st in SCORE_TYPES} for k in self.keys
         }
@@ -221,11 +230,46 @@ class CellStats:
         self.axes: dict[str, Any] | None = None  # the grid coordinates of the first line
         self.diagnostics = JudgeDiagnostics()
         self.paired_score = paired_score
+        self._paired_at = SCORE_TYPES.index(paired_score) if paired_score in SCORE_TYPES else None
         self.ids: list[str] = []
         self.paired: dict[str, array[float]] = {"asd": array("d"), "judge_accuracy": array("d")}
 
     def add(self, ln: dict[str, Any]) -> None:
         """Take one scored line (as :func:`rescore` returns it)."""
+        rows = {k: tuple(v[st] for st in SCORE_TYPES) if (v := ln.get(k)) else None for k in self.keys}
+        self._take(ln, ln["excluded"], ln["judge_accuracy"], rows)
+
+    def add_stored(self, ln: dict[str, Any], *, eps: float, policy: FailurePolicy) -> None:
+        """Take one line as stored, scored with ``eps`` and ``policy`` at this cell's betas: the
+        same values ``add(rescore(ln, ...))`` takes, computed without building the scored line
+        (:func:`seerbench.metrics.question_values` into the arrays) where both answer cases of a
+        two-option question have a verdict to score; any other line goes through :func:`rescore`."""
+        cases = ln["answer_cases"]
+        qcases = ln["question"]["answer_cases"]
+        if len(cases) == 2 and len(qcases) == 2:
+            shorts = [c["short"] for c in qcases]
+            probs = [resolve_stored(c["case_probs"], shorts, policy) for c in cases]
+            true = next(c["short"] for c in qcases if c["value"] > 0.5)
+            by_case = {c["short"]: p for c, p in zip(cases, probs, strict=True)}
+            false = next(x for x in shorts if x != true)
+            p_true, p_false = by_case.get(true), by_case.get(false)
+            if p_true and p_false and len(by_case) == 2:  # the two cases, each with a verdict
+                js_t, js_f, _, asd, mixed = question_values(
+                    p_true, p_false, true, false, eps=eps, betas=self.betas
+                )
+                rows: dict[str, ScoreRow | None] = {"asd": asd}
+                for b, (jse, ase) in zip(self.betas, mixed, strict=True):
+                    rows[f"jse_{beta_key(b)}"], rows[f"ase_{beta_key(b)}"] = jse, ase
+                # rescore's judge accuracy: the mean over the line's cases, in their order
+                accs = [(js_t if c["short"] == true else js_f)[ACCURACY] for c in cases]
+                self._take(ln, False, sum(accs) / len(accs), rows)
+                return
+        self.add(rescore(ln, eps=eps, policy=policy, betas=self.betas))
+
+    def _take(
+        self, ln: dict[str, Any], excluded: bool, accuracy: float | None, rows: dict[str, ScoreRow | None]
+    ) -> None:
+        """Keep one line's values: its scores by metric key (``None``: the line has no value of it)."""
         if self.axes is None:
             self.axes = {k: ln.get(k) for k in CELL_AXES}
             if ln.get("adversary") is not None:  # a cross-play cell: the other side's debater
@@ -244,10 +288,12 @@ class CellStats:
         self.diagnostics.add(ln)
         if self.paired_score is not None:
             self.ids.append(ln["question_id"])
-            for key, arr in self.paired.items():
-                x = _paired_value(ln, key, self.paired_score)
-                arr.append(math.nan if x is None else x)
-        if ln["excluded"]:
+            asd, at = rows["asd"], self._paired_at
+            asd_v = asd[at] if asd and at is not None else None
+            for key, v in (("asd", asd_v), ("judge_accuracy", accuracy)):
+                x = _finite(None if excluded else v)
+                self.paired[key].append(math.nan if x is None else x)
+        if excluded:
             return
         self.n_kept += 1
         label = question_cluster(ln.get("question") or {})
@@ -257,13 +303,12 @@ class CellStats:
             code = -1 if label is None else self._cluster_ids.setdefault(label, len(self._cluster_ids))
             self._line_codes.append(code)
         for k, cols in self._values.items():
-            v = ln.get(k)
-            self._present[k].append(1 if v else 0)
-            if v:
-                for st, col in cols.items():
-                    col.append(v[st])
-        acc = ln["judge_accuracy"]
-        self._accuracy.append(math.nan if acc is None else acc)
+            row = rows[k]
+            self._present[k].append(1 if row else 0)
+            if row:
+                for col, x in zip(cols.values(), row, strict=True):
+                    col.append(x)
+        self._accuracy.append(math.nan if accuracy is None else accuracy)
 
     def _clusters(self, key: str) -> list[int] | None:
         """Cluster codes of ``key``'s values where two of them share a cluster, else None."""
@@ -460,9 +505,10 @@ class JudgeDiagnostics:
 def _paired_value(ln: dict[str, Any], key: str, score: str) -> float | None:
     """The value of ``key`` a paired difference uses for one line (None: the line does not count)."""
     v = ln.get(key)
-    if ln.get("excluded") or v is None:
-        return None
-    x = v if isinstance(v, int | float) else v.get(score)
+    return _finite(None if ln.get("excluded") else (v.get(score) if isinstance(v, dict) else v))
+
+
+def _finite(x: float | None) -> float | None:
     return float(x) if x is not None and math.isfinite(x) else None
 
 

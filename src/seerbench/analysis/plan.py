@@ -23,7 +23,7 @@ from seerbench.analysis._pressure import _cluster_label
 from seerbench.errors import ConfigError
 from seerbench.estimators import design_effect, power_at, questions_for_half_width, questions_for_power
 from seerbench.metrics import DEFAULT_EPS
-from seerbench.results import CellStats, rescore
+from seerbench.results import CellStats
 from seerbench.runs import (
     ResultsFile,
     RunFolder,
@@ -180,7 +180,7 @@ def plan_run(
     for cell in folder.cells():
         acc = CellStats(paired_score=score)
         for ln in ResultsFile(cell.results_path):
-            acc.add(rescore(ln, eps=eps_v, policy=policy))
+            acc.add_stored(ln, eps=eps_v, policy=policy)
             clusters.setdefault(ln["question_id"], _cluster_label(ln, "source"))
         n_lines += acc.n_lines
         cells.append((acc, cell_meta(acc, cell)))

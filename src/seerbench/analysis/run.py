@@ -13,7 +13,7 @@ from seerbench.analysis._elo import elo_section
 from seerbench.analysis._pressure import pressure_section
 from seerbench.errors import ConfigError
 from seerbench.metrics import DEFAULT_EPS
-from seerbench.results import CellStats, rescore
+from seerbench.results import CellStats
 from seerbench.runs import (
     ANYTIME_SHARED,
     FAILED,
@@ -77,7 +77,7 @@ def summarize_run(
     parse_failures: str | None = None,
     baseline: str | None = None,
     anytime: bool = False,
-    on_line: Callable[[Cell, dict[str, Any], dict[str, Any]], None] | None = None,
+    on_line: Callable[[Cell, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Statistics of every cell of a run folder, rescored with ``eps`` and ``parse_failures``
     (default: the run's own), plus paired differences against the protocol folder ``baseline``
@@ -103,9 +103,9 @@ def summarize_run(
     however often the run was looked at and whenever it stopped; and ``anytime_warnings``: where
     questions share passages (the sequences assume independent questions), which cells.
 
-    ``on_line(cell, line, scored)`` is called with every usable line as read and as rescored, in
-    file order: one pass through the record store serves the statistics and a caller that needs
-    more of each line (the report's transcript browser and calibration)."""
+    ``on_line(cell, line)`` is called with every usable line as read, in file order: one pass
+    through the record store serves the statistics and a caller that needs more of each line (the
+    report's transcript browser and calibration)."""
     folder = RunFolder(run_dir)
     cfg = folder.config
     # a live process holds the folder: its unfinished cells are being written, not stopped
@@ -124,10 +124,9 @@ def summarize_run(
         f = cell.results(reasons)
         n_read = 0
         for ln in f:
-            scored = rescore(ln, eps=eps_v, policy=policy, betas=betas)
-            acc.add(scored)
+            acc.add_stored(ln, eps=eps_v, policy=policy)
             if on_line is not None:
-                on_line(cell, ln, scored)
+                on_line(cell, ln)
             n_read += 1
         skipped += f.skipped
         s = acc.stats(

@@ -94,7 +94,7 @@ def load_run(
     # (confidence, correct) per verdict, as doubles: 10^5 questions x 6 cells are 1.2 million of each
     forecasts = {key: (array("d"), array("d")) for key in cell_index}
 
-    def on_line(cell: Cell, ln: dict[str, Any], scored: dict[str, Any]) -> None:
+    def on_line(cell: Cell, ln: dict[str, Any]) -> None:
         browser.add(cell_index[cell.key], ln)
         m = methods[cell.key]
         for c in ln.get("answer_cases") or []:
