@@ -408,3 +408,25 @@ def test_a_reader_that_goes_away_is_not_taken_for_failed_questions() -> None:
     os.close(write)
     assert proc.returncode == 141, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# -- output to a pipe ---------------------------------------------------------------------------------
+
+
+def test_tables_on_a_pipe_keep_cell_names_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a pipe (no terminal, no COLUMNS) rich would lay tables out in 80 columns and break
+    `Consultancy_t1` and `ASE_b1(log)` across lines; the CLI gives its consoles PIPE_WIDTH."""
+    from seerbench.cli._common import PIPE_WIDTH
+    from tests.test_export import make_run
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    run = make_run(tmp_path / "run")
+    code, out, _ = run_main(["stats", "--wide", str(run)], capsys, monkeypatch)
+    assert code == 0
+    lines = out.splitlines()
+    header = next(ln for ln in lines if "protocol" in ln)
+    assert all(h in header for h in ("JSE_b1(log)", "ASE_b1(log)", "accuracy")), header
+    assert any("RandomConsultancy_t1" in ln for ln in lines), out
+    assert max(len(ln) for ln in lines) <= PIPE_WIDTH

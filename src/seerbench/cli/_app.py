@@ -82,8 +82,16 @@ def _root(
         ),
     ] = None,
 ) -> None:
-    from seerbench.cli._common import NORMAL, QUIET, VERBOSE, configure_logging, set_cli_plugins
+    from seerbench.cli._common import (
+        NORMAL,
+        QUIET,
+        VERBOSE,
+        configure_logging,
+        set_cli_plugins,
+        widen_on_pipes,
+    )
 
+    widen_on_pipes()
     if verbose and quiet:
         raise ConfigError("-v/--verbose and -q/--quiet exclude each other; give one")
     configure_logging(VERBOSE if verbose else QUIET if quiet else NORMAL, log_file)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,17 @@ from seerbench.errors import ConfigError
 
 console = Console()
 err_console = Console(stderr=True)
+#: Columns of the consoles when they write to a pipe or file and ``COLUMNS`` is not set: wide
+#: enough for a table's cell names to stay whole (at rich's default of 80 they wrap mid-word).
+PIPE_WIDTH = 200
+
+
+def widen_on_pipes() -> None:
+    """Give :data:`console` and :data:`err_console` :data:`PIPE_WIDTH` columns where they do not
+    write to a terminal and ``COLUMNS`` does not say a width (called once a command)."""
+    for c in (console, err_console):
+        if not c.is_terminal and "COLUMNS" not in os.environ:
+            c.width = PIPE_WIDTH
 
 
 def print_json(obj: Any) -> None:
