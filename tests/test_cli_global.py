@@ -430,3 +430,17 @@ def test_tables_on_a_pipe_keep_cell_names_whole(
     assert all(h in header for h in ("JSE_b1(log)", "ASE_b1(log)", "accuracy")), header
     assert any("RandomConsultancy_t1" in ln for ln in lines), out
     assert max(len(ln) for ln in lines) <= PIPE_WIDTH
+
+
+def test_help_shows_no_type_for_flags(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flag takes no value: its help row has no `<bool>` (typer's own label), an option that
+    takes one keeps its type."""
+    monkeypatch.setenv("COLUMNS", "160")
+    code, out, _ = run_main(["run", "--help"], capsys, monkeypatch)
+    assert code == 0
+    assert "<bool>" not in out
+    dry_run = next(ln for ln in out.splitlines() if "--dry-run" in ln)
+    assert dry_run.split("--dry-run")[1].split()[0] == "Show", dry_run
+    assert "<int>" in next(ln for ln in out.splitlines() if "--limit" in ln)

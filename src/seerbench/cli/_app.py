@@ -6,15 +6,26 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import typer.core
 
 from seerbench._version import __version__
 from seerbench.config import CACHE_DIR_ENV
 from seerbench.errors import ConfigError
 
 __all__ = ["app"]
+
+
+def _flag_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
+    """An option's type in the help's type column: none for a flag (typer's own says `<bool>`,
+    as if `--dry-run` took a value)."""
+    return None if self.is_flag and self.metavar is None else _typer_type(self, ctx)
+
+
+_typer_type = typer.core.TyperOption.display_type_rich
+typer.core.TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign,assignment]
 
 app = typer.Typer(
     name="seerbench",
