@@ -25,7 +25,7 @@ def _flag_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
 
 
 _typer_type = typer.core.TyperOption.display_type_rich
-typer.core.TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign,assignment]
+typer.core.TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign]
 
 app = typer.Typer(
     name="seerbench",
