@@ -490,6 +490,25 @@ def test_dry_run_names_the_calls_the_cache_will_answer(tmp_path: Path, _isolated
     assert after.cache_hits - before.cache_hits == 8 and after.calls - before.calls == 16
 
 
+def test_dry_run_on_a_folder_being_written_says_so(tmp_path: Path) -> None:
+    """While another process holds the output folder, the plan is a snapshot of a moving folder:
+    the table says who writes it, --json carries it (null when nobody does)."""
+    from seerbench._lock import lock_folder
+
+    out = tmp_path / "out"
+    cfg = _config_file(tmp_path / "c", out=str(out))
+    assert (
+        json.loads(runner.invoke(app, ["run", str(cfg), "--dry-run", "--json"]).stdout)["in_progress"] is None
+    )
+    with lock_folder(out, "seerbench run xp.yaml"):
+        plan = json.loads(runner.invoke(app, ["run", str(cfg), "--dry-run", "--json"]).stdout)
+        assert plan["in_progress"].startswith(f"PID {os.getpid()} on host ")
+        text = " ".join(runner.invoke(app, ["run", str(cfg), "--dry-run"]).stdout.split())
+    assert f"in progress: PID {os.getpid()} on host" in text and "(seerbench run xp.yaml) is writing" in text
+    assert "`seerbench run` on this folder is refused until it ends" in text
+    assert "in progress" not in runner.invoke(app, ["run", str(cfg), "--dry-run"]).stdout  # released
+
+
 def test_show_rebuilds_the_exact_prompts_from_the_cache(finished: Path, _isolated_cache: Path) -> None:
     r = runner.invoke(app, ["show", str(finished), "q1", "--json"])
     assert r.exit_code == 0, r.output

@@ -253,6 +253,12 @@ IN_PROGRESS = (
     "stats again when it ends"
 )
 
+#: ``run --dry-run`` on a folder another live process is writing: its plan is a snapshot.
+PLAN_IN_PROGRESS = (
+    "in progress: {holder} is writing this folder, so 'to run' counts what it has not finished yet "
+    "and shrinks as it goes; `seerbench run` on this folder is refused until it ends"
+)
+
 #: ``stats --anytime`` where a cell's questions share passages (the confidence sequences assume
 #: independent questions).
 ANYTIME_SHARED = (

@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from seerbench._format import ci, num
+from seerbench._lock import lock_holder
 from seerbench.analysis import pressure_section
 from seerbench.analysis.run import summarize_run
 from seerbench.cli._app import app
@@ -31,6 +32,7 @@ from seerbench.provenance import environment_lines
 from seerbench.results import NONE_SCORED
 from seerbench.runs import (
     CELL_AXES,
+    PLAN_IN_PROGRESS,
     RunFolder,
     check_beta,
     check_eps,
@@ -428,8 +430,9 @@ def _print_plan(plans: list[CellPlan], exp: Experiment, *, json_out: bool) -> No
         "cost_usd_max": None if any(c is None for c in costs) else sum(c for c in costs if c is not None),
         "repeat_calls": round(sum(p.repeat_calls for p in plans)),
     }
+    holder = lock_holder(exp.out)  # another run writing the folder now: the plan is a snapshot
     if json_out:
-        print_json({"out": str(exp.out), "cells": rows, "total": total})
+        print_json({"out": str(exp.out), "cells": rows, "total": total, "in_progress": holder})
         return
     t = Table(
         title=f"dry run: {exp.config.name} -> {exp.out}",
@@ -465,6 +468,8 @@ def _print_plan(plans: list[CellPlan], exp: Experiment, *, json_out: bool) -> No
             f"{repeats} of the {calls} calls repeat an earlier request of the grid exactly, so the disk "
             f"cache answers them: expect about {calls - repeats} model calls"
         )
+    if holder is not None:
+        console.print(f"[yellow]{escape(PLAN_IN_PROGRESS.format(holder=holder))}[/]")
 
 
 def _axis_value(s: dict[str, Any], axis: str) -> str:
