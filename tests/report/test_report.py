@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from seerbench.report import script_json
-from seerbench.runs import RunFolder, read_results
+from seerbench.runs import RunFolder, json_safe, read_results
 from tests.test_cli_global import one_line_error, run_main
 
 from ._html import read_report
@@ -123,6 +123,23 @@ def test_run_text_is_escaped_and_json_is_safe(evidence_report: Path) -> None:
     assert json.loads(script_json({"x": [math.nan, math.inf, 1.5]})) == {
         "x": [None, None, 1.5]
     }  # JSON.parse reads no NaN
+
+
+def test_script_json_is_json_dumps_made_safe() -> None:
+    """script_json is json.dumps (no ASCII escapes, no spaces, no NaN) with <, > and & escaped."""
+    values: list[Any] = [
+        {"a": [1, -0.0, 1e-05, 1e16, 1.5e300, 2**70, 0.30000000000000004], "é\u2028": "\x00\x1f\x7f\ud7ff€"},
+        [True, False, None, "", {}, [], {"1": {"2": [3, "x"]}}],
+        "top-level <string> & text",
+        0.1,
+        7,
+        None,
+        {"nan": [math.nan], "deep": [{"inf": -math.inf}]},
+    ]
+    for v in values:
+        want = json.dumps(json_safe(v), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        want = want.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        assert script_json(v) == want
 
 
 def test_figures_present_and_browser_rows_complete(evidence_run: Path, evidence_report: Path) -> None:
