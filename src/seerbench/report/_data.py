@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from seerbench.analysis.run import summarize_run
-from seerbench.complementarity import Calibration, calibration
-from seerbench.complementarity._calibration import add_judge_forecasts
+from seerbench.complementarity import Calibration, add_judge_forecasts, calibration
 from seerbench.errors import ConfigError
 from seerbench.report._browser import Browser
 from seerbench.runs import CELL_AXES, Cell, RunFolder
