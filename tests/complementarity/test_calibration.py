@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -117,3 +118,40 @@ def test_model_judge_calibration_from_a_run(tmp_path: Path) -> None:
         for ks in by_bucket.values()
     )
     assert cal.ece == pytest.approx(ece)
+
+
+def test_judge_forecasts_by_hand_ties_failures_and_symmetric_lines() -> None:
+    from seerbench.complementarity import judge_forecasts
+
+    def case(probs: dict[str, float] | None, **cp: object) -> dict[str, Any]:
+        return {"case_probs": {"probabilities": probs, **cp}}
+
+    q3 = {"answer_cases": [{"short": s, "value": v} for s, v in (("A", 1.0), ("B", 0.0), ("C", 0.0))]}
+    lines: list[dict[str, Any]] = [
+        # a tie of two at the top, one of them true: 1/2; three tied with the truth among them: 1/3
+        {
+            "question": q3,
+            "answer_cases": [case({"A": 0.4, "B": 0.4, "C": 0.2}), case({"A": 0.3, "B": 0.3, "C": 0.3})],
+        },
+        # a wrong top choice (0), one that did not parse and one with an error (both left out)
+        {
+            "question": q3,
+            "answer_cases": [
+                case({"A": 0.1, "B": 0.7, "C": 0.2}),
+                case({"A": 0.9, "B": 0.1}, parse_status="failed"),
+                case({"A": 0.9, "B": 0.1}, error="timeout"),
+            ],
+        },
+        # symmetric: the first case only; excluded: nothing; no answer cases in the question: nothing
+        {"question": q3, "symmetric": True, "answer_cases": [case({"A": 0.8, "B": 0.2}), case({"B": 1.0})]},
+        {"question": q3, "excluded": True, "answer_cases": [case({"A": 0.8, "B": 0.2})]},
+        {"question": {}, "answer_cases": [case({"A": 0.8, "B": 0.2})]},
+        # two options share the truth's value (two true answers): a top on either is right
+        {
+            "question": {"answer_cases": [{"short": "A", "value": 1.0}, {"short": "B", "value": 1.0}]},
+            "answer_cases": [case({"A": 0.5, "B": 0.5}), case({"A": 0.2, "B": 1.2})],
+        },
+    ]
+    conf, right = judge_forecasts(lines)
+    assert conf == [0.4, 0.3, 0.7, 0.8, 0.5, 1.0]
+    assert right == [0.5, 1 / 3, 0.0, 1.0, 1.0, 1.0]

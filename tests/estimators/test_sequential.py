@@ -15,6 +15,7 @@ from seerbench.estimators import (
     hedged_log_capital,
     paired_sequence,
 )
+from seerbench.estimators._sequential import GRID
 
 ALPHA = 0.05
 LEVEL = math.log(1 / ALPHA)
@@ -148,3 +149,122 @@ def test_refuses_values_outside_the_bounds() -> None:
     with pytest.raises(ValueError, match=r"in \[0, 1\]"):
         paired_sequence([2.0], [1.0])
     assert confidence_sequence([]).interval == (0.0, 1.0)
+
+
+# ---- the grid search against a straightforward reference ----------------------------------------
+
+
+def _reference(
+    values: np.ndarray, alpha: float, lo: float, hi: float, grid: int
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(lower, upper, missed)`` written from the module docstring's formulas, with nothing
+    skipped: every candidate's capital at every ``t`` (64 candidates at a time), the kept set's ends
+    rounded outward by a grid step, their running intersection, and the last non-empty intersection
+    kept once it empties (``missed``)."""
+    y = (values - lo) / (hi - lo)
+    n = y.size
+    t = np.arange(1, n + 1, dtype=float)
+    mu = (0.5 + np.cumsum(y)) / (t + 1)
+    s2 = (0.25 + np.cumsum((y - mu) ** 2)) / (t + 1)
+    s2_prev = np.concatenate([[0.25], s2[:-1]])
+    bet = np.sqrt(2.0 * math.log(2.0 / alpha) / (s2_prev * t * np.log1p(t)))
+    cand = np.linspace(0.0, 1.0, grid + 1)
+    first, last = np.full(n, grid + 1), np.full(n, -1)
+    for j in range(0, grid + 1, 64):
+        m = cand[j : j + 64, None]
+        with np.errstate(divide="ignore"):
+            up = np.minimum(bet, 0.5 / m)  # l+_t(m)
+            down = np.minimum(bet, 0.5 / (1.0 - m))  # l-_t(m)
+        k_up = np.cumsum(np.log1p(up * (y - m)), axis=1) + math.log(0.5)  # log(theta K+_t(m))
+        k_down = np.cumsum(np.log1p(-down * (y - m)), axis=1) + math.log(0.5)  # log((1 - theta) K-_t(m))
+        kept = np.maximum(k_up, k_down) < math.log(1.0 / alpha)
+        rows = np.arange(j, j + m.size)[:, None]
+        first = np.minimum(first, np.where(kept, rows, grid + 1).min(axis=0))
+        last = np.maximum(last, np.where(kept, rows, -1).max(axis=0))
+    lower, upper = np.empty(n), np.empty(n)
+    a, b = 0.0, 1.0
+    for i in range(n):
+        if last[i] >= 0:  # a step with no candidate kept claims nothing
+            na, nb = max(a, cand[max(first[i] - 1, 0)]), min(b, cand[min(last[i] + 1, grid)])
+            if na > nb:  # the intersection emptied: the last non-empty one from here on
+                lower[i:], upper[i:] = a, b
+                return lo + (hi - lo) * lower, lo + (hi - lo) * upper, True
+            a, b = na, nb
+        lower[i], upper[i] = a, b
+    return lo + (hi - lo) * lower, lo + (hi - lo) * upper, False
+
+
+def _draws(rng: np.random.Generator, n: int, kind: str) -> np.ndarray:
+    if kind == "discrete":  # judge accuracy with ties: 0, 1/2, 1
+        return rng.choice([0.0, 0.5, 1.0], size=n, p=rng.dirichlet([1, 1, 1]))
+    if kind == "binary":
+        return (rng.random(n) < rng.random()).astype(float)
+    if kind == "shift":  # the mean moves half-way: the intersection empties (a miss)
+        p = rng.random(2)
+        return np.where(np.arange(n) < n // 2, rng.random(n) < p[0], rng.random(n) < p[1]).astype(float)
+    a, b = rng.uniform(0.3, 5, 2)
+    return rng.beta(a, b, size=n)  # continuous
+
+
+@pytest.mark.parametrize("kind", ["discrete", "binary", "shift", "continuous"])
+def test_grid_search_equals_the_reference_bit_for_bit(kind: str) -> None:
+    """The interval search skips candidates whose capital is far past the level: its bounds must be
+    the reference's exactly, on sequences of 1 to 20,000 values, bounds [0, 1] and [-1, 1]."""
+    rng = np.random.default_rng(["discrete", "binary", "shift", "continuous"].index(kind))
+    misses = 0
+    for k, n in enumerate([1, 2, 3, 7, *np.geomspace(10, 20_000, 12).astype(int).tolist()]):
+        x = _draws(rng, n, kind)
+        lo, hi = (-1.0, 1.0) if k % 2 else (0.0, 1.0)
+        if lo < 0:  # a paired difference of two such values
+            x = x - _draws(rng, n, kind)
+        alpha = (0.05, 0.01, 0.2)[k % 3]
+        cs = confidence_sequence(x, alpha=alpha, lo=lo, hi=hi)
+        lower, upper, missed = _reference(x, alpha, lo, hi, GRID)
+        assert np.array_equal(cs.lower, lower) and np.array_equal(cs.upper, upper), (kind, n, alpha)
+        misses += missed
+    assert kind != "shift" or misses >= 3  # the intersection emptied on some of these
+
+
+def test_a_moving_mean_grows_the_window_and_equals_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the mean moves, candidates left out of the search come back (their sums recomputed
+    from the first value), below the window and above it."""
+    from seerbench.estimators import _sequential
+
+    grown: list[float] = []
+    history = _sequential._history
+
+    def spy(
+        y: np.ndarray, bets: np.ndarray, m: np.ndarray, t0: int, t1: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        grown.append(float(m[0]))
+        return history(y, bets, m, t0, t1)
+
+    monkeypatch.setattr(_sequential, "_history", spy)
+    rng = np.random.default_rng(11)
+    for p, q in ((0.2, 0.5), (0.8, 0.5)):
+        x = np.concatenate([rng.random(400) < p, rng.random(3000) < q]).astype(float)
+        grown.clear()
+        cs = confidence_sequence(x)
+        lower, upper, _ = _reference(x, 0.05, 0.0, 1.0, GRID)
+        assert np.array_equal(cs.lower, lower) and np.array_equal(cs.upper, upper), (p, q)
+        assert grown and all(m > p if q > p else m < p for m in grown)
+
+
+@pytest.mark.parametrize("grid", [1, 2, 10, 37, 5000])
+def test_other_grids_equal_the_reference(grid: int) -> None:
+    rng = np.random.default_rng(grid)
+    for n in (1, 5, 300, 1000 if grid > GRID else 3000):
+        for kind in ("discrete", "continuous", "shift"):
+            x = _draws(rng, n, kind)
+            cs = confidence_sequence(x, grid=grid)
+            lower, upper, _ = _reference(x, 0.05, 0.0, 1.0, grid)
+            assert np.array_equal(cs.lower, lower) and np.array_equal(cs.upper, upper), (grid, n, kind)
+
+
+def test_constant_sequences_equal_the_reference() -> None:
+    for v in (0.0, 0.5, 1.0):
+        for n in (1, 50, 4000):
+            x = np.full(n, v)
+            cs = confidence_sequence(x)
+            lower, upper, _ = _reference(x, 0.05, 0.0, 1.0, GRID)
+            assert np.array_equal(cs.lower, lower) and np.array_equal(cs.upper, upper), (v, n)

@@ -15,6 +15,7 @@ Pure functions returning pydantic result objects; see ``docs/complementarity.md`
 from seerbench.complementarity._calibration import (
     HUMAN_CONFIDENCE_PROBABILITY,
     Calibration,
+    add_judge_forecasts,
     calibration,
     human_calibration,
     judge_calibration,
@@ -74,6 +75,7 @@ __all__ = [
     "MixedEffects",
     "Reliance",
     "ThresholdRow",
+    "add_judge_forecasts",
     "ai_items",
     "analyze",
     "binarize",

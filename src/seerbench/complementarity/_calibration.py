@@ -11,7 +11,7 @@ wrong; 1/2 for a judge's tie), with buckets ``B_b`` of the forecasts:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableSequence, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -122,31 +122,45 @@ def judge_forecasts(lines: Sequence[dict[str, Any]]) -> tuple[list[float], list[
     conf: list[float] = []
     right: list[float] = []
     for line in lines:
-        if line.get("excluded"):
-            continue
-        q = line.get("question") or {}
-        values = {str(ac.get("short")): float(ac.get("value") or 0.0) for ac in q.get("answer_cases") or []}
-        if not values:
-            continue
-        best = max(values.values())
-        truth = {k for k, v in values.items() if v == best}
-        cases = line.get("answer_cases") or []
-        if isinstance(cases, dict):
-            cases = list(cases.values())
-        if line.get("symmetric"):
-            cases = cases[:1]
-        for case in cases:
-            cp = (case or {}).get("case_probs") or {}
-            probs = cp.get("probabilities")
-            if not probs or cp.get("error") or cp.get("parse_status", "ok") != "ok":
-                continue
-            top = max(float(p) for p in probs.values())
-            if math.isnan(top):
-                continue
-            argmax = [o for o, p in probs.items() if float(p) == top]
-            conf.append(min(max(top, 0.0), 1.0))
-            right.append(sum(1 for o in argmax if o in truth) / len(argmax))
+        add_judge_forecasts(line, conf, right)
     return conf, right
+
+
+def add_judge_forecasts(
+    line: dict[str, Any], conf: MutableSequence[float], right: MutableSequence[float]
+) -> None:
+    """:func:`judge_forecasts` of one line, appended to ``conf`` and ``right`` (lists or
+    ``array("d")``: the report keeps a million of each)."""
+    if line.get("excluded"):
+        return
+    q = line.get("question") or {}
+    values = {}
+    for ac in q.get("answer_cases") or ():
+        values[str(ac.get("short"))] = float(ac.get("value") or 0.0)
+    if not values:
+        return
+    best = max(values.values())
+    truth = [k for k, v in values.items() if v == best]
+    cases = line.get("answer_cases") or []
+    if isinstance(cases, dict):
+        cases = list(cases.values())
+    if line.get("symmetric"):
+        cases = cases[:1]
+    for case in cases:
+        cp = (case or {}).get("case_probs") or {}
+        probs = cp.get("probabilities")
+        if not probs or cp.get("error") or cp.get("parse_status", "ok") != "ok":
+            continue
+        top = max(map(float, probs.values()))
+        if math.isnan(top):
+            continue
+        tied = true_tied = 0  # options at the largest probability, and the true ones among them
+        for o, p in probs.items():
+            if float(p) == top:
+                tied += 1
+                true_tied += o in truth
+        conf.append(min(max(top, 0.0), 1.0))
+        right.append(true_tied / tied)
 
 
 def judge_calibration(run_dir: str | Path, *, bins: int = 10) -> list[Calibration]:

@@ -29,7 +29,6 @@ from collections.abc import Iterator
 
 import numpy as np
 from pydantic import BaseModel
-from scipy.stats import norm
 
 from seerbench.complementarity._data import AIItems, HumanData
 from seerbench.errors import ConfigError
@@ -142,6 +141,8 @@ def mixed_effects(
         import gpboost as gpb
     except ImportError:
         raise ConfigError(EXTRA_HINT) from None
+    from scipy.stats import norm  # here: scipy.stats alone takes 0.7 s to import
+
     x, names = design(ai, humans, ref, interaction=interaction)
     rank = np.linalg.matrix_rank(x)
     if rank < x.shape[1]:

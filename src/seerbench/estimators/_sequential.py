@@ -33,7 +33,8 @@ wide). Questions that share a passage are not independent: the sequence then cov
 whole passages as the units (their mean values), which this module leaves to the caller.
 
 Pure numpy. The interval is found on a grid of candidate means and rounded outward by one grid
-step, so it is conservative by at most ``(hi - lo) / grid``.
+step, so it is conservative by at most ``(hi - lo) / grid``; the search leaves out the candidates
+whose capital is provably past the level (:func:`_kept_ends`), with the bounds of the full search.
 """
 
 from __future__ import annotations
@@ -59,8 +60,6 @@ TRUNCATION = 0.5
 THETA = 0.5
 #: Candidate means on the grid that finds the interval (so rounding widens it by <= 1/GRID).
 GRID = 1000
-#: Grid candidates evaluated at once (bounds the memory of one block: t x block doubles).
-_BLOCK = 128
 
 
 def _check(alpha: float, lo: float, hi: float) -> None:
@@ -193,19 +192,10 @@ def confidence_sequence(
     y = _unit(x, lo, hi)
     n = y.size
     cand = np.linspace(0.0, 1.0, grid + 1)
-    first = np.full(n, grid + 1)  # index of the first candidate kept at each t
-    last = np.full(n, -1)
     if n:
-        bets = predictable_bets(y, alpha)
-        level = math.log(1.0 / alpha)
-        for start in range(0, cand.size, _BLOCK):
-            block = cand[start : start + _BLOCK]
-            keep = _log_capital(y, block, bets) < level  # (block, n)
-            anyk = keep.any(axis=0)
-            f = np.where(anyk, start + keep.argmax(axis=0), grid + 1)
-            la = np.where(anyk, start + block.size - 1 - keep[::-1].argmax(axis=0), -1)
-            first = np.minimum(first, f)
-            last = np.maximum(last, la)
+        first, last = _kept_ends(y, predictable_bets(y, alpha), cand, math.log(1.0 / alpha))
+    else:
+        first, last = np.full(0, grid + 1), np.full(0, -1)
     empty = last < 0  # no candidate kept (a set narrower than the grid): claim nothing there
     low_i = np.where(empty, 0, np.maximum(first - 1, 0))
     high_i = np.where(empty, grid, np.minimum(last + 1, grid))
@@ -218,6 +208,146 @@ def confidence_sequence(
     scale = hi - lo
     means = np.cumsum(x) / np.arange(1, n + 1) if n else np.empty(0)
     return ConfidenceSequence(alpha, lo, hi, means, lo + scale * lower, lo + scale * upper)
+
+
+# ---- the grid search ------------------------------------------------------------------------------
+#
+# The interval at ``t`` needs only the first and the last candidate kept at ``t``. Every candidate's
+# running sums of log terms must still be added up value by value (a float sum cannot be resumed
+# without its terms), but a candidate whose capital is far past the level is rejected without
+# being looked at, by monotonicity: in exact arithmetic each log term of the "mean > m" side,
+# ``log(1 + min(b, c/m) (y - m))``, is non-increasing in ``m`` (for ``y >= m`` both factors fall; for
+# ``y < m`` it is ``b (y - m)`` or ``c y / m - c``, both non-increasing), so ``log K+_t(m)`` is too, and
+# ``log K-_t(m)`` (the same with ``y, m -> 1 - y, 1 - m``) is non-decreasing. The computed values are
+# within ``E_t`` (:func:`_rounding`) of the exact ones, so a computed ``log(theta K+_t(m_k)) >= level +
+# 2 E_t`` proves every computed ``log(theta K+_t(m_j))``, ``j < k``, at least ``level``: rejected, as the
+# full search would find. The search therefore keeps a window of candidates ``[a, b)`` and advances
+# their sums a slab of time steps at a time, exactly as the full search adds them (the same
+# operations on the same values in the same order, a slab's first term added to the sum carried from
+# the slab before); at each ``t`` the window's lowest candidate must prove everything below it
+# rejected (or be candidate 0) and its highest everything above it (or be the last); where one does
+# not, the window grows, the new candidates' sums recomputed from the first value. After each slab,
+# candidates more than :data:`_SLACK` past the level are left out of the window.
+
+#: Time steps per slab of the grid search: ``t / _SLAB_SHARE`` within these bounds (short slabs
+#: early, while the window narrows fast).
+_SLAB, _SLAB_MAX, _SLAB_SHARE = 32, 256, 4
+#: Log capital past ``level + 2 E_t`` at which a candidate on the window's edge is left out of it.
+_SLACK = 2.0
+#: Candidates added at once where the window must grow (doubling while it must).
+_GROW = 16
+
+
+def _rounding(bets: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """``E_t`` (shape ``(n,)``): a bound on how far a computed ``log(theta K+-_t(m))`` of any grid
+    candidate lies from its exact value. Per term ``x = log1p(l d)``: the product ``l d`` carries three
+    roundings (``y - m``, ``c / m`` and the product), which move ``log1p`` by at most ``3.02 u`` (its
+    slope is at most ``1 / (1 - c)`` and ``|l d| <= c`` where ``l d < 0``; ``l d / (1 + l d) < 1``
+    where ``l d >= 0``); ``log1p`` itself is taken to be within 8 ulps, ``16 u |x|``. With ``|x| <=
+    X`` the running sum of ``t`` terms rounds by at most ``u X t (t + 1) / 2`` in all, and ``+ log(theta)``
+    once more by ``u (X t + 1)``: ``E_t <= u (X t (t + 1) / 2 + (17 X + 4) t + X t + 1)``, which
+    ``8 u (X + 4) (t + 2)^2`` exceeds."""
+    u = 2.0**-53
+    reach = float(bets.max())  # l d <= l <= b for m = 0 or 1; else <= c / m or c / (1 - m)
+    if cand.size > 1:
+        reach = max(reach, TRUNCATION / min(float(cand[1]), 1.0 - float(cand[-2])))
+    big = math.log1p(1.01 * reach) + 1.0  # X: log1p of the largest stake, or |log(1 - c)| < 1
+    t = np.arange(1, bets.size + 1, dtype=float)
+    return 8.0 * u * (big + 4.0) * (t + 2.0) ** 2
+
+
+def _slab(
+    y: np.ndarray,
+    bets: np.ndarray,
+    m: np.ndarray,
+    t0: int,
+    t1: int,
+    carry: tuple[np.ndarray, np.ndarray] | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The running sums ``sum_{i<=t} log1p(l+_i (X_i - m))`` and ``sum_{i<=t} log1p(-l-_i (X_i - m))``
+    of candidates ``m`` at ``t = t0..t1-1`` (shape ``(m.size, t1 - t0)``), continuing the sums at
+    ``t0 - 1`` in ``carry`` (none at ``t0 = 0``): each value as :func:`_log_capital` adds it."""
+    b = bets[t0:t1]
+    mc = m[:, None]
+    d = y[t0:t1] - mc  # X_i - m
+    if float(b.max()) <= TRUNCATION:  # c/m, c/(1-m) >= c for m in [0, 1]: no bet is truncated
+        up = d * b
+        down = np.negative(up)  # -(l d) is (-l) d exactly
+    else:
+        with np.errstate(divide="ignore"):
+            up = np.minimum(b, TRUNCATION / mc)  # l+
+            down = np.minimum(b, TRUNCATION / (1.0 - mc))  # l-
+        up *= d
+        np.negative(down, out=down)
+        down *= d
+    np.log1p(up, out=up)
+    np.log1p(down, out=down)
+    if carry is not None:
+        up[:, 0] += carry[0]
+        down[:, 0] += carry[1]
+    np.cumsum(up, axis=1, out=up)
+    np.cumsum(down, axis=1, out=down)
+    return up, down
+
+
+def _history(
+    y: np.ndarray, bets: np.ndarray, m: np.ndarray, t0: int, t1: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_slab` at ``t0..t1-1`` for candidates new to the window: their sums from the first value."""
+    carry = None
+    for s in range(0, t0, _SLAB_MAX):
+        up, down = _slab(y, bets, m, s, min(t0, s + _SLAB_MAX), carry)
+        carry = (up[:, -1].copy(), down[:, -1].copy())
+    return _slab(y, bets, m, t0, t1, carry)
+
+
+def _kept_ends(
+    y: np.ndarray, bets: np.ndarray, cand: np.ndarray, level: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The first and the last grid candidate kept at each ``t`` (``cand.size`` and ``-1`` where none
+    is): those of the full search, candidate by candidate, without the candidates the window's edges
+    prove rejected (see above)."""
+    n, g = y.size, cand.size
+    first, last = np.full(n, g), np.full(n, -1)
+    lup, ldown = math.log(THETA), math.log(1.0 - THETA)
+    proof = level + 2.0 * _rounding(bets, cand)  # a computed log capital this high proves the rest
+    a, b = 0, g  # the window
+    carry: tuple[np.ndarray, np.ndarray] | None = None
+    t1 = 0
+    while t1 < n:
+        t0, t1 = t1, min(n, t1 + max(_SLAB, min(_SLAB_MAX, t1 // _SLAB_SHARE)))
+        up, down = _slab(y, bets, cand[a:b], t0, t1, carry)
+        grow, need = _GROW, proof[t0:t1]
+        while True:
+            kup, kdown = up + lup, down + ldown  # log(theta K+), log((1 - theta) K-)
+            low_ok = a == 0 or bool((kup >= need).any(axis=0).all())
+            high_ok = b == g or bool((kdown >= need).any(axis=0).all())
+            if low_ok and high_ok:
+                break
+            if not low_ok:
+                a2 = max(0, a - grow)
+                nu, nd = _history(y, bets, cand[a2:a], t0, t1)
+                up, down, a = np.concatenate([nu, up]), np.concatenate([nd, down]), a2
+            if not high_ok:
+                b2 = min(g, b + grow)
+                nu, nd = _history(y, bets, cand[b:b2], t0, t1)
+                up, down, b = np.concatenate([up, nu]), np.concatenate([down, nd]), b2
+            grow *= 2
+        keep = np.maximum(kup, kdown) < level
+        anyk = keep.any(axis=0)
+        first[t0:t1] = np.where(anyk, a + keep.argmax(axis=0), g)
+        last[t0:t1] = np.where(anyk, b - 1 - keep[::-1].argmax(axis=0), -1)
+        # leave out the edge candidates far past the level (a later slab adds any it needs back)
+        far = proof[t1 - 1] + _SLACK
+        below = np.flatnonzero(kup[:, -1] >= far)
+        above = np.flatnonzero(kdown[:, -1] >= far)
+        lo_k = int(below[-1]) if below.size else 0
+        hi_k = int(above[0]) if above.size else b - a - 1
+        lo_k, hi_k = min(lo_k, hi_k), max(lo_k, hi_k)
+        up, down = up[lo_k : hi_k + 1], down[lo_k : hi_k + 1]
+        a, b = a + lo_k, a + hi_k + 1
+        carry = (up[:, -1].copy(), down[:, -1].copy())
+    return first, last
 
 
 def paired_sequence(

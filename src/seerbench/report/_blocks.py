@@ -19,13 +19,34 @@ def esc(x: Any) -> str:
     return html.escape(str(x), quote=True)
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+# json.dumps(obj, **those options) makes a new encoder, and the encoder a new C encoder, for every
+# call: made once here (the same C encoder; without the check for circular references, which a tree
+# read from JSON cannot have), a row of the transcript browser is turned into text in half the time
+_make_c_encoder = getattr(json.encoder, "c_make_encoder", None)  # what JSONEncoder.iterencode uses
+_C_ENCODER = (
+    None
+    if _make_c_encoder is None
+    else _make_c_encoder(
+        None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False, False, False
+    )
+)
+
+
+def _dumps(obj: Any) -> str:
+    """``json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))``."""
+    if _C_ENCODER is None:  # no C accelerator (not CPython)
+        return _ENCODER.encode(obj)
+    return "".join(_C_ENCODER(obj, 0))
+
+
 def script_json(obj: Any) -> str:
     """JSON safe inside a ``<script>`` element: ``<``, ``>`` and ``&`` (so ``</script>`` and
     ``<!--``) written as ``\\u`` escapes, which JSON.parse reads back as the same characters."""
     try:  # results are finite almost always: json_safe's walk over 60,000 rows only when needed
-        text = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = _dumps(obj)
     except ValueError:
-        text = json.dumps(json_safe(obj), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = _dumps(json_safe(obj))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 

@@ -42,64 +42,64 @@ CHUNK_DIR = "transcripts"
 WRONG, FAILED = 1, 2
 
 
-def _mark(score: Any) -> str:
-    """A case's verdict against the truth: r(ight), w(rong), t(ie) or u(nscored)."""
-    acc = (score or {}).get("accuracy")
-    if acc is None:
-        return "u"
-    return "r" if acc >= 1.0 else "w" if acc <= 0.0 else "t"
-
-
-def _turn(t: dict[str, Any]) -> list[Any]:
-    quotes = [
-        [str(q.get("text", "")), q.get("verified")] for q in t.get("quotes") or [] if isinstance(q, dict)
-    ]
+def _turns(transcript: list[dict[str, Any]]) -> list[Any]:
     return [
-        str(t.get("speaker") or t.get("role") or ""),
-        t.get("answer_case"),
-        str(t.get("content") or ""),
-        quotes,
+        [
+            str(t.get("speaker") or t.get("role") or ""),
+            t.get("answer_case"),
+            str(t.get("content") or ""),
+            [
+                [str(q.get("text", "")), q.get("verified")]
+                for q in t.get("quotes") or ()
+                if isinstance(q, dict)
+            ],
+        ]
+        for t in transcript
     ]
 
 
 def browser_row(cell_index: int, q_index: int, ln: dict[str, Any]) -> list[Any]:
     """One line of a results file as the transcript browser's row:
     ``[cell, question, excluded, parse_failures, judge_accuracy, asd(log), chosen_case, cases]``,
-    each case ``[short, method, probabilities, parse_status, error, mark, transcript, orders]`` (``orders``:
-    with both option orders, the probabilities of the order as asked and of the swapped one) and each
-    turn ``[speaker, answer_case, text, [[quote, verified], ...]]``. A symmetric line (a debate,
-    NaiveJudge) has one protocol run: its transcript is given once, on the first case."""
+    each case ``[short, method, probabilities, parse_status, error, mark, transcript, orders]`` (``mark``:
+    the verdict against the truth, r(ight), w(rong), t(ie) or u(nscored); ``orders``: with both option
+    orders, the probabilities of the order as asked and of the swapped one) and each turn ``[speaker,
+    answer_case, text, [[quote, verified], ...]]``. A symmetric line (a debate, NaiveJudge) has one
+    protocol run: its transcript is given once, on the first case."""
     cases = []
-    seen_transcript = False
-    for c in ln.get("answer_cases") or []:
+    once = ln.get("symmetric")
+    seen = False  # a case before this one
+    for c in ln.get("answer_cases") or ():
         cp = c.get("case_probs") or {}
-        tr: list[Any] = []
-        if not (ln.get("symmetric") and seen_transcript):
-            tr = [_turn(t) for t in cp.get("transcript") or []]
-            seen_transcript = True
-        meta = cp.get("metadata") or {}
-        orders = [meta.get("original"), meta.get("swapped")] if meta.get("both_orders") else None
+        get = cp.get
+        tr = get("transcript")
+        tr = _turns(tr) if tr and not (once and seen) else []
+        seen = True
+        meta = get("metadata")
+        score = get("judge_score")
+        acc = score.get("accuracy") if score else None
         cases.append(
             [
                 c.get("short"),
-                cp.get("method"),
-                cp.get("probabilities"),
-                cp.get("parse_status"),
-                cp.get("error"),
-                _mark(cp.get("judge_score")),
+                get("method"),
+                get("probabilities"),
+                get("parse_status"),
+                get("error"),
+                "u" if acc is None else "r" if acc >= 1.0 else "w" if acc <= 0.0 else "t",
                 tr,
-                orders,
+                [meta.get("original"), meta.get("swapped")] if meta and meta.get("both_orders") else None,
             ]
         )
-    asd = (ln.get("asd") or {}).get("log")
+    get = ln.get
+    asd = get("asd")
     return [
         cell_index,
         q_index,
-        bool(ln.get("excluded")),
-        int(ln.get("parse_failures") or 0),
-        ln.get("judge_accuracy"),
-        asd,
-        ln.get("chosen_case"),
+        bool(get("excluded")),
+        int(get("parse_failures") or 0),
+        get("judge_accuracy"),
+        asd.get("log") if asd else None,
+        get("chosen_case"),
         cases,
     ]
 
@@ -107,22 +107,28 @@ def browser_row(cell_index: int, q_index: int, ln: dict[str, Any]) -> list[Any]:
 def row_flags(row: list[Any]) -> int:
     """:data:`WRONG` when a case's verdict is wrong or tied, :data:`FAILED` when the line has a
     parse failure or a case whose verdict did not parse: what the page's filters test."""
-    cases = row[7]
-    wrong = any(c[5] in ("w", "t") for c in cases)
-    failed = row[3] > 0 or any(c[3] != "ok" for c in cases)
-    return (WRONG if wrong else 0) | (FAILED if failed else 0)
+    flags = FAILED if row[3] > 0 else 0
+    for c in row[7]:
+        if c[5] == "w" or c[5] == "t":
+            flags |= WRONG
+        if c[3] != "ok":
+            flags |= FAILED
+    return flags
 
 
-def question_entry(q: dict[str, Any]) -> list[Any]:
-    """``[id, text, [[short, long, is_true], ...]]``."""
-    return [
-        str(q.get("id")),
+def question_key(ln: dict[str, Any]) -> tuple[Any, ...]:
+    """The question of a results line as the browser keeps it, ``(id, text, (short, long, is_true),
+    ...)``: its entry in the page is the same as a list, ``[id, text, [[short, long, is_true], ...]]``.
+    Equal as a tuple exactly when equal as JSON (strings and flags)."""
+    q = ln.get("question") or {}
+    return (
+        str(q["id"] if "id" in q else ln.get("question_id")),
         str(q.get("text") or ""),
-        [
-            [str(a.get("short")), str(a.get("long")), float(a.get("value") or 0.0) > 0.5]
-            for a in q.get("answer_cases") or []
-        ],
-    ]
+        *(
+            (str(a.get("short")), str(a.get("long")), float(a.get("value") or 0.0) > 0.5)
+            for a in q.get("answer_cases") or ()
+        ),
+    )
 
 
 def remove_chunks(folder: Path) -> None:
@@ -166,14 +172,12 @@ class Browser:
 
     def add(self, cell: int, ln: dict[str, Any]) -> None:
         """One results line of cell ``cell`` (as read, not rescored)."""
-        entry = question_entry({"id": ln.get("question_id"), **(ln.get("question") or {})})
-        # one id may name different questions in two runs: keyed by content (the entry's strings
-        # and flags, so equal as a tuple exactly when equal as JSON), turned into JSON once
-        key = (entry[0], entry[1], *(tuple(a) for a in entry[2]))
+        # one id may name different questions in two runs: keyed by content, turned into JSON once
+        key = question_key(ln)
         q = self._question_index.get(key)
         if q is None:
             q = self._question_index[key] = len(self.questions)
-            text = script_json(entry)
+            text = script_json([key[0], key[1], [list(a) for a in key[2:]]])
             self.questions.append(text)
             self.size += len(text) + 1
         row = browser_row(cell, q, ln)

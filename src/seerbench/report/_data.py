@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from seerbench.analysis.run import summarize_run
-from seerbench.complementarity import Calibration, calibration, judge_forecasts
+from seerbench.complementarity import Calibration, add_judge_forecasts, calibration
 from seerbench.errors import ConfigError
 from seerbench.report._browser import Browser
 from seerbench.runs import CELL_AXES, Cell, RunFolder
@@ -94,14 +94,13 @@ def load_run(
     # (confidence, correct) per verdict, as doubles: 10^5 questions x 6 cells are 1.2 million of each
     forecasts = {key: (array("d"), array("d")) for key in cell_index}
 
-    def on_line(cell: Cell, ln: dict[str, Any]) -> None:
-        browser.add(cell_index[cell.key], ln)
-        m = methods[cell.key]
-        for c in ln.get("answer_cases") or []:
-            m[str((c.get("case_probs") or {}).get("method"))] += 1
-        conf, right = judge_forecasts([ln])
-        forecasts[cell.key][0].extend(conf)
-        forecasts[cell.key][1].extend(right)
+    def on_line(cell: Cell, ln: dict[str, Any]) -> None:  # the line as read, not rescored
+        key = cell.key
+        browser.add(cell_index[key], ln)
+        methods[key].update(
+            [str((c.get("case_probs") or {}).get("method")) for c in ln.get("answer_cases") or ()]
+        )
+        add_judge_forecasts(ln, *forecasts[key])
 
     try:
         summary = summarize_run(folder.path, baseline=base, anytime=True, on_line=on_line)

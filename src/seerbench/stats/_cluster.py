@@ -32,9 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
-from scipy.stats import t as student_t
 
 from seerbench.stats._interval import Interval, check_confidence, wilson
+from seerbench.stats._quantile import t_ppf
 
 DEFAULT_N_BOOT = 1000
 MODES = ("items", "raters", "judgments")
@@ -207,7 +207,7 @@ def count_interval(
         return Interval(estimate, 0.0, hi, n_max, "exact poisson (no event)", round(n_max), confidence)
     n_eff = min(estimate / variance, n_max) if estimate > 0 and variance > 0 else n_max
     n_eff = max(n_eff, 1e-12)
-    q = float(student_t.ppf(0.5 + check_confidence(confidence) / 2, max(df, 1.0)))
+    q = t_ppf(0.5 + check_confidence(confidence) / 2, max(df, 1.0))
     centre = estimate + q * q / (2 * n_eff)
     half = q * math.sqrt(max(estimate, 0.0) / n_eff + q * q / (4 * n_eff * n_eff))
     return Interval(

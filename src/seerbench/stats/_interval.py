@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
-from scipy.stats import t as student_t
+
+from seerbench.stats._quantile import norm_ppf, t_ppf
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def check_confidence(confidence: float) -> float:
 
 def z_value(confidence: float = 0.95) -> float:
     """Two-sided standard-normal quantile for ``confidence`` (1.959964 at 0.95)."""
-    return float(norm.ppf(0.5 + check_confidence(confidence) / 2))
+    return norm_ppf(0.5 + check_confidence(confidence) / 2)
 
 
 def confidence_of_alpha(alpha: float) -> float:
@@ -121,7 +121,7 @@ def t_interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -
     sd = float(x.std(ddof=1))
     if not sd > 0:
         return Interval(mean, math.nan, math.nan, float(n), "t", n, confidence, "no spread in the values")
-    half = float(student_t.ppf(0.5 + check_confidence(confidence) / 2, n - 1)) * sd / math.sqrt(n)
+    half = t_ppf(0.5 + check_confidence(confidence) / 2, n - 1) * sd / math.sqrt(n)
     return Interval(mean, mean - half, mean + half, float(n), "t", n, confidence)
 
 
@@ -133,6 +133,6 @@ def t_interval_of(
     (with few clusters that variance is itself uncertain and the normal quantile undercovers)."""
     if math.isnan(estimate) or math.isnan(variance):
         return Interval(estimate, math.nan, math.nan, None, method, None, confidence)
-    q = float(student_t.ppf(0.5 + check_confidence(confidence) / 2, max(df, 1.0)))
+    q = t_ppf(0.5 + check_confidence(confidence) / 2, max(df, 1.0))
     half = q * math.sqrt(max(variance, 0.0))
     return Interval(estimate, estimate - half, estimate + half, None, method, None, confidence)

@@ -10,9 +10,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import t as student_t
 
 from seerbench.stats._interval import Interval
+from seerbench.stats._quantile import t_ppf
 
 DEFAULT_N_BOOT = 2000
 #: The notes of an estimate with no interval because nothing measures its spread.
@@ -159,7 +159,7 @@ def widen_to_t(
     the t interval alone is symmetric where the percentile one follows the skew."""
     if not (math.isfinite(se) and df >= 1):
         return lo, hi
-    half = float(student_t.ppf(0.5 + confidence / 2, df)) * se
+    half = t_ppf(0.5 + confidence / 2, df) * se
     return min(lo, mean - half), max(hi, mean + half)
 
 
