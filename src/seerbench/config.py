@@ -17,6 +17,11 @@ if TYPE_CHECKING:
 CACHE_DIR_ENV = "SEERBENCH_CACHE_DIR"
 
 
+def available_cpus() -> int:
+    """The CPU cores this process may run on (its affinity where the OS says it, else all)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def cache_dir(override: str | Path | None = None) -> Path:
     """Where the disk cache lives: ``override`` (CLI/config), else ``$SEERBENCH_CACHE_DIR``, else the
     user's cache directory (e.g. ``~/.cache/seerbench`` on Linux)."""

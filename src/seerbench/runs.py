@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -66,10 +66,21 @@ class ResultsFile(RecordReader):
     :class:`DataError` (upgrade)."""
 
     def __init__(
-        self, path: Path, *, reasons: list[str] | None = None, fingerprint: str | None = None
+        self,
+        path: Path,
+        *,
+        reasons: list[str] | None = None,
+        fingerprint: str | None = None,
+        upto: int | None = None,
     ) -> None:
         super().__init__(
-            path, "question_id", fingerprint=fingerprint, check=check_line, reasons=reasons, warn=False
+            path,
+            "question_id",
+            fingerprint=fingerprint,
+            check=check_line,
+            reasons=reasons,
+            warn=False,
+            upto=upto,
         )
 
 
@@ -94,6 +105,8 @@ class Cell:
     folder: Path
     key: str  # "<protocol config>/<agent-judge config>"
     info: dict[str, Any] = field(default_factory=dict)  # cell.json, when present
+    #: read the results file's first ``upto`` bytes only (:meth:`snapshot`); None: all of it
+    upto: int | None = None
 
     @property
     def results_path(self) -> Path:
@@ -106,8 +119,17 @@ class Cell:
         return fp if isinstance(fp, str) else None
 
     def results(self, reasons: list[str] | None = None) -> ResultsFile:
-        """The cell's results file, read against its fingerprint."""
-        return ResultsFile(self.results_path, reasons=reasons, fingerprint=self.fingerprint)
+        """The cell's results file, read against its fingerprint (up to ``upto`` bytes)."""
+        return ResultsFile(self.results_path, reasons=reasons, fingerprint=self.fingerprint, upto=self.upto)
+
+    def snapshot(self) -> Cell:
+        """This cell, reading its results file as it is now: every reader of the snapshot sees the
+        same lines, whatever a live run appends after (its size is taken once, here)."""
+        try:
+            size = self.results_path.stat().st_size
+        except OSError:
+            size = 0
+        return replace(self, upto=size)
 
     def read(self, reasons: list[str] | None = None) -> tuple[list[dict[str, Any]], int]:
         f = self.results(reasons)

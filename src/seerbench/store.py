@@ -210,15 +210,22 @@ def sibling_fingerprint(path: str | Path, meta_name: str) -> str | None:
     return fp if isinstance(fp, str) else None
 
 
-def numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+def numbered_lines(path: Path, upto: int | None = None) -> Iterator[tuple[int, bytes]]:
     """(line number, raw line) of each non-blank line of a file, read one line at a time;
-    :class:`DataError` when the file cannot be read."""
+    :class:`DataError` when the file cannot be read. With ``upto``, the file's first ``upto`` bytes
+    only (what it held when its size was taken): a line they cut ends there, as a torn line does."""
     try:
         f = path.open("rb")
     except OSError as e:
         raise DataError(f"cannot read {path}: {e.strerror or e}") from None
+    left = upto
     with f:
         for n, raw in enumerate(f, 1):
+            if left is not None:
+                if left <= 0:
+                    return
+                raw = raw[:left]
+                left -= len(raw)
             if raw.strip():
                 yield n, raw
 
@@ -237,7 +244,8 @@ class RecordReader:
     :class:`DataError` naming it; a torn last line (no newline, does not parse: what a
     crash leaves) is skipped and reported either way. With ``warn``, what was left out is logged
     as one warning when the file has been read (readers whose callers show the counts turn it
-    off)."""
+    off). With ``upto``, only the file's first ``upto`` bytes are read (:func:`numbered_lines`):
+    two readers given one size read the same lines while a run appends to the file."""
 
     def __init__(
         self,
@@ -251,8 +259,10 @@ class RecordReader:
         strict: bool = False,
         refuse_duplicates: bool | None = None,
         warn: bool = True,
+        upto: int | None = None,
     ) -> None:
         self.path = Path(path)
+        self.upto = upto
         self.key = key
         self.fingerprint = fingerprint
         self.check = check
@@ -292,7 +302,7 @@ class RecordReader:
         if self.missing_ok and not self.path.exists():
             return
         seen: set[str] = set()
-        for n, raw in numbered_lines(self.path):
+        for n, raw in numbered_lines(self.path, self.upto):
             rec, why = _parse_why(raw)
             if rec is None:
                 self._unusable(n, raw, why)

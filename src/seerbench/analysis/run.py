@@ -4,15 +4,20 @@ rescored, paired differences against a baseline, and the optimization-pressure s
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import multiprocessing
+import traceback
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from seerbench._lock import lock_holder
 from seerbench.analysis._elo import elo_section
 from seerbench.analysis._pressure import pressure_section
-from seerbench.errors import ConfigError
-from seerbench.metrics import DEFAULT_EPS
+from seerbench.config import available_cpus
+from seerbench.errors import ConfigError, SeerbenchError
+from seerbench.metrics import DEFAULT_EPS, FailurePolicy
 from seerbench.results import CellStats
 from seerbench.runs import (
     ANYTIME_SHARED,
@@ -68,6 +73,90 @@ def _beside_elo(elo: dict[str, Any], cells: list[dict[str, Any]], *, beta: float
         t["score"], t["beta"] = score, beta
 
 
+#: ``workers=None`` reads a run's cells in parallel from this many bytes of results on (below it,
+#: starting the processes costs more than it saves).
+PARALLEL_BYTES = 16 << 20
+
+
+@dataclass(frozen=True)
+class _CellJob:
+    """How :func:`_read_cell` reads and summarises one cell (picklable: it goes to a worker)."""
+
+    eps: float
+    policy: FailurePolicy
+    betas: tuple[float, ...]
+    paired_score: str | None
+    anytime: bool
+    n_boot: int
+    seed: int
+
+
+#: One cell read: its per-question values (when paired differences or anytime sequences need
+#: them), its stats record, its unusable lines and why.
+_CellRead = tuple[CellStats | None, dict[str, Any], int, list[str]]
+
+
+def _read_cell(cell: Cell, job: _CellJob) -> _CellRead:
+    """One cell's statistics from its results file, one line at a time: a cell keeps a few floats
+    per question, never its lines."""
+    reasons: list[str] = []
+    acc = CellStats(betas=job.betas, paired_score=job.paired_score)
+    f = cell.results(reasons)
+    n_read = 0
+    for ln in f:
+        acc.add_stored(ln, eps=job.eps, policy=job.policy)
+        n_read += 1
+    s = acc.stats(cell_meta(acc, cell), eps=job.eps, policy=job.policy, n_boot=job.n_boot, seed=job.seed)
+    s.update(cell_counts(cell, f, n_read))
+    if job.anytime:
+        s["anytime"] = {"judge_accuracy": _anytime(list(acc.paired_values("judge_accuracy").values()))}
+    return (acc if job.paired_score is not None else None), s, f.skipped, reasons
+
+
+def _read_cell_in_worker(cell: Cell, job: _CellJob) -> _CellRead | BaseException:
+    """:func:`_read_cell` in a worker process: an error comes back as a value the parent raises
+    (a user error as itself; anything else as a RuntimeError carrying the worker's traceback, since
+    not every exception survives pickling)."""
+    try:
+        return _read_cell(cell, job)
+    except SeerbenchError as e:
+        return e
+    except Exception:  # a bug: the parent reports it as an internal error, with this traceback
+        return RuntimeError(f"reading {cell.results_path} in a worker process:\n{traceback.format_exc()}")
+
+
+def _workers(todo: list[Cell], workers: int | None) -> int:
+    if "fork" not in multiprocessing.get_all_start_methods():  # Windows: one process
+        return 1
+    if workers is None:
+        size = sum(c.upto or 0 for c in todo)
+        workers = available_cpus() if size >= PARALLEL_BYTES else 1
+    return max(1, min(workers, len(todo)))
+
+
+def _read_cells(
+    todo: list[Cell], job: _CellJob, workers: int | None, while_reading: Callable[[list[Cell]], None] | None
+) -> Iterator[_CellRead]:
+    """Every cell of ``todo`` read (:func:`_read_cell`), in order: here, or in forked worker
+    processes, with ``while_reading(todo)`` called once the cells are under way."""
+    n = _workers(todo, workers)
+    if n == 1:
+        if while_reading is not None:
+            while_reading(todo)
+        yield from (_read_cell(c, job) for c in todo)
+        return
+    # forked before anything else runs: the workers see this process's plugins and settings
+    with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("fork")) as pool:
+        futures = [pool.submit(_read_cell_in_worker, c, job) for c in todo]
+        if while_reading is not None:
+            while_reading(todo)
+        for fut in futures:
+            r = fut.result()
+            if isinstance(r, BaseException):
+                raise r
+            yield r
+
+
 def summarize_run(
     run_dir: str | Path,
     *,
@@ -77,7 +166,8 @@ def summarize_run(
     parse_failures: str | None = None,
     baseline: str | None = None,
     anytime: bool = False,
-    on_line: Callable[[Cell, dict[str, Any]], None] | None = None,
+    workers: int | None = 1,
+    while_reading: Callable[[list[Cell]], None] | None = None,
 ) -> dict[str, Any]:
     """Statistics of every cell of a run folder, rescored with ``eps`` and ``parse_failures``
     (default: the run's own), plus paired differences against the protocol folder ``baseline``
@@ -103,9 +193,12 @@ def summarize_run(
     however often the run was looked at and whenever it stopped; and ``anytime_warnings``: where
     questions share passages (the sequences assume independent questions), which cells.
 
-    ``on_line(cell, line)`` is called with every usable line as read, in file order: one pass
-    through the record store serves the statistics and a caller that needs more of each line (the
-    report's transcript browser and calibration)."""
+    The cells are read as their files are when it starts (:meth:`Cell.snapshot`), one at a time in
+    this process, or with ``workers`` > 1 in that many forked processes (None: as many as this
+    machine has cores, for a run of :data:`PARALLEL_BYTES` or more), each cell the same numbers
+    either way. ``while_reading(cells)`` is called with those snapshots once the cells are under
+    way: a caller that needs more of each line (the report's transcript browser and calibration)
+    reads them there, the same lines, while the workers compute."""
     folder = RunFolder(run_dir)
     cfg = folder.config
     # a live process holds the folder: its unfinished cells are being written, not stopped
@@ -118,25 +211,21 @@ def summarize_run(
     cells: list[tuple[list[dict[str, Any]] | CellStats, dict[str, Any]]] = []
     skipped = 0
     reasons: list[str] = []
-    for cell in folder.cells():
-        # one line at a time: a cell keeps a few floats per question, never its lines
-        acc = CellStats(betas=betas, paired_score=score if (baseline or anytime) else None)
-        f = cell.results(reasons)
-        n_read = 0
-        for ln in f:
-            acc.add_stored(ln, eps=eps_v, policy=policy)
-            if on_line is not None:
-                on_line(cell, ln)
-            n_read += 1
-        skipped += f.skipped
-        s = acc.stats(
-            cell_meta(acc, cell),
-            eps=eps_v,
-            policy=policy,
-            n_boot=cfg.get("n_boot", 2000),
-            seed=cfg.get("seed", 0),
-        )
-        s.update(cell_counts(cell, f, n_read))
+    todo = [c.snapshot() for c in folder.cells()]
+    job = _CellJob(
+        eps=eps_v,
+        policy=policy,
+        betas=tuple(betas),
+        paired_score=score if (baseline or anytime) else None,
+        anytime=anytime,
+        n_boot=cfg.get("n_boot", 2000),
+        seed=cfg.get("seed", 0),
+    )
+    for cell, (acc, s, n_skipped, cell_reasons) in zip(
+        todo, _read_cells(todo, job, workers, while_reading), strict=True
+    ):
+        skipped += n_skipped
+        reasons.extend(cell_reasons)
         if s["unfinished"] and (s["unstarted"] or not (cell.folder / "stats.json").is_file()):
             s["diagnostics"]["warnings"].insert(
                 0, UNFINISHED if holder is None else IN_PROGRESS.format(holder=holder)
@@ -146,11 +235,8 @@ def summarize_run(
                 s["diagnostics"]["warnings"].insert(0, LEFT_OUT[what].format(n=n))
         if s["failed"]:
             s["diagnostics"]["warnings"].insert(0, FAILED.format(n=s["failed"]))
-        if anytime:
-            s["anytime"] = {"judge_accuracy": _anytime(list(acc.paired_values("judge_accuracy").values()))}
-        cells.append(
-            (acc if (baseline or anytime) else [], s)
-        )  # the per-question values only for paired differences
+        # the per-question values only for paired differences and anytime sequences
+        cells.append((acc if acc is not None else [], s))
     if not cells:
         raise ConfigError(f"no results.jsonl under {folder.path}: the run has not finished a question yet")
     comparisons = (

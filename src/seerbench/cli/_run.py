@@ -615,6 +615,7 @@ def stats(
         parse_failures=parse_failures,
         baseline=baseline,
         anytime=anytime,
+        workers=None,  # a large run's cells in parallel
     )
     if json_out:
         print_json(summary)

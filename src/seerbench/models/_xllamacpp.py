@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from seerbench.config import available_cpus
 from seerbench.errors import ModelError
 from seerbench.models._backend import Backend
 from seerbench.models._local import DEFAULT_N_CTX, N_CTX_ENV, default_model_path, env_int, model_file
@@ -73,7 +74,7 @@ def _server(path: Path, n_ctx: int, n_parallel: int) -> Any:
         # busy polling. llama.cpp's own default (every core the host has, polling) spins its
         # threads against each other on a shared machine: measured 25x more CPU per token at a
         # load of 10 on 2 cores.
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        cpus = available_cpus()
         p.cpuparams.n_threads = max(1, cpus // 2)
         p.cpuparams_batch.n_threads = cpus
         p.cpuparams.poll = 0

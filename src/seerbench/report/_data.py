@@ -82,28 +82,35 @@ def pick_baseline(run: RunFolder, baseline: str | None) -> str | None:
 def load_run(
     path: str | Path, browser: Browser, *, baseline: str | None = None, label: str | None = None
 ) -> RunData:
-    """Read a run folder for the report, in one pass over its results files: each line feeds the
-    statistics (:func:`summarize_run`), the transcript browser (``browser``, shared by the runs of
-    one report) and the calibration of its judge."""
+    """Read a run folder for the report: its statistics (:func:`summarize_run`, in worker processes
+    for a large run) and, while they are computed, each line of the same snapshot of its results
+    files for the transcript browser (``browser``, shared by the runs of one report) and the
+    calibration of its judge."""
     folder = RunFolder(path)
     base = pick_baseline(folder, baseline)
     label = label or folder.path.name
-    # every cell has its place in the browser before a line is read (stats' cells, in its order)
-    cell_index = {c.key: browser.add_cell({"run": label, "cell": c.key}) for c in folder.cells()}
-    methods: dict[str, Counter[str]] = {key: Counter() for key in cell_index}
+    cell_index: dict[str, int] = {}
+    methods: dict[str, Counter[str]] = {}
     # (confidence, correct) per verdict, as doubles: 10^5 questions x 6 cells are 1.2 million of each
-    forecasts = {key: (array("d"), array("d")) for key in cell_index}
+    forecasts: dict[str, tuple[array[float], array[float]]] = {}
 
-    def on_line(cell: Cell, ln: dict[str, Any]) -> None:  # the line as read, not rescored
-        key = cell.key
-        browser.add(cell_index[key], ln)
-        methods[key].update(
-            [str((c.get("case_probs") or {}).get("method")) for c in ln.get("answer_cases") or ()]
-        )
-        add_judge_forecasts(ln, *forecasts[key])
+    def read_lines(cells: list[Cell]) -> None:
+        # every cell has its place in the browser before a line is read (stats' cells, in its order)
+        for c in cells:
+            cell_index[c.key] = browser.add_cell({"run": label, "cell": c.key})
+            methods[c.key], forecasts[c.key] = Counter(), (array("d"), array("d"))
+        for c in cells:
+            i, m, (conf, right) = cell_index[c.key], methods[c.key], forecasts[c.key]
+            for ln in c.results():  # the line as read, not rescored
+                browser.add(i, ln)
+                cases = ln.get("answer_cases") or ()
+                m.update([str((a.get("case_probs") or {}).get("method")) for a in cases])
+                add_judge_forecasts(ln, conf, right)
 
     try:
-        summary = summarize_run(folder.path, baseline=base, anytime=True, on_line=on_line)
+        summary = summarize_run(
+            folder.path, baseline=base, anytime=True, workers=None, while_reading=read_lines
+        )
     except ConfigError as e:  # e.g. a --baseline this run has no folder of: say which run
         if str(folder.path) in str(e):
             raise

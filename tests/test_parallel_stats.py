@@ -1,0 +1,96 @@
+"""A run's cells read in worker processes give byte for byte the statistics and the report that
+one process gives; every reader of a snapshot sees the same lines while a run appends; an error in
+a worker reaches the user as it would from one process."""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import seerbench.analysis.run as run_mod
+from seerbench.analysis.run import summarize_run
+from seerbench.errors import DataError
+from seerbench.report import build_report
+from seerbench.runs import RunFolder
+from seerbench.store import RecordReader, numbered_lines
+from tests.test_export import CONS, make_run
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_run(tmp_path_factory.mktemp("parallel") / "out")
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"anytime": True, "baseline": "NaiveJudge"},
+        {"parse_failures": "half", "eps": 1e-3, "beta": 0.5, "score": "brier", "baseline": "NaiveJudge"},
+    ],
+)
+def test_workers_give_the_same_statistics(run_dir: Path, kw: dict[str, object]) -> None:
+    one = summarize_run(run_dir, workers=1, **kw)  # type: ignore[arg-type]
+    two = summarize_run(run_dir, workers=2, **kw)  # type: ignore[arg-type]
+    assert json.dumps(one, sort_keys=True) == json.dumps(two, sort_keys=True)
+    assert len(one["cells"]) == 6 and any(c["parse_failures"] for c in one["cells"])
+
+
+def test_while_reading_sees_the_snapshot_in_both_modes(run_dir: Path) -> None:
+    seen: dict[int, list[tuple[str, int]]] = {}
+    for workers in (1, 2):
+
+        def read(cells: list[run_mod.Cell], w: int = workers) -> None:
+            seen[w] = [(c.key, sum(1 for _ in c.results())) for c in cells]
+            assert all(c.upto == c.results_path.stat().st_size for c in cells)
+
+        summarize_run(run_dir, workers=workers, while_reading=read)
+    assert seen[1] == seen[2] and len(seen[1]) == 6 and all(n == 5 for _, n in seen[1])
+
+
+def test_the_report_is_the_same_from_workers(
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    serial = build_report([run_dir], tmp_path / "serial.html")
+    monkeypatch.setattr(run_mod, "PARALLEL_BYTES", 0)  # workers=None now forks, even for 30 lines
+    monkeypatch.setattr(run_mod, "available_cpus", lambda: 2)
+    forked = build_report([run_dir], tmp_path / "forked.html")
+    assert filecmp.cmp(serial, forked, shallow=False)
+
+
+def test_a_workers_user_error_is_the_error_one_process_gives(run_dir: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    res = run / CONS / "results.jsonl"
+    first = json.loads(res.read_text().splitlines()[0])
+    with res.open("a") as f:
+        f.write(json.dumps({**first, "question_id": "new", "schema_version": 99}) + "\n")
+    errors = []
+    for workers in (1, 2):
+        with pytest.raises(DataError) as e:
+            summarize_run(run, workers=workers)
+        errors.append(str(e.value))
+    assert errors[0] == errors[1] and "schema version 99" in errors[0] and "upgrade seerbench" in errors[0]
+
+
+def test_a_snapshot_reads_the_bytes_it_saw(run_dir: Path, tmp_path: Path) -> None:
+    """Lines appended after the snapshot are in no reader's view; a line the snapshot cut is a torn
+    line (skipped, as after a crash), the same for every reader."""
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    (cell,) = [c for c in RunFolder(run).cells() if c.key == CONS]
+    snap = cell.snapshot()
+    lines = cell.results_path.read_bytes().splitlines(keepends=True)
+    with cell.results_path.open("ab") as f:
+        f.write(lines[0].replace(b'"q0"', b'"q9"'))  # a new question, after the snapshot
+    assert [ln["question_id"] for ln in snap.results()] == [json.loads(x)["question_id"] for x in lines]
+    assert sum(1 for _ in cell.results()) == 6  # the folder as it is now
+    cut = len(lines[0]) + 10  # the second line cut 10 bytes in
+    reader = RecordReader(cell.results_path, "question_id", upto=cut, warn=False)
+    assert len(list(reader)) == 1 and reader.skipped == 1
+    assert [raw for _, raw in numbered_lines(cell.results_path, cut)] == [lines[0], lines[1][:10]]
+    assert list(numbered_lines(cell.results_path, 0)) == []
