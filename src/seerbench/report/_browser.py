@@ -1,6 +1,7 @@
-"""The transcript browser's data: one row per results line (a cell and a question), gathered in the
-one pass over the results that also makes the statistics (:func:`seerbench.analysis.run.summarize_run`'s
-``on_line``), and written out in one of two layouts:
+"""The transcript browser's data: one row per results line (a cell and a question), gathered in a
+pass over the same snapshot of the results that the statistics read, while they are computed
+(:func:`seerbench.analysis.run.summarize_run`'s ``while_reading``), and written out in one of two
+layouts:
 
 - **one file** (:meth:`Browser.inline_json`): every row, with its transcripts, as JSON inside the
   page, when the rows' JSON is at most :data:`ONE_FILE_LIMIT` bytes;
