@@ -52,6 +52,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "provenance",
             "_lock",
             "store",
+            "_precheck",
         },
     ),
     ("models", {"models"}),
