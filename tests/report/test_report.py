@@ -190,12 +190,18 @@ def test_default_out_is_in_the_run_folder(
 
 
 def test_what_the_report_and_stats_import(quickstart_run: Path, tmp_path: Path) -> None:
-    """Start-up: `report --help` imports no scientific library, `stats` no matplotlib, and neither
-    report nor stats scipy.stats (its quantiles come from scipy.special: 0.7 s less to import)."""
+    """Start-up: `report --help` imports no scientific library and no model, `stats` no
+    matplotlib, and neither report nor stats scipy.stats (its quantiles come from scipy.special:
+    0.7 s less to import)."""
     from tests.test_cli_startup import _imported_after
 
     text, mods = _imported_after(["report", "--help"])
-    assert "Usage: seerbench report" in text and not mods & {"numpy", "scipy", "matplotlib"}
+    assert "Usage: seerbench report" in text and not mods & {
+        "numpy",
+        "scipy",
+        "matplotlib",
+        "seerbench.models",
+    }
     _, mods = _imported_after(["stats", str(quickstart_run), "--json", "--anytime"])
     assert "numpy" in mods and not mods & {"matplotlib", "scipy.stats"}
     _, mods = _imported_after(["report", str(quickstart_run), "--out", str(tmp_path / "r.html")])

@@ -141,9 +141,10 @@ def _file_in_the_way(path: Path) -> Path | None:
 
 
 def _warn_unused_prices() -> None:
-    from seerbench.models import unused_prices
-
-    unused = unused_prices()
+    models = sys.modules.get("seerbench.models")
+    if models is None:  # no model was used (and importing them all takes a tenth of a second)
+        return
+    unused = models.unused_prices()
     if unused:
         log.warning(
             "the price table has entries that match no model used here, so they priced nothing: %s "

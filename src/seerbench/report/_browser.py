@@ -202,19 +202,17 @@ class Browser:
         q = self._q[cell]
         return [values[k] for k in sorted(range(len(values)), key=q.__getitem__)]
 
-    def _in_order(self, per_cell: list[list[Any]]) -> list[tuple[int, Any]]:
-        """(cell, value) of every row, question by question and each question's cells in order:
-        ``per_cell`` holds each cell's values sorted by question."""
+    def _page_order(self) -> tuple[Any, Any]:
+        """``(order, cells)``: the rows in the page's order, question by question and each
+        question's cells in order (rows of one cell and question in file order), as positions in
+        every cell's rows one cell after another, each cell's in file order; and the cell of each
+        of those rows. A cell's rows in the page's order are its rows sorted by question, stably
+        (:meth:`_by_question`, the order of its transcript files)."""
         import numpy as np
 
         cells = np.concatenate([np.full(len(q), i, dtype=np.int64) for i, q in enumerate(self._q)])
         qs = np.concatenate([np.frombuffer(q, dtype=np.int32).astype(np.int64) for q in self._q])
-        pos = [0] * len(per_cell)
-        out = []
-        for c in cells[np.lexsort((cells, qs))].tolist():
-            out.append((c, per_cell[c][pos[c]]))
-            pos[c] += 1
-        return out
+        return np.lexsort((cells, qs)), cells
 
     def _head(self, multi: bool) -> str:
         return '{"multi":' + json.dumps(multi) + ',"cells":' + script_json(self.cells)
@@ -223,14 +221,14 @@ class Browser:
         """The one-file page's JSON (``multi``, ``cells``, ``questions``, ``rows``), safe inside a
         ``<script>`` element."""
         self._finish()
-        rows = [self._by_question(i, self._cell_rows(i)) for i in range(len(self.cells))]
-        ordered = self._in_order(rows)
+        rows = [text for i in range(len(self.cells)) for text in self._cell_rows(i)]
+        order, _ = self._page_order()
         return (
             self._head(multi)
             + ',"questions":['
             + ",".join(self.questions)
             + '],"rows":['
-            + ",".join(text for _, text in ordered)
+            + ",".join([rows[k] for k in order.tolist()])
             + "]}"
         )
 
@@ -252,13 +250,12 @@ class Browser:
         for k in range(0, len(qs), CHUNK_QUESTIONS):
             name = f"q{k // CHUNK_QUESTIONS}"
             _write_chunk(out / f"{name}.js", name, ",".join(qs[k : k + CHUNK_QUESTIONS]))
-        flat: list[int] = []
-        per_cell = []
-        for i in range(len(self.cells)):
-            pairs = list(zip(self._q[i], self._flags[i], strict=True))
-            per_cell.append(self._by_question(i, pairs))
-        for c, (q, flags) in self._in_order(per_cell):
-            flat += (c, q, flags)
+        import numpy as np
+
+        order, cells = self._page_order()
+        questions = np.concatenate([np.frombuffer(q, dtype=np.int32) for q in self._q])
+        flags = np.concatenate([np.frombuffer(f, dtype=np.int8) for f in self._flags])
+        flat = np.stack([cells[order], questions[order], flags[order]], axis=1).ravel().tolist()
         return (
             self._head(multi)
             + f',"split":"{CHUNK_DIR}","chunk_rows":{CHUNK_ROWS},"chunk_questions":{CHUNK_QUESTIONS}'
