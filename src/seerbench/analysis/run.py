@@ -19,6 +19,7 @@ from seerbench.config import available_cpus
 from seerbench.errors import ConfigError, SeerbenchError
 from seerbench.metrics import DEFAULT_EPS, FailurePolicy
 from seerbench.results import CellStats
+from seerbench.store import collector_paused
 from seerbench.runs import (
     ANYTIME_SHARED,
     FAILED,
@@ -103,9 +104,10 @@ def _read_cell(cell: Cell, job: _CellJob) -> _CellRead:
     acc = CellStats(betas=job.betas, paired_score=job.paired_score)
     f = cell.results(reasons)
     n_read = 0
-    for ln in f:
-        acc.add_stored(ln, eps=job.eps, policy=job.policy)
-        n_read += 1
+    with collector_paused():
+        for ln in f:
+            acc.add_stored(ln, eps=job.eps, policy=job.policy)
+            n_read += 1
     s = acc.stats(cell_meta(acc, cell), eps=job.eps, policy=job.policy, n_boot=job.n_boot, seed=job.seed)
     s.update(cell_counts(cell, f, n_read))
     if job.anytime:

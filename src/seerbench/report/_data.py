@@ -21,6 +21,7 @@ from seerbench.complementarity import Calibration, add_judge_forecasts, calibrat
 from seerbench.errors import ConfigError
 from seerbench.report._browser import Browser
 from seerbench.runs import CELL_AXES, Cell, RunFolder
+from seerbench.store import collector_paused
 
 #: The protocol whose cells paired differences compare against when none is given.
 DEFAULT_BASELINE = "NaiveJudge"
@@ -99,13 +100,14 @@ def load_run(
         for c in cells:
             cell_index[c.key] = browser.add_cell({"run": label, "cell": c.key})
             methods[c.key], forecasts[c.key] = Counter(), (array("d"), array("d"))
-        for c in cells:
-            i, m, (conf, right) = cell_index[c.key], methods[c.key], forecasts[c.key]
-            for ln in c.results():  # the line as read, not rescored
-                browser.add(i, ln)
-                cases = ln.get("answer_cases") or ()
-                m.update([str((a.get("case_probs") or {}).get("method")) for a in cases])
-                add_judge_forecasts(ln, conf, right)
+        with collector_paused():
+            for c in cells:
+                i, m, (conf, right) = cell_index[c.key], methods[c.key], forecasts[c.key]
+                for ln in c.results():  # the line as read, not rescored
+                    browser.add(i, ln)
+                    cases = ln.get("answer_cases") or ()
+                    m.update([str((a.get("case_probs") or {}).get("method")) for a in cases])
+                    add_judge_forecasts(ln, conf, right)
 
     try:
         summary = summarize_run(
