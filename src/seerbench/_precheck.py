@@ -71,20 +71,6 @@ def _int_as_float(x: Any) -> bool:
     return type(x) is int and -INT_AS_FLOAT <= x <= INT_AS_FLOAT
 
 
-def _by_pydantic(validator: SchemaValidator) -> Callable[[Any], bool]:
-    """True where pydantic-core's ``validator`` accepts the value; False where it refuses it or
-    fails (pydantic then says which, validating the whole)."""
-
-    def fits(value: Any) -> bool:
-        try:
-            validator.validate_python(value)
-        except Exception:  # a ValidationError, or the error of a validator
-            return False
-        return True
-
-    return fits
-
-
 class _Compiler:
     """Writes the lines of ``fits``: each check is statements that ``return False`` unless the
     value of an expression (a local name, or a subscript of one: reading it twice is harmless) is
@@ -247,7 +233,12 @@ class _Compiler:
         if self.defs:  # the definitions a reference in the part may need
             schema = {"type": "definitions", "schema": schema, "definitions": list(self.defs.values())}
         validator = SchemaValidator(schema, dict(self.configs[-1]) or None)  # type: ignore[arg-type]
-        return [f"if not {self.const(_by_pydantic(validator))}({expr}): return False"]
+        return [
+            "try:",
+            f"    {self.const(validator.validate_python)}({expr})",
+            "except Exception:",  # a ValidationError, or a validator's error: pydantic says which
+            "    return False",
+        ]
 
     check_function_after = check_function_before = check_function_wrap = check_function_plain = check_function
 
