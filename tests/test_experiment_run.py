@@ -496,8 +496,9 @@ def test_parse_failures_that_decide_the_numbers_are_warned_about(tmp_path: Path)
     assert stats["diagnostics"]["warnings"][0] == (
         "2 of 6 questions (33%) left out for verdicts that failed to parse (e.g. 'verbalized: no "
         "probability found'), so the numbers are over the rest; the judge's answers fit none of the "
-        "methods in `elicitation.order` (logprobs, verbalized, vote): give it a method it can answer "
-        "(logprobs needs a backend that returns log probabilities), or a stronger judge"
+        "methods in `elicitation.order`: give it a method it can answer (the methods are logprobs, "
+        "verbalized and vote; logprobs needs a backend that returns log probabilities), or a "
+        "stronger judge"
     )
     # a judge that never gives a probability: nothing scored, said first
     stats = (

@@ -514,3 +514,15 @@ def test_stats_on_a_folder_a_live_run_holds_says_in_progress(
     code, _, err = run_main(["-q", "run", str(cfg)], capsys, monkeypatch)  # the probe left no lock
     assert code == 0, err
     assert (cons / "stats.json").is_file()
+
+
+def test_the_lock_names_the_whole_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A root option before the command no longer pushes the config out of the lock's command
+    ('seerbench -q run' said nothing of which config); a very long line is cut, marked."""
+    from seerbench._lock import COMMAND_CHARS, command_line
+
+    monkeypatch.setattr("sys.argv", ["/venv/bin/seerbench", "-q", "run", "big.yaml", "--limit", "5"])
+    assert command_line() == "seerbench -q run big.yaml --limit 5"
+    monkeypatch.setattr("sys.argv", ["seerbench", "run", "x" * 500])
+    long = command_line()
+    assert len(long) == COMMAND_CHARS and long.startswith("seerbench run xxx") and long.endswith("...")

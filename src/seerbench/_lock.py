@@ -114,7 +114,13 @@ def lock_holder(folder: Path) -> str | None:
     return None
 
 
+#: The lock file keeps at most this many characters of the command line.
+COMMAND_CHARS = 200
+
+
 def command_line() -> str:
-    """This process's command, for the lock file: 'seerbench run cfg.yaml' or the script."""
-    argv = [os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python", *sys.argv[1:3]]
-    return " ".join(argv)
+    """This process's command line, for the lock file: 'seerbench -q run cfg.yaml --limit 5' (the
+    whole of it, root options included, so the config is named; cut at :data:`COMMAND_CHARS`)."""
+    argv = [os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python", *sys.argv[1:]]
+    text = " ".join(argv)
+    return text if len(text) <= COMMAND_CHARS else text[: COMMAND_CHARS - 3] + "..."

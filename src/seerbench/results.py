@@ -382,9 +382,9 @@ class CellStats:
         n, failed = self.n_lines, self.n_lines - self.n_kept
         example = f" (e.g. {self.failure_example!r})" if self.failure_example else ""
         fix = (
-            "the judge's answers fit none of the methods in `elicitation.order` (logprobs, "
-            "verbalized, vote): give it a method it can answer (logprobs needs a backend that "
-            "returns log probabilities), or a stronger judge"
+            "the judge's answers fit none of the methods in `elicitation.order`: give it a method "
+            "it can answer (the methods are logprobs, verbalized and vote; logprobs needs a backend "
+            "that returns log probabilities), or a stronger judge"
         )
         if n and not self.n_kept:
             out["warnings"].insert(

@@ -19,7 +19,6 @@ from seerbench.config import available_cpus
 from seerbench.errors import ConfigError, SeerbenchError
 from seerbench.metrics import DEFAULT_EPS, FailurePolicy
 from seerbench.results import CellStats
-from seerbench.store import collector_paused
 from seerbench.runs import (
     ANYTIME_SHARED,
     FAILED,
@@ -36,6 +35,7 @@ from seerbench.runs import (
     check_score,
     paired_comparisons,
 )
+from seerbench.store import collector_paused
 
 __all__ = ["MAX_REASONS", "summarize_run"]
 
