@@ -444,3 +444,32 @@ def test_help_shows_no_type_for_flags(
     dry_run = next(ln for ln in out.splitlines() if "--dry-run" in ln)
     assert dry_run.split("--dry-run")[1].split()[0] == "Show", dry_run
     assert "<int>" in next(ln for ln in out.splitlines() if "--limit" in ln)
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (
+            ["run", "cfg.yaml", "-q"],
+            "-q is an option of seerbench itself, not of `run`: "
+            "put it before the command (seerbench -q run ...)",
+        ),
+        (["stats", "runs/x", "--plugin", "p.py"], "(seerbench --plugin p.py stats ...)"),
+        (["-v", "report", "r", "--cache-dir=/tmp/c"], "(seerbench --cache-dir=/tmp/c report ...)"),
+    ],
+)
+def test_a_root_option_after_the_command_says_where_it_goes(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, err = run_main(argv, capsys, monkeypatch)
+    assert code == 2 and said in one_line_error(err) and out == ""
+
+
+def test_root_options_in_their_place_and_after_a_double_dash_are_left_alone(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from seerbench.cli import _misplaced_root_option
+
+    assert _misplaced_root_option(["-q", "run", "cfg.yaml", "--limit", "2"]) is None
+    assert _misplaced_root_option(["ask", "--", "-q"]) is None
+    assert _misplaced_root_option(["nosuchcommand", "-q"]) is None  # click says what is wrong

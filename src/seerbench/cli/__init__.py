@@ -24,7 +24,7 @@ import typer
 
 from seerbench import __version__
 from seerbench.cli._app import app as _app
-from seerbench.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_USER, SeerbenchError
+from seerbench.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_USER, ConfigError, SeerbenchError
 
 #: Each command (or command group) -> the module that registers it on `app` when imported.
 COMMAND_MODULES = {
@@ -47,6 +47,27 @@ COMMAND_MODULES = {
 }
 #: Root options that take a value (the command's name is the first word after the root options).
 _VALUED_ROOT_OPTIONS = frozenset({"--log-file", "--cache-dir", "--prices", "--plugin"})
+#: Every root option: no command has one of these names, so one after the command is misplaced.
+_ROOT_OPTIONS = _VALUED_ROOT_OPTIONS | {"-v", "--verbose", "-q", "--quiet"}
+
+
+def _misplaced_root_option(argv: list[str]) -> str | None:
+    """What to say when a root option comes after a known command (`seerbench run cfg.yaml -q`,
+    which click refuses as 'No such option' without saying where it goes); else None."""
+    name = _command_name(argv)
+    if name not in COMMAND_MODULES:
+        return None
+    rest = argv[argv.index(name) + 1 :]
+    words = rest[: rest.index("--")] if "--" in rest else rest
+    for i, a in enumerate(words):
+        opt = a.split("=", 1)[0]
+        if opt in _ROOT_OPTIONS:
+            given = " ".join(words[i : i + 2]) if opt == a and opt in _VALUED_ROOT_OPTIONS else a
+            return (
+                f"{opt} is an option of seerbench itself, not of `{name}`: put it before the command "
+                f"(seerbench {given} {name} ...)"
+            )
+    return None
 
 
 def _load(modules: list[str]) -> None:
@@ -165,6 +186,9 @@ def main() -> None:
         try:
             # standalone: always ends in SystemExit (click handles a closed stdout pipe); the fixed
             # name keeps usage lines and the completion script right under `python -m seerbench` too
+            misplaced = _misplaced_root_option(argv)
+            if misplaced is not None:
+                raise ConfigError(misplaced)
             _app_for(argv)(prog_name="seerbench")
         except SystemExit as e:
             if e.code == 130:  # Ctrl-C (typer turns KeyboardInterrupt into exit 130)
