@@ -260,7 +260,7 @@ def run(
         ),
     ] = False,
     wide: Annotated[
-        bool, typer.Option("--wide", help="Every column (JSE/ASE, parse failures) and 3 decimals.")
+        bool, typer.Option("--wide", help="More columns (JSE, ASE at --beta; parse failures), 3 decimals.")
     ] = False,
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the final stats as JSON (same shape as `stats --json`).")
@@ -591,7 +591,7 @@ def stats(
         typer.Option(help="Protocol folder to compare against with paired differences, e.g. NaiveJudge."),
     ] = None,
     wide: Annotated[
-        bool, typer.Option("--wide", help="Every column (JSE/ASE, parse failures) and 3 decimals.")
+        bool, typer.Option("--wide", help="More columns (JSE, ASE at --beta; parse failures), 3 decimals.")
     ] = False,
     anytime: Annotated[
         bool,
@@ -601,7 +601,9 @@ def stats(
             "valid however often the run was looked at (docs/budget.md).",
         ),
     ] = False,
-    json_out: Annotated[bool, typer.Option("--json")] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print every cell's stats as JSON instead of the table.")
+    ] = False,
 ) -> None:
     """Table of protocol x agent x judge -> ASD, JSE/ASE(beta), accuracy with 95% CIs."""
     check_beta(beta)
@@ -804,7 +806,9 @@ def show(
             "--allow-calls", help="If the cache lacks a call, call the model to rebuild the prompts."
         ),
     ] = False,
-    json_out: Annotated[bool, typer.Option("--json")] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the question's lines and prompts as JSON.")
+    ] = False,
 ) -> None:
     """One question of a run: the transcripts, the judge's verdicts and scores, and the prompts."""
     folder = RunFolder(run_dir)
