@@ -260,7 +260,7 @@ def run(
         ),
     ] = False,
     wide: Annotated[
-        bool, typer.Option("--wide", help="More columns (JSE, ASE at --beta; parse failures), 3 decimals.")
+        bool, typer.Option("--wide", help="More columns (JSE, ASE at beta 1; parse failures), 3 decimals.")
     ] = False,
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the final stats as JSON (same shape as `stats --json`).")
