@@ -86,8 +86,12 @@ def interval_plot(
     ref: float | None = 0.0,
     xlim: tuple[float, float] | None = None,
 ) -> str:
-    """One horizontal bar per row: the mean with its 95% CI; rows without a value are listed as n/a."""
-    fig = _figure(6.4, 0.8 + 0.32 * max(len(rows), 1))
+    """One horizontal bar per row: the mean with its 95% CI; rows without a value are listed as n/a.
+    The figure widens with its longest label (about 0.07 inch a character at 9 pt), so the bars keep
+    their room: at a fixed 6.4 inches, 60-character cell labels left the axes no width at all and
+    matplotlib drew the figure without its layout."""
+    longest = max((len(label) for label, _ in rows), default=0)
+    fig = _figure(max(6.4, 3.0 + 0.07 * longest), 0.8 + 0.32 * max(len(rows), 1))
     ax = fig.add_subplot()
     ys = list(range(len(rows)))[::-1]
     for y, (_label, s) in zip(ys, rows, strict=True):
