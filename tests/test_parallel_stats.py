@@ -41,16 +41,39 @@ def test_workers_give_the_same_statistics(run_dir: Path, kw: dict[str, object]) 
     assert len(one["cells"]) == 6 and any(c["parse_failures"] for c in one["cells"])
 
 
-def test_while_reading_sees_the_snapshot_in_both_modes(run_dir: Path) -> None:
-    seen: dict[int, list[tuple[str, int]]] = {}
+class _Count:
+    """A per-line pass: the question ids it saw (picklable, for the workers)."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def add(self, ln: dict[str, object]) -> None:
+        self.seen.append(str(ln["question_id"]))
+
+    def result(self) -> list[str]:
+        return self.seen
+
+
+def test_a_per_line_pass_sees_the_lines_the_statistics_count_in_both_modes(run_dir: Path) -> None:
+    seen: dict[int, list[tuple[str, list[str]]]] = {}
     for workers in (1, 2):
+        got: list[tuple[str, list[str]]] = []
 
-        def read(cells: list[run_mod.Cell], w: int = workers) -> None:
-            seen[w] = [(c.key, sum(1 for _ in c.results())) for c in cells]
-            assert all(c.upto == c.results_path.stat().st_size for c in cells)
+        def done(cell: run_mod.Cell, ids: list[str], got: list[tuple[str, list[str]]] = got) -> None:
+            assert cell.upto == cell.results_path.stat().st_size  # the snapshot's cell
+            got.append((cell.key, ids))
 
-        summarize_run(run_dir, workers=workers, while_reading=read)
-    assert seen[1] == seen[2] and len(seen[1]) == 6 and all(n == 5 for _, n in seen[1])
+        out = summarize_run(run_dir, workers=workers, per_line=_Count, done=done)
+        assert [k for k, _ in got] == [c["cell"] for c in out["cells"]]  # in order, one call each
+        assert [len(ids) for _, ids in got] == [c["n_questions"] for c in out["cells"]]
+        seen[workers] = got
+    assert seen[1] == seen[2] and len(seen[1]) == 6
+    assert all(ids == [f"q{k}" for k in range(5)] for _, ids in seen[1])
+
+
+def test_per_line_and_done_go_together(run_dir: Path) -> None:
+    with pytest.raises(TypeError, match="together"):
+        summarize_run(run_dir, per_line=_Count)
 
 
 def test_the_report_is_the_same_from_workers(

@@ -584,9 +584,10 @@ def test_line_separators_in_run_text_stay_in_their_row(tmp_path: Path, limit: in
         ],
     }
     with Browser() as b:
-        b.add_cell({"run": "r", "cell": "c"})
-        b.add(0, ln)
-        b.add(0, {**ln, "question_id": "q2", "question": {**ln["question"], "id": "q2"}})
+        reader = b.rows()
+        reader.add(ln)
+        reader.add({**ln, "question_id": "q2", "question": {**ln["question"], "id": "q2"}})
+        b.add_cell({"run": "r", "cell": "c"}, reader.result())
         if limit:
             data = json.loads(b.inline_json(False))
             rows, questions = data["rows"], data["questions"]

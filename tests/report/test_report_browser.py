@@ -247,9 +247,17 @@ def test_browser_keeps_a_question_once_per_content_not_per_id() -> None:
         return {"question_id": qid, "question": {"id": qid, "text": text, "answer_cases": cases}}
 
     with Browser() as b:
-        c0, c1 = b.add_cell({"cell": "x"}), b.add_cell({"cell": "y"})
-        b.add(c0, line("q1", "How many ships?"))
-        b.add(c1, line("q1", "How many ships?"))  # the same question in another cell: one entry
-        b.add(c1, line("q1", "How many boats?"))  # the same id, another question (another run)
+        x, y = b.rows(), b.rows()  # each cell's reader, as a worker process makes it
+        x.add(line("q1", "How many ships?"))
+        y.add(line("q1", "How many boats?"))  # the same id, another question (another run)
+        y.add(line("q1", "How many ships?"))  # the same question in another cell: one entry
+        y.add(line("q1", "How many boats?"))
+        assert b.add_cell({"cell": "x"}, x.result()) == 0 and b.add_cell({"cell": "y"}, y.result()) == 1
         assert [json.loads(q)[1] for q in b.questions] == ["How many ships?", "How many boats?"]
-        assert [list(q) for q in b._q] == [[0], [0, 1]]
+        assert [list(q) for q in b._q] == [[0], [1, 0, 1]]
+        # the rows as the page gets them: "[cell,question," then the row as read
+        rows = json.loads(b.inline_json(False))["rows"]
+        assert [r[:2] for r in rows] == [[0, 0], [1, 0], [1, 1], [1, 1]]
+        assert b.size == sum(len(q) + 1 for q in b.questions) + sum(
+            len(json.dumps(r, separators=(",", ":"))) + 1 for r in rows
+        )

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from seerbench._lock import lock_holder
 from seerbench.analysis._elo import elo_section
@@ -37,7 +37,7 @@ from seerbench.runs import (
 )
 from seerbench.store import collector_paused
 
-__all__ = ["MAX_REASONS", "summarize_run"]
+__all__ = ["MAX_REASONS", "LinePass", "summarize_run"]
 
 #: At most this many skip reasons are reported (the count is always complete).
 MAX_REASONS = 20
@@ -79,6 +79,17 @@ def _beside_elo(elo: dict[str, Any], cells: list[dict[str, Any]], *, beta: float
 PARALLEL_BYTES = 16 << 20
 
 
+class LinePass(Protocol):
+    """More from each line of a cell, in the pass that reads it for the statistics
+    (:func:`summarize_run`'s ``per_line``): :meth:`add` sees every line the statistics count, as
+    read (not rescored; it must not change it), and :meth:`result` (which must pickle: it may come
+    from a worker process) is what the caller gets for the cell."""
+
+    def add(self, ln: dict[str, Any], /) -> None: ...
+
+    def result(self) -> Any: ...
+
+
 @dataclass(frozen=True)
 class _CellJob:
     """How :func:`_read_cell` reads and summarises one cell (picklable: it goes to a worker)."""
@@ -90,11 +101,16 @@ class _CellJob:
     anytime: bool
     n_boot: int
     seed: int
+    per_line: Callable[[], LinePass] | None = None
 
 
 #: One cell read: its per-question values (when paired differences or anytime sequences need
-#: them), its stats record, its unusable lines and why.
-_CellRead = tuple[CellStats | None, dict[str, Any], int, list[str]]
+#: them), its stats record, its unusable lines and why, and its ``per_line`` pass's result.
+_CellRead = tuple[CellStats | None, dict[str, Any], int, list[str], Any]
+
+
+def _ignore(ln: dict[str, Any]) -> None:
+    pass
 
 
 def _read_cell(cell: Cell, job: _CellJob) -> _CellRead:
@@ -104,15 +120,19 @@ def _read_cell(cell: Cell, job: _CellJob) -> _CellRead:
     acc = CellStats(betas=job.betas, paired_score=job.paired_score)
     f = cell.results(reasons)
     n_read = 0
+    more = job.per_line() if job.per_line is not None else None
+    see = more.add if more is not None else _ignore
     with collector_paused():
         for ln in f:
+            see(ln)  # before scoring: the line as read
             acc.add_stored(ln, eps=job.eps, policy=job.policy)
             n_read += 1
     s = acc.stats(cell_meta(acc, cell), eps=job.eps, policy=job.policy, n_boot=job.n_boot, seed=job.seed)
     s.update(cell_counts(cell, f, n_read))
     if job.anytime:
         s["anytime"] = {"judge_accuracy": _anytime(list(acc.paired_values("judge_accuracy").values()))}
-    return (acc if job.paired_score is not None else None), s, f.skipped, reasons
+    extra = more.result() if more is not None else None
+    return (acc if job.paired_score is not None else None), s, f.skipped, reasons, extra
 
 
 def _read_cell_in_worker(cell: Cell, job: _CellJob) -> _CellRead | BaseException:
@@ -136,23 +156,22 @@ def _workers(todo: list[Cell], workers: int | None) -> int:
     return max(1, min(workers, len(todo)))
 
 
-def _read_cells(
-    todo: list[Cell], job: _CellJob, workers: int | None, while_reading: Callable[[list[Cell]], None] | None
-) -> Iterator[_CellRead]:
+def _read_cells(todo: list[Cell], job: _CellJob, workers: int | None) -> Iterator[_CellRead]:
     """Every cell of ``todo`` read (:func:`_read_cell`), in order: here, or in forked worker
-    processes, with ``while_reading(todo)`` called once the cells are under way."""
+    processes."""
     n = _workers(todo, workers)
     if n == 1:
-        if while_reading is not None:
-            while_reading(todo)
         yield from (_read_cell(c, job) for c in todo)
         return
     # forked before anything else runs: the workers see this process's plugins and settings
     with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("fork")) as pool:
-        futures = [pool.submit(_read_cell_in_worker, c, job) for c in todo]
-        if while_reading is not None:
-            while_reading(todo)
-        for fut in futures:
+        # the largest cells first (a worker takes the next as it finishes one: no worker is left
+        # with a large cell at the end while the others wait), the results in the cells' order
+        futures = {
+            i: pool.submit(_read_cell_in_worker, todo[i], job)
+            for i in sorted(range(len(todo)), key=lambda i: -(todo[i].upto or 0))
+        }
+        for fut in (futures[i] for i in range(len(todo))):
             r = fut.result()
             if isinstance(r, BaseException):
                 raise r
@@ -169,7 +188,8 @@ def summarize_run(
     baseline: str | None = None,
     anytime: bool = False,
     workers: int | None = 1,
-    while_reading: Callable[[list[Cell]], None] | None = None,
+    per_line: Callable[[], LinePass] | None = None,
+    done: Callable[[Cell, Any], None] | None = None,
 ) -> dict[str, Any]:
     """Statistics of every cell of a run folder, rescored with ``eps`` and ``parse_failures``
     (default: the run's own), plus paired differences against the protocol folder ``baseline``
@@ -198,9 +218,13 @@ def summarize_run(
     The cells are read as their files are when it starts (:meth:`Cell.snapshot`), one at a time in
     this process, or with ``workers`` > 1 in that many forked processes (None: as many as this
     machine has cores, for a run of :data:`PARALLEL_BYTES` or more), each cell the same numbers
-    either way. ``while_reading(cells)`` is called with those snapshots once the cells are under
-    way: a caller that needs more of each line (the report's transcript browser and calibration)
-    reads them there, the same lines, while the workers compute."""
+    either way. A caller that needs more of each line (the report's transcript browser and
+    calibration) gives ``per_line``, which makes a :class:`LinePass` for each cell in the process
+    that reads it (so it must pickle), and ``done(cell, result)``, called here with each cell's
+    snapshot and its pass's result, cell by cell in order, before this returns: the lines are read
+    once, and the pass sees exactly those the statistics count."""
+    if (per_line is None) != (done is None):
+        raise TypeError("summarize_run: give per_line and done together")
     folder = RunFolder(run_dir)
     cfg = folder.config
     # a live process holds the folder: its unfinished cells are being written, not stopped
@@ -222,10 +246,13 @@ def summarize_run(
         anytime=anytime,
         n_boot=cfg.get("n_boot", 2000),
         seed=cfg.get("seed", 0),
+        per_line=per_line,
     )
-    for cell, (acc, s, n_skipped, cell_reasons) in zip(
-        todo, _read_cells(todo, job, workers, while_reading), strict=True
+    for cell, (acc, s, n_skipped, cell_reasons, extra) in zip(
+        todo, _read_cells(todo, job, workers), strict=True
     ):
+        if done is not None:
+            done(cell, extra)
         skipped += n_skipped
         reasons.extend(cell_reasons)
         if s["unfinished"] and (s["unstarted"] or not (cell.folder / "stats.json").is_file()):

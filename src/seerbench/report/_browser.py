@@ -1,7 +1,6 @@
-"""The transcript browser's data: one row per results line (a cell and a question), gathered in a
-pass over the same snapshot of the results that the statistics read, while they are computed
-(:func:`seerbench.analysis.run.summarize_run`'s ``while_reading``), and written out in one of two
-layouts:
+"""The transcript browser's data: one row per results line (a cell and a question), read in the
+same pass over a cell's results as its statistics (:func:`seerbench.analysis.run.summarize_run`'s
+``per_line``: in a worker process for a large run), and written out in one of two layouts:
 
 - **one file** (:meth:`Browser.inline_json`): every row, with its transcripts, as JSON inside the
   page, when the rows' JSON is at most :data:`ONE_FILE_LIMIT` bytes;
@@ -13,9 +12,12 @@ layouts:
   blocks a page of rows needs with ``<script src>``, which works from ``file://`` (where browsers
   refuse ``fetch()`` of local files); a full-text search loads them all.
 
-Each row is turned into JSON text as it is read and kept in a temporary file per cell, never as
-Python objects, so memory stays flat in the number of lines; the questions are kept once each, as
-JSON text.
+A cell's rows are read by a :class:`RowReader` (made by the :class:`Browser`'s picklable
+:attr:`Browser.rows`, in whichever process reads the cell): each row is turned into JSON text as it
+is read and written to a temporary file, never kept as Python objects, so memory stays flat in the
+number of lines; the cell's questions are kept once each, as JSON text. The reader's
+:class:`CellRows` go back to the :class:`Browser` (:meth:`Browser.add_cell`), which numbers the
+questions of every cell and run of the report.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from __future__ import annotations
 import json
 import tempfile
 from array import array
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from seerbench.report._blocks import script_json
 from seerbench.store import atomic_write_text
@@ -59,14 +62,15 @@ def _turns(transcript: list[dict[str, Any]]) -> list[Any]:
     ]
 
 
-def browser_row(cell_index: int, q_index: int, ln: dict[str, Any]) -> list[Any]:
-    """One line of a results file as the transcript browser's row:
-    ``[cell, question, excluded, parse_failures, judge_accuracy, asd(log), chosen_case, cases]``,
-    each case ``[short, method, probabilities, parse_status, error, mark, transcript, orders]`` (``mark``:
-    the verdict against the truth, r(ight), w(rong), t(ie) or u(nscored); ``orders``: with both option
-    orders, the probabilities of the order as asked and of the swapped one) and each turn ``[speaker,
-    answer_case, text, [[quote, verified], ...]]``. A symmetric line (a debate, NaiveJudge) has one
-    protocol run: its transcript is given once, on the first case."""
+def browser_row(ln: dict[str, Any]) -> list[Any]:
+    """One line of a results file as the transcript browser's row, less its first two entries:
+    the page's row is ``[cell, question, excluded, parse_failures, judge_accuracy, asd(log),
+    chosen_case, cases]`` (cell and question are numbered by the :class:`Browser`), each case
+    ``[short, method, probabilities, parse_status, error, mark, transcript, orders]`` (``mark``: the
+    verdict against the truth, r(ight), w(rong), t(ie) or u(nscored); ``orders``: with both option
+    orders, the probabilities of the order as asked and of the swapped one) and each turn
+    ``[speaker, answer_case, text, [[quote, verified], ...]]``. A symmetric line (a debate,
+    NaiveJudge) has one protocol run: its transcript is given once, on the first case."""
     cases = []
     once = ln.get("symmetric")
     seen = False  # a case before this one
@@ -94,8 +98,6 @@ def browser_row(cell_index: int, q_index: int, ln: dict[str, Any]) -> list[Any]:
     get = ln.get
     asd = get("asd")
     return [
-        cell_index,
-        q_index,
         bool(get("excluded")),
         int(get("parse_failures") or 0),
         get("judge_accuracy"),
@@ -107,9 +109,10 @@ def browser_row(cell_index: int, q_index: int, ln: dict[str, Any]) -> list[Any]:
 
 def row_flags(row: list[Any]) -> int:
     """:data:`WRONG` when a case's verdict is wrong or tied, :data:`FAILED` when the line has a
-    parse failure or a case whose verdict did not parse: what the page's filters test."""
-    flags = FAILED if row[3] > 0 else 0
-    for c in row[7]:
+    parse failure or a case whose verdict did not parse (``row``: :func:`browser_row`'s): what the
+    page's filters test."""
+    flags = FAILED if row[1] > 0 else 0
+    for c in row[5]:
         if c[5] == "w" or c[5] == "t":
             flags |= WRONG
         if c[3] != "ok":
@@ -138,64 +141,117 @@ def remove_chunks(folder: Path) -> None:
         old.unlink()
 
 
+@dataclass
+class CellRows:
+    """One cell's browser rows as a :class:`RowReader` read them: ``path``, a file of the rows'
+    JSON (each less its ``[cell,question,``: :func:`browser_row`), a row a line, in the order read;
+    ``questions``, the cell's questions as JSON text, once each in the order first seen; per row,
+    its question (``local``, a position in ``questions``) and flags (:func:`row_flags`); ``size``,
+    the bytes of the rows' JSON as written."""
+
+    path: str
+    questions: list[str]
+    local: array[int]
+    flags: array[int]
+    size: int
+
+
+class RowReader:
+    """Reads one cell's lines into browser rows (:func:`browser_row`), as JSON text in a new file
+    of ``folder``, one line at a time (:meth:`add`); :meth:`result` closes it."""
+
+    def __init__(self, folder: str) -> None:
+        fd, self._path = tempfile.mkstemp(suffix=".jsonl", dir=folder)
+        self._file = open(fd, "w", encoding="utf-8", newline="")  # noqa: SIM115
+        self._index: dict[Any, int] = {}  # question entry (as a tuple) -> position in questions
+        self._questions: list[str] = []
+        self._local, self._flags = array("i"), array("b")
+        self._size = 0
+
+    def add(self, ln: dict[str, Any]) -> None:
+        """One results line (as read, not rescored)."""
+        # one id may name different questions in two runs: keyed by content, turned into JSON once
+        key = question_key(ln)
+        q = self._index.get(key)
+        if q is None:
+            q = self._index[key] = len(self._questions)
+            self._questions.append(script_json([key[0], key[1], [list(a) for a in key[2:]]]))
+        row = browser_row(ln)
+        text = script_json(row)
+        self._file.write(text)  # "[excluded,...]": the Browser puts its cell and question after "["
+        self._file.write("\n")
+        self._size += len(text) + 1
+        self._local.append(q)
+        self._flags.append(row_flags(row))
+
+    def result(self) -> CellRows:
+        self._file.close()
+        return CellRows(self._path, self._questions, self._local, self._flags, self._size)
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Makes the :class:`RowReader` of a cell (picklable, for a worker process that reads it)."""
+
+    folder: str
+
+    def __call__(self) -> RowReader:
+        return RowReader(self.folder)
+
+
 class Browser:
-    """The browser rows of every run in a report, kept as JSON text in a temporary folder (one
-    file per cell, a row a line) with each row's question and flags in arrays. Use as a context
-    manager: the temporary folder goes when it ends."""
+    """The browser rows of every run in a report: each cell's rows as JSON text in a file of a
+    temporary folder (a row a line), with each row's question and flags in arrays, and every
+    question once. Use as a context manager: the temporary folder goes when it ends."""
 
     def __init__(self) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="seerbench-report-")
+        #: makes a cell's :class:`RowReader`, in this process or a worker
+        self.rows = Rows(self._tmp.name)
         self.cells: list[dict[str, Any]] = []
         self.questions: list[str] = []  # the question entries as JSON text, by index
-        self._question_index: dict[Any, int] = {}  # question entry (as a tuple) -> index
+        self._question_index: dict[str, int] = {}  # question entry (JSON text) -> index
         self._q: list[array[int]] = []
         self._flags: list[array[int]] = []
-        self._files: list[IO[str]] = []
+        self._paths: list[str] = []
         self.size = 0  # bytes of the rows' and questions' JSON
 
     def __enter__(self) -> Browser:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for f in self._files:
-            f.close()
         self._tmp.cleanup()
 
-    def add_cell(self, info: dict[str, Any]) -> int:
-        """A new cell (``run``, ``cell``, ``label``, ``protocol``, ``judge``, ``agent``): its index."""
+    def add_cell(self, info: dict[str, Any], rows: CellRows) -> int:
+        """A cell (``run``, ``cell``, ``label``, ``protocol``, ``judge``, ``agent``) and its rows
+        (from :attr:`rows`): its index. Its questions are numbered after those of the cells
+        before it (equal JSON text, one question: the same in two cells or runs is kept once)."""
+        i = len(self.cells)
+        index = self._question_index
+        glob = array("i")
+        for text in rows.questions:
+            q = index.get(text)
+            if q is None:
+                q = index[text] = len(self.questions)
+                self.questions.append(text)
+                self.size += len(text) + 1
+            glob.append(q)
+        qs = array("i", [glob[k] for k in rows.local])
         self.cells.append(info)
-        self._q.append(array("i"))
-        self._flags.append(array("b"))
-        i = len(self.cells) - 1
-        path = Path(self._tmp.name) / f"{i}.jsonl"
-        self._files.append(open(path, "w", encoding="utf-8", newline=""))  # noqa: SIM115
+        self._q.append(qs)
+        self._flags.append(rows.flags)
+        self._paths.append(rows.path)
+        # each row's "cell,question," after its "[": two commas and the two numbers more than read
+        self.size += rows.size + len(qs) * (2 + len(str(i))) + sum(len(str(q)) for q in qs)
         return i
 
-    def add(self, cell: int, ln: dict[str, Any]) -> None:
-        """One results line of cell ``cell`` (as read, not rescored)."""
-        # one id may name different questions in two runs: keyed by content, turned into JSON once
-        key = question_key(ln)
-        q = self._question_index.get(key)
-        if q is None:
-            q = self._question_index[key] = len(self.questions)
-            text = script_json([key[0], key[1], [list(a) for a in key[2:]]])
-            self.questions.append(text)
-            self.size += len(text) + 1
-        row = browser_row(cell, q, ln)
-        text = script_json(row)
-        self._files[cell].write(text + "\n")
-        self._q[cell].append(q)
-        self._flags[cell].append(row_flags(row))
-        self.size += len(text) + 1
-
-    def _finish(self) -> None:
-        for f in self._files:
-            f.flush()
-
     def _cell_rows(self, cell: int) -> list[str]:
-        with open(Path(self._tmp.name) / f"{cell}.jsonl", encoding="utf-8", newline="") as f:
+        """A cell's rows as the page's JSON, in the order read."""
+        with open(self._paths[cell], encoding="utf-8", newline="") as f:
             # "\n" only: JSON escapes it, but not U+2028, U+0085 and the like that splitlines() splits at
-            return f.read().split("\n")[:-1]
+            rows = f.read().split("\n")[:-1]
+        head = f"[{cell},"
+        return [f"{head}{q},{r[1:]}" for q, r in zip(self._q[cell], rows, strict=True)]
 
     def _by_question(self, cell: int, values: list[Any]) -> list[Any]:
         """A cell's ``values`` (one per row, in file order) sorted by question, stably."""
@@ -220,7 +276,6 @@ class Browser:
     def inline_json(self, multi: bool) -> str:
         """The one-file page's JSON (``multi``, ``cells``, ``questions``, ``rows``), safe inside a
         ``<script>`` element."""
-        self._finish()
         rows = [text for i in range(len(self.cells)) for text in self._cell_rows(i)]
         order, _ = self._page_order()
         return (
@@ -237,7 +292,6 @@ class Browser:
         index page's JSON: ``multi``, ``cells``, ``split`` (the transcript folder), ``chunk_rows``,
         ``chunk_questions``, ``n_questions`` and ``rows``, a flat list of ``cell, question, flags`` per
         row in the page's order (a cell's rows are in its transcript files in the same order)."""
-        self._finish()
         out = folder / CHUNK_DIR
         out.mkdir(parents=True, exist_ok=True)
         remove_chunks(folder)  # an earlier report's blocks

@@ -19,9 +19,8 @@ from typing import Any
 from seerbench.analysis.run import summarize_run
 from seerbench.complementarity import Calibration, add_judge_forecasts, calibration
 from seerbench.errors import ConfigError
-from seerbench.report._browser import Browser
+from seerbench.report._browser import Browser, CellRows, Rows
 from seerbench.runs import CELL_AXES, Cell, RunFolder
-from seerbench.store import collector_paused
 
 #: The protocol whose cells paired differences compare against when none is given.
 DEFAULT_BASELINE = "NaiveJudge"
@@ -80,38 +79,63 @@ def pick_baseline(run: RunFolder, baseline: str | None) -> str | None:
     return named[0] if len(named) == 1 and len(folders) > 1 else None
 
 
+class _LinesRead:
+    """What the report reads from each line of a cell besides its statistics, in the same pass
+    (:class:`seerbench.analysis.run.LinePass`, in a worker process for a large run): the transcript
+    browser's rows, which elicitation methods gave the verdicts, and the judge's forecasts for its
+    calibration, as (confidence, correct) doubles (10^5 questions x 6 cells are 1.2 million)."""
+
+    def __init__(self, rows: Rows) -> None:
+        self.rows = rows()
+        self.methods: Counter[str] = Counter()
+        self.conf, self.right = array("d"), array("d")
+
+    def add(self, ln: dict[str, Any]) -> None:
+        self.rows.add(ln)
+        cases = ln.get("answer_cases") or ()
+        self.methods.update([str((a.get("case_probs") or {}).get("method")) for a in cases])
+        add_judge_forecasts(ln, self.conf, self.right)
+
+    def result(self) -> tuple[CellRows, dict[str, int], array[float], array[float]]:
+        return self.rows.result(), dict(self.methods), self.conf, self.right
+
+
+@dataclass(frozen=True)
+class _ReadLines:
+    """Makes a cell's :class:`_LinesRead` (picklable: it goes to the worker that reads the cell)."""
+
+    rows: Rows
+
+    def __call__(self) -> _LinesRead:
+        return _LinesRead(self.rows)
+
+
 def load_run(
     path: str | Path, browser: Browser, *, baseline: str | None = None, label: str | None = None
 ) -> RunData:
     """Read a run folder for the report: its statistics (:func:`summarize_run`, in worker processes
-    for a large run) and, while they are computed, each line of the same snapshot of its results
-    files for the transcript browser (``browser``, shared by the runs of one report) and the
-    calibration of its judge."""
+    for a large run) and, in the same pass over each cell's lines, its rows for the transcript
+    browser (``browser``, shared by the runs of one report) and the calibration of its judge."""
     folder = RunFolder(path)
     base = pick_baseline(folder, baseline)
     label = label or folder.path.name
     cell_index: dict[str, int] = {}
-    methods: dict[str, Counter[str]] = {}
-    # (confidence, correct) per verdict, as doubles: 10^5 questions x 6 cells are 1.2 million of each
+    methods: dict[str, dict[str, int]] = {}
     forecasts: dict[str, tuple[array[float], array[float]]] = {}
 
-    def read_lines(cells: list[Cell]) -> None:
-        # every cell has its place in the browser before a line is read (stats' cells, in its order)
-        for c in cells:
-            cell_index[c.key] = browser.add_cell({"run": label, "cell": c.key})
-            methods[c.key], forecasts[c.key] = Counter(), (array("d"), array("d"))
-        with collector_paused():
-            for c in cells:
-                i, m, (conf, right) = cell_index[c.key], methods[c.key], forecasts[c.key]
-                for ln in c.results():  # the line as read, not rescored
-                    browser.add(i, ln)
-                    cases = ln.get("answer_cases") or ()
-                    m.update([str((a.get("case_probs") or {}).get("method")) for a in cases])
-                    add_judge_forecasts(ln, conf, right)
+    def done(cell: Cell, read: tuple[CellRows, dict[str, int], array[float], array[float]]) -> None:
+        rows, methods[cell.key], conf, right = read  # cell by cell, in stats' order
+        cell_index[cell.key] = browser.add_cell({"run": label, "cell": cell.key}, rows)
+        forecasts[cell.key] = (conf, right)
 
     try:
         summary = summarize_run(
-            folder.path, baseline=base, anytime=True, workers=None, while_reading=read_lines
+            folder.path,
+            baseline=base,
+            anytime=True,
+            workers=None,
+            per_line=_ReadLines(browser.rows),
+            done=done,
         )
     except ConfigError as e:  # e.g. a --baseline this run has no folder of: say which run
         if str(folder.path) in str(e):
@@ -132,7 +156,7 @@ def load_run(
         summary=summary,
         baseline=base,
         labels=labels,
-        methods={s["cell"]: dict(methods.get(s["cell"], {})) for s in summary["cells"]},
+        methods={s["cell"]: methods.get(s["cell"], {}) for s in summary["cells"]},
         calibrations=[
             calibration(*forecasts[s["cell"]], source=s["cell"], note=f"judge {s.get('judge')}")
             for s in summary["cells"]
