@@ -7,7 +7,9 @@ Makes the run (arithmetic questions, the six protocols of bench_scale.py, an ins
 model; skipped when ``--run`` names a finished one; ``--copies K`` then repeats every cell's lines
 K times under new question ids, for 10^5 questions without an hour of running), then in a fresh
 child process builds its report (wall seconds; CPU seconds and peak RSS of the report's process
-and of the statistics' worker processes it forks for a large run; the report's size, one file or
+and of the statistics' worker processes it forks for a large run; the peak proportional set size of
+all of them together, sampled every 100 ms, which counts the pages a worker shares with its parent
+once; the report's size, one file or
 the folder it becomes past the one-file limit), and opens it in headless Chromium from file:// with
 the network blocked: seconds to the load event, seconds until the transcript browser shows its
 first page, how many rows are in the DOM (one page, not all of them), the JS heap, and seconds for
@@ -92,13 +94,54 @@ def copy_run(run: Path, folder: Path, copies: int) -> Path:
     return out
 
 
+def _pss_kb(pid: int) -> int:
+    """The proportional set size of process ``pid`` and of its descendants (Linux), in KiB: pages
+    shared by a forked worker and its parent counted once, split between them, where the sum of
+    their peak RSS counts them in each."""
+    total = 0
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                total += int(line.split()[1])
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for kid in (task / "children").read_text().split():
+                total += _pss_kb(int(kid))
+    except (OSError, ValueError):  # gone meanwhile, or not Linux
+        pass
+    return total
+
+
+class _PeakPss:
+    """Samples :func:`_pss_kb` of this process and its workers every 100 ms in a thread: the peak
+    memory the report takes from the machine, all its processes together."""
+
+    def __init__(self) -> None:
+        import os
+        import threading
+
+        self.peak, self._stop = 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(os.getpid(),), daemon=True)
+        self._thread.start()
+
+    def _run(self, pid: int) -> None:
+        while not self._stop.wait(0.1):
+            self.peak = max(self.peak, _pss_kb(pid))
+
+    def stop(self) -> float | None:
+        self._stop.set()
+        self._thread.join()
+        return self.peak / 1024 if self.peak else None
+
+
 def _child_report(run: Path, out: Path) -> dict[str, Any]:
     from seerbench.report import build_report
 
+    pss = _PeakPss()
     t0, c0 = time.perf_counter(), time.process_time()
     path = build_report([run], out)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)  # the statistics' worker processes, if any
     return {
+        "peak_pss_all_mb": pss.stop(),
         "path": str(path),
         "report_s": time.perf_counter() - t0,
         "report_cpu_s": time.process_time() - c0,

@@ -490,6 +490,43 @@ def test_dry_run_names_the_calls_the_cache_will_answer(tmp_path: Path, _isolated
     assert after.cache_hits - before.cache_hits == 8 and after.calls - before.calls == 16
 
 
+def _varies(messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> str:
+    """An agent like a real model: its speech differs with the request (prompt and seed)."""
+    import hashlib
+
+    return "My side is right: " + hashlib.sha256(f"{messages[-1].content}|{seed}".encode()).hexdigest()[:8]
+
+
+register_scripted("tr-varies", _varies, replace=True)
+
+
+def test_dry_run_repeats_are_the_runs_cache_hits_where_answers_are_quoted(
+    tmp_path: Path, _isolated_cache: Path
+) -> None:
+    """Two-turn debates with sampled speeches quote earlier answers in later prompts; the two
+    debate protocols open with the same first speeches. The plan's stand-in answers differ with the
+    request as a real model's (cached) ones do, so it counts as repeats exactly the calls the run's
+    cache answers (a stand-in answer alike for every request counted later speeches after different
+    samples as repeats)."""
+    out = tmp_path / "out"
+    cfg = _config_file(
+        tmp_path / "c",
+        out=str(out),
+        agent_models=["scripted:tr-varies"],
+        protocols=["SimultaneousDebate", "SequentialDebate"],
+        num_turns=[2],
+        agent_generation={"temperature": 0.8},
+        elicitation={"order": ["vote"], "vote_samples": 3},
+    )
+    plan = json.loads(runner.invoke(app, ["run", str(cfg), "--dry-run", "--json"]).stdout)
+    before = default_tracker().totals()
+    Experiment(ExperimentConfig.from_yaml(cfg)).run()
+    after = default_tracker().totals()
+    hits, calls = after.cache_hits - before.cache_hits, after.calls - before.calls
+    assert plan["total"]["calls"] == hits + calls
+    assert plan["total"]["repeat_calls"] == hits
+
+
 def test_dry_run_on_a_folder_being_written_says_so(tmp_path: Path) -> None:
     """While another process holds the output folder, the plan is a snapshot of a moving folder:
     the table says who writes it, --json carries it (null when nobody does)."""

@@ -3,6 +3,7 @@ rebuilt (``seerbench show``)."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import string
 from collections.abc import Callable, Sequence
@@ -49,8 +50,9 @@ class CountingBackend(Backend):
     take: exact option log probabilities only where the real backend reads them, top log
     probabilities only where it returns them, else on to the next method. Every text answer
     names option A and parses as a probability ('A: 50%, B: 50%'), so the first method the
-    backend can do succeeds. Usage is estimated prompt tokens (chars / 4) and the call's
-    ``max_tokens``. With ``repeats``, each request of model ``spec`` is noted there."""
+    backend can do succeeds; it is followed by a tag of the request (:func:`_tag`). Usage is
+    estimated prompt tokens (chars / 4) and the call's ``max_tokens``. With ``repeats``, each
+    request of model ``spec`` is noted there."""
 
     name = "plan"
     default_concurrency = 1000
@@ -64,9 +66,11 @@ class CountingBackend(Backend):
         self._spec = spec
         self._repeats = repeats
 
-    def _see(self, messages: Sequence[ChatMessage], what: Any, usage: Usage) -> None:
+    def _see(self, messages: Sequence[ChatMessage], what: Any, usage: Usage) -> tuple[Any, ...]:
+        key = (self._spec, tuple((m.role, m.content) for m in messages), what)
         if self._repeats is not None:
-            self._repeats.see((self._spec, tuple((m.role, m.content) for m in messages), what), usage)
+            self._repeats.see(key, usage)
+        return key
 
     @property
     def model_id(self) -> str:
@@ -81,12 +85,13 @@ class CountingBackend(Backend):
     ) -> Sample:
         prompt = sum(len(m.content) for m in messages) // 4 + 1
         usage = Usage(prompt_tokens=prompt, completion_tokens=config.max_tokens)
-        self._see(messages, (config.model_dump_json(), seed), usage)
+        key = self._see(messages, (config.model_dump_json(), seed), usage)
         logprobs = None
         if config.logprobs and self._top:  # every letter among the top tokens, equally likely
             top = tuple(TopLogprob(token=c, logprob=-math.log(26)) for c in string.ascii_uppercase)
             logprobs = [TokenLogprob(token="A", logprob=-math.log(26), top=top)]
-        return Sample(text=self.ANSWER, logprobs=logprobs, usage=usage, finish_reason="stop")
+        text = f"{self.ANSWER} ({_tag(key)})"
+        return Sample(text=text, logprobs=logprobs, usage=usage, finish_reason="stop")
 
     async def option_logprobs(
         self, messages: Sequence[ChatMessage], options: Sequence[str]
@@ -96,6 +101,19 @@ class CountingBackend(Backend):
         usage = Usage(prompt_tokens=sum(len(m.content) for m in messages) // 4 + 1, completion_tokens=1)
         self._see(messages, ("options", *options), usage)
         return {o: -math.log(len(options)) for o in options}, usage
+
+
+#: The letters of :func:`_tag`: none an option letter (uppercase) could be read from, no digit.
+_TAG_LETTERS = "kmnpqrstvwxz"
+
+
+def _tag(key: tuple[Any, ...]) -> str:
+    """Eight letters that differ with the request (a digest of it), so that a stand-in answer, like
+    a real one the cache keeps, is the same for one request and differs between two: where a later
+    prompt quotes it (a debate's next speech), two questions' prompts then differ as they would in
+    the run, and only a request the run repeats exactly is counted as a repeat."""
+    digest = hashlib.blake2b(repr(key).encode(), digest_size=8).digest()
+    return "".join(_TAG_LETTERS[b % len(_TAG_LETTERS)] for b in digest)
 
 
 class NoCallBackend(Backend):
