@@ -22,7 +22,7 @@ from seerbench._lock import lock_holder
 from seerbench.analysis import pressure_section
 from seerbench.analysis.run import summarize_run
 from seerbench.cli._app import app
-from seerbench.cli._common import cli_plugins, console, err_console, print_json, quiet
+from seerbench.cli._common import WholeNames, cli_plugins, console, err_console, print_json, quiet
 from seerbench.cli._pressure import print_pressure
 from seerbench.errors import ConfigError, did_you_mean
 from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RayExecutor, RunSpec
@@ -483,10 +483,11 @@ def _axis_value(s: dict[str, Any], axis: str) -> str:
 
 def stats_table(
     stats: list[dict[str, Any]], *, title: str, beta: float = 1.0, score: str = "log", wide: bool = False
-) -> Table:
+) -> WholeNames:
     """One row per cell. The protocol is always a column; agent, judge, tools and best-of-N are
     columns when they vary between cells (else they are named in the title), so no two rows look
-    alike. ``wide`` adds JSE/ASE and parse failures and prints 3 decimals."""
+    alike. ``wide`` adds JSE/ASE and parse failures and prints 3 decimals. The name columns are
+    never wrapped (:class:`WholeNames`: the protocol is what ``--baseline`` takes)."""
     b = beta_key(beta)
     digits = 3 if wide else 2
     # "-" (a protocol without an agent) and "trust" (BlindTrust's judge) are placeholders, not values
@@ -509,7 +510,7 @@ def stats_table(
     if any(left_out):
         cols.append("not counted")
     for col in cols:
-        t.add_column(col, overflow="fold")
+        t.add_column(col)
     for s, lo in zip(stats, left_out, strict=True):
         m = s["metrics"]
         row = [escape(str(s["protocol"])), *(escape(_axis_value(s, a)) for a in varying), str(s["n_scored"])]
@@ -540,7 +541,7 @@ def stats_table(
                 else ""
             )
         )
-    return t
+    return WholeNames(t, names=1 + len(varying))
 
 
 #: A cell's counts of what its numbers leave out, as the stats table names them.
@@ -561,7 +562,7 @@ def _left_out(s: dict[str, Any]) -> str:
 def _print_stats(
     stats: list[dict[str, Any]], *, title: str, wide: bool, beta: float = 1.0, score: str = "log"
 ) -> None:
-    console.print(stats_table(stats, title=title, beta=beta, score=score, wide=wide))
+    stats_table(stats, title=title, beta=beta, score=score, wide=wide).print(console)
     groups: dict[str, list[tuple[dict[str, Any], str]]] = {}
     for s in stats:
         for w in (s.get("diagnostics") or {}).get("warnings", []):
@@ -645,7 +646,7 @@ def stats(
         t = Table(title=f"paired differences vs {baseline} (same questions)")
         several = len({c["baseline_cell"] for c in summary["paired"]}) > 1  # then name the one each row used
         for col in ("cell", *(["vs"] if several else []), "judge", f"ΔASD({score})", "Δaccuracy"):
-            t.add_column(col, overflow="fold")
+            t.add_column(col)
         for c in summary["paired"]:
             vs = [escape(str(c["baseline_cell"]))] if several else []
             t.add_row(
@@ -655,7 +656,7 @@ def stats(
                 ci(c["asd_diff"], 2),
                 ci(c["accuracy_diff"], 2),
             )
-        console.print(t)
+        WholeNames(t, names=3 if several else 2).print(console)
         base = {c["baseline_cell"] for c in summary["paired"]}
         paired = {c["cell"] for c in summary["paired"]} | base
         alone = [c for c in summary["cells"] if c.get("cell") not in paired]
