@@ -447,6 +447,58 @@ def test_help_shows_no_type_for_flags(
 
 
 @pytest.mark.parametrize(
+    ("command", "option", "shown"),
+    [
+        ("stats", "--score", "[log|logodds|brier|accuracy]"),
+        ("stats", "--parse-failures", "[exclude|half]"),
+        ("run", "--executor", "[local|ray]"),
+        ("export", "--format", "[csv|parquet|inspect|rewards]"),
+        ("estimate", "--interval", "[score|wald]"),
+        ("plan", "--score", "[log|logodds|brier|accuracy]"),
+        ("report", "--critique", "<path>"),  # a repeatable option: its items' type, not <list[Path]>
+        ("report", "run_dirs...", "<path>"),
+    ],
+)
+def test_help_shows_what_an_option_takes(
+    command: str, option: str, shown: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = run_main([command, "--help"], capsys, monkeypatch)
+    assert code == 0
+    row = next(ln for ln in out.splitlines() if f" {option} " in ln)
+    assert next(w for w in row.split(option)[1].split() if w[0] in "[<") == shown, row
+    assert "<list[" not in out
+
+
+@pytest.mark.parametrize(
+    ("command", "argv", "said"),
+    [
+        ("stats", ["--score", "best"], "score must be one of log, logodds, brier, accuracy; got 'best'"),
+        ("stats", ["--parse-failures", "all"], "parse failures must be 'exclude' or 'half'; got 'all'"),
+        (
+            "export",
+            ["--format", "xlsx"],
+            "--format must be one of csv, parquet, inspect, rewards; got 'xlsx'",
+        ),
+    ],
+)
+def test_a_value_outside_the_choices_is_the_commands_own_one_line_error(
+    tmp_path: Path,
+    command: str,
+    argv: list[str],
+    said: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The choices in the help are for show: the command checks the value, in one line."""
+    from tests.test_export import make_run
+
+    run = make_run(tmp_path / "run")
+    code, _, err = run_main([command, str(run), *argv], capsys, monkeypatch)
+    assert code == 2 and one_line_error(err) == f"error: {said}", err
+
+
+@pytest.mark.parametrize(
     ("argv", "said"),
     [
         (

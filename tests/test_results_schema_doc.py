@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from seerbench.schema import (
     iter_result_lines,
     parse_line,
 )
+from tests.test_cli_global import one_line_error, run_main
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "results-schema.md"
 
@@ -126,6 +128,52 @@ def test_a_newer_schema_version_is_refused_in_one_line(run_dir: Path, tmp_path: 
         match=f"schema version {SCHEMA_VERSION + 1}; this seerbench reads up to {SCHEMA_VERSION}: upgrade",
     ):
         parse_line(json.dumps(line))
+
+
+@pytest.mark.parametrize(
+    "version, shown", [("2", '"2"'), (2.0, "2.0"), (1.0, "1.0"), (True, "true"), (0, "0")]
+)
+def test_a_schema_version_that_is_no_version_number_is_refused(
+    run_dir: Path,
+    tmp_path: Path,
+    version: Any,
+    shown: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Lax pydantic would read "2" and 2.0 as version 2 (past the upgrade check, which compares
+    ints) and 1.0 or true as 1: never guessed at. `seerbench stats` says which line, in one line."""
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    path = _files(copy)[2]
+    lines = path.read_text().splitlines()
+    lines[1] = json.dumps({**json.loads(lines[1]), "schema_version": version})
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match=f"^schema_version {re.escape(shown)} is not a version number"):
+        parse_line(lines[1])
+    code, out, err = run_main(["stats", str(copy)], capsys, monkeypatch)
+    assert code == 2 and out == ""
+    assert one_line_error(err) == (
+        f"error: {path}:2: schema_version {shown} is not a version number (an integer from 1; this "
+        f"seerbench writes {SCHEMA_VERSION}): the line was written or edited by something else; "
+        "correct it or remove it"
+    )
+
+
+def test_a_newer_schema_version_names_its_line(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    path = _files(copy)[0]
+    with path.open("a") as f:
+        f.write(json.dumps({**_first_line(copy), "question_id": "new", "schema_version": 7}) + "\n")
+    n = len(path.read_text().splitlines())
+    code, _, err = run_main(["stats", str(copy)], capsys, monkeypatch)
+    assert code == 2 and one_line_error(err) == (
+        f"error: {path}:{n}: results written with schema version 7; this seerbench reads up to "
+        f"{SCHEMA_VERSION}: upgrade seerbench to read them"
+    )
 
 
 def test_lines_without_a_version_read_as_version_1(run_dir: Path) -> None:

@@ -20,6 +20,8 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictFloat,
+    StrictInt,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -122,6 +124,43 @@ def test_every_line_the_writer_writes_takes_the_fast_path(real_lines: list[dict[
     assert fits(parse_line(json.dumps(line))) is True
 
 
+def test_a_config_of_loosely_written_numbers_still_writes_strict_lines(tmp_path: Path) -> None:
+    """The layout's numbers and bools are strict (an int field takes no 1.0): the config reads
+    ``eps: 0``, ``best_of_n: [1.0, "2"]`` and ``vote_samples: "3"`` laxly, and the writer writes
+    JSON's own types from what it read, every line on the fast path."""
+    files = _run(
+        tmp_path / "loose",
+        dataset={"name": "arithmetic", "n": 3, "seed": 2},
+        agent_models=["scripted:echo"],
+        protocols=["NaiveJudge", "Consultancy"],
+        eps=0,
+        best_of_n=[1.0, "2"],
+        elicitation={"order": ["vote"], "vote_samples": "3"},
+    )
+    lines = [loads(raw) for f in files for raw in f.read_bytes().splitlines() if raw.strip()]
+    assert {ln["best_of_n"] for ln in lines} == {1, 2} and len(lines) == 9
+    for line in lines:
+        assert type(line["eps"]) is float and line["eps"] == 0.0
+        assert {c["case_probs"]["n_samples"] for c in line["answer_cases"]} == {3}
+        assert schema._fits()(line) is True
+        assert check_line(line) is line
+
+
+@pytest.mark.parametrize("version", ["1", 1.0, True, None, 0, -7, [1]])
+def test_a_schema_version_that_is_no_version_number_is_refused_before_anything(
+    real_lines: list[dict[str, Any]], version: Any
+) -> None:
+    """Not an integer of 1 or more: a DataError (lax pydantic would read "1", 1.0, true as 1)."""
+    line = {**real_lines[0], "schema_version": version}
+    with pytest.raises(DataError, match=r"^schema_version .* is not a version number"):
+        check_line(line)
+    assert verdict(check_line, line) == verdict(schema._validate, line)
+    if type(version) is not int:  # the model alone refuses it too (strict); 0 is _admit's to refuse
+        assert schema._fits()(line) is False
+        with pytest.raises(ValidationError, match="schema_version"):
+            ResultLine.model_validate(line)
+
+
 # ---- mutants --------------------------------------------------------------------------------------
 Path_ = tuple[Any, ...]
 
@@ -216,9 +255,20 @@ def test_mutants_get_exactly_pydantics_verdict(real_lines: list[dict[str, Any]])
     [
         (lambda d: d["question"]["answer_cases"][1].update(short="A"), "answer case labels must be unique"),
         (lambda d: d["question"].update(id="\ud800"), "question.id: Input should be a valid string"),
-        (lambda d: d["answer_cases"][0]["case_probs"].update(n_samples=1.0), None),  # pydantic takes 1.0
-        (lambda d: d.update(eps=True), None),  # and True for a float
-        (lambda d: d.update(eps=2**60), None),  # and a large int
+        # the layout's numbers and bools are strict: JSON's own types, as the writer writes them
+        (
+            lambda d: d["answer_cases"][0]["case_probs"].update(n_samples=1.0),
+            "n_samples: Input should be a valid integer",
+        ),
+        (
+            lambda d: d["answer_cases"][0]["case_probs"].update(n_samples="1"),
+            "n_samples: Input should be a valid integer",
+        ),
+        (lambda d: d.update(eps=True), "eps: Input should be a valid number"),
+        (lambda d: d.update(eps="0.5"), "eps: Input should be a valid number"),
+        (lambda d: d.update(excluded=0), "excluded: Input should be a valid boolean"),
+        (lambda d: d.update(best_of_n=1.0), "best_of_n: Input should be a valid integer"),
+        (lambda d: d.update(eps=2**60), None),  # a large int: pydantic takes it for a float, strict too
         (lambda d: d.update(eps=10**400), "eps: Input should be a valid number"),
         (lambda d: d.update(notes={1: "x"}), "notes.1.[key]: Input should be a valid string"),
         (lambda d: d.update(tools=("calculator",)), None),  # a tuple for a list
@@ -316,6 +366,16 @@ class Strict(BaseModel):
     x: float
 
 
+class StrictFields(BaseModel):  # strict fields (as ResultLine's numbers), not a strict config
+    model_config = ConfigDict(extra="forbid")
+    n: StrictInt
+    x: StrictFloat
+    flag: bool = Field(default=False, strict=True)
+
+
+STRICT = {"n": 1, "x": 0.5, "flag": True}
+
+
 class Tree(BaseModel):
     kids: list[Tree] = []
 
@@ -335,6 +395,18 @@ def test_models_it_takes_on(model: type[BaseModel], good: dict[str, Any], bad: l
     model.model_validate(good)
     for b in bad:
         assert fits(b) is False
+
+
+def test_strict_fields_are_taken_on() -> None:
+    """A strict int, float or bool takes what the pre-check takes as certain (an int for a float
+    too); what strictness refuses (1.0 for an int, true for a float, 1 for a bool) pydantic
+    refuses, with the pre-check leaving it to pydantic."""
+    fits = compile_precheck(StrictFields)
+    assert fits({**STRICT, "x": 2}) is True and fits({**STRICT, "flag": False}) is True
+    for field, value in [("n", 1.0), ("n", "1"), ("n", True), ("x", True), ("x", "0.5"), ("flag", 1)]:
+        assert fits({**STRICT, field: value}) is False
+        with pytest.raises(ValidationError, match=field):
+            StrictFields.model_validate({**STRICT, field: value})
 
 
 class WithInfo(BaseModel):

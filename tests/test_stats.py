@@ -324,7 +324,7 @@ def test_stats_table_clusters_by_passage_and_says_so_under_the_table() -> None:
     )
     meta = {"protocol": "NaiveJudge", "agent": None, "judge": "j", "tools": None, "best_of_n": 1}
     out = io.StringIO()
-    Console(file=out, width=200).print(stats_table([{**meta, **rec}, {**meta, **plain}], title="t"))
+    stats_table([{**meta, **rec}, {**meta, **plain}], title="t").print(Console(file=out, width=200))
     text = " ".join(out.getvalue().split())  # the caption wraps at the table's width
     assert "questions sharing a passage are resampled together in 1 of 2 cell(s) (3 clusters)" in text
     json.dumps(rec)  # the record stays plain JSON

@@ -14,6 +14,9 @@ for a number, an int for a bool ... go to pydantic):
 - ``str`` (with ``min_length``/``max_length``: no lone surrogate, which pydantic refuses there),
   ``int``, ``bool``, a ``Literal`` of strings, ``Any``;
 - ``float``: a float (NaN and the infinities too) or an int of at most 2**53 in size;
+- these three strict too (``StrictInt``, ``Field(strict=True)`` ...): strict pydantic takes the
+  exact types above as lax pydantic does (an int for a float too), and refuses only what the
+  pre-check leaves to it anyway;
 - ``list[X]`` (with ``min_length``/``max_length``), ``dict[str, X]``, ``X | None``, defaults.
 
 A part of the schema that has a validator of the model's own (``@field_validator`` of any mode,
@@ -164,15 +167,15 @@ class _Compiler:
         ]
 
     def check_int(self, node: Node, expr: str) -> list[str]:
-        _only(node)
+        _only(node, "strict")  # strict or lax: both take what this takes
         return [f"if type({expr}) is not int: return False"]
 
     def check_float(self, node: Node, expr: str) -> list[str]:
-        _only(node)
+        _only(node, "strict")  # strict or lax: both take what this takes
         return [f"if type({expr}) is not float and not _int_as_float({expr}): return False"]
 
     def check_bool(self, node: Node, expr: str) -> list[str]:
-        _only(node)
+        _only(node, "strict")  # strict or lax: both take what this takes
         return [f"if {expr} is not True and {expr} is not False: return False"]
 
     def check_literal(self, node: Node, expr: str) -> list[str]:

@@ -8,7 +8,14 @@ documents every field; a test keeps the two in step.
 
 Lines carry ``schema_version``. Version 1 is the layout below; lines written before the field
 existed (seerbench 0.1) have the same layout and read as version 1. A line of a newer version than
-this seerbench reads is refused with a message that says to upgrade, never guessed at.
+this seerbench reads is refused with a message that says to upgrade, never guessed at; so is a
+``schema_version`` that is no version number (``"2"``, ``2.0``, ``true``, ``0``).
+
+Numbers and booleans are read as the writer writes them, JSON's own types (pydantic's strict
+types): an int field takes an integer (not ``1.0`` or ``"1"``), a float field a number (not
+``true`` or ``"0.5"``), a bool field ``true`` or ``false`` (not ``1`` or ``"yes"``). Lax reading
+would turn ``"2"`` into 2 and ``true`` into 1.0: a line something else wrote, read as if it meant
+that.
 
 Typed access for your own analysis::
 
@@ -25,7 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError
 
 from seerbench._precheck import compile_precheck
 from seerbench.errors import DataError
@@ -45,16 +52,16 @@ class _Record(BaseModel):
 class Scores(_Record):
     """One score under the four scoring rules of seed 003 (section "Metrics")."""
 
-    log: float
-    logodds: float
-    brier: float
-    accuracy: float
+    log: StrictFloat
+    logodds: StrictFloat
+    brier: StrictFloat
+    accuracy: StrictFloat
 
 
 class CaseProbs(_Record):
     """The judge's verdict on one answer case's run, and that run's transcript."""
 
-    probabilities: dict[str, float] | None = Field(
+    probabilities: dict[str, StrictFloat] | None = Field(
         description="P(option) by option label; null when no verdict parsed."
     )
     method: str = Field(
@@ -63,7 +70,7 @@ class CaseProbs(_Record):
     parse_status: str = Field(description="ok, or why the verdict could not be parsed.")
     error: str | None
     raw: str = Field(description="The judge's raw output (or the votes).")
-    n_samples: int
+    n_samples: StrictInt
     metadata: dict[str, Any] = Field(
         description="Method details; with both_orders: both views' probabilities."
     )
@@ -76,7 +83,7 @@ class CaseResult(_Record):
 
     short: str
     long: str
-    value: float = Field(description="1.0 for the true option, 0.0 for a false one.")
+    value: StrictFloat = Field(description="1.0 for the true option, 0.0 for a false one.")
     case_probs: CaseProbs
     agent_score: Scores | None = Field(description="Score of P(this case's option): the agent's reward.")
 
@@ -84,26 +91,26 @@ class CaseResult(_Record):
 class ResultLine(_Record):
     """One line of ``results.jsonl``."""
 
-    schema_version: int = SCHEMA_VERSION
+    schema_version: StrictInt = SCHEMA_VERSION
     question_id: str
     protocol: str = Field(description="Protocol configuration folder, e.g. Consultancy_t1_swap.")
     agent: str | None = Field(description="Agent model entry; null for protocols without agents.")
     judge: str
     tools: list[str]
-    best_of_n: int
+    best_of_n: StrictInt
     adversary: str | None = Field(
         default=None,
         description="Cross-play only: the opposing debater (as `agent` names the agent); "
         "absent in self-play.",
     )
     question: Question
-    symmetric: bool = Field(description="True when one run serves every answer case (e.g. NaiveJudge).")
+    symmetric: StrictBool = Field(description="True when one run serves every answer case (e.g. NaiveJudge).")
     chosen_case: str | None = Field(description="The option an open consultant chose to argue; else null.")
     notes: dict[str, Any]
-    parse_failures: int
+    parse_failures: StrictInt
     answer_cases: list[CaseResult]
-    excluded: bool = Field(description="A needed case is unscored (parse failure under 'exclude').")
-    judge_accuracy: float | None
+    excluded: StrictBool = Field(description="A needed case is unscored (parse failure under 'exclude').")
+    judge_accuracy: StrictFloat | None
     asd: Scores | None = None
     jse_b0: Scores | None = None
     jse_b1: Scores | None = None
@@ -111,7 +118,7 @@ class ResultLine(_Record):
     ase_b0: Scores | None = None
     ase_b1: Scores | None = None
     ase_binf: Scores | None = None
-    eps: float
+    eps: StrictFloat
     parse_failure_policy: Literal["exclude", "half"]
     fingerprint: str | None = Field(
         default=None, description="Hash of the cell's settings (absent in 0.1 lines)."
@@ -134,15 +141,31 @@ def _reason(e: ValidationError) -> str:
 
 def _admit(rec: Any) -> None:
     """Refuse what is no line of this layout before any field is looked at: not an object
-    (:class:`LineError`), or a newer schema version (:class:`DataError`: upgrade)."""
+    (:class:`LineError`), a newer schema version (:class:`DataError`: upgrade), or a
+    ``schema_version`` that is no version number (:class:`DataError`)."""
     if not isinstance(rec, dict):
         raise LineError("not a JSON object")
     version = rec.get("schema_version", SCHEMA_VERSION)
-    if isinstance(version, int) and version > SCHEMA_VERSION:
+    if type(version) is not int or version < 1:  # "2", 2.0, true: never read as a version
+        raise DataError(
+            f"schema_version {_json_repr(version)} is not a version number (an integer from 1; this "
+            f"seerbench writes {SCHEMA_VERSION}): the line was written or edited by something else; "
+            "correct it or remove it"
+        )
+    if version > SCHEMA_VERSION:
         raise DataError(
             f"results written with schema version {version}; this seerbench reads up to {SCHEMA_VERSION}: "
             "upgrade seerbench to read them"
         )
+
+
+def _json_repr(value: Any) -> str:
+    """``value`` as the line has it (``"2"``, ``true``), at most 40 characters."""
+    try:
+        text = json.dumps(value, allow_nan=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _validate(rec: Any) -> ResultLine:

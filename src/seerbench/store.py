@@ -326,8 +326,10 @@ class RecordReader:
             if self.check is not None:
                 try:
                     rec = self.check(rec)
+                except DataError as e:  # e.g. a newer schema version: for the user, never skipped
+                    raise DataError(f"{self.path}:{n}: {e}") from None
                 except SeerbenchError:
-                    raise  # e.g. a newer schema version: for the user, never a skipped line
+                    raise
                 except ValueError as e:
                     self._unusable(n, raw, str(e))
                     continue

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,7 +17,14 @@ from seerbench._version import __version__
 from seerbench.config import CACHE_DIR_ENV
 from seerbench.errors import ConfigError
 
-__all__ = ["app"]
+__all__ = ["app", "one_of"]
+
+
+def one_of(values: Iterable[str]) -> str:
+    """The help's type column for an option that takes one of fixed ``values`` (its metavar):
+    ``[log|logodds|brier|accuracy]``, where typer would say ``<str>``. The command still checks
+    the value itself, with its own one-line error."""
+    return "[" + "|".join(values) + "]"
 
 
 def _flag_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
@@ -24,8 +33,19 @@ def _flag_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
     return None if self.is_flag and self.metavar is None else _typer_type(self, ctx)
 
 
+def _item_type(self: typer.core._TyperParameter, ctx: Any) -> str:
+    """A list parameter's type as its items' (``<path>``): typer says ``<list[Path]>``, which
+    reads as a value to type out. A repeatable option's help says it repeats, an argument of
+    several ends in ``...``."""
+    label = _typer_display(self, ctx)
+    m = re.fullmatch(r"<list\[(\w+)\]>", label)
+    return f"<{m[1].lower()}>" if m else label
+
+
 _typer_type = typer.core.TyperOption.display_type_rich
 typer.core.TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign]
+_typer_display = typer.core._TyperParameter.display_type
+typer.core._TyperParameter.display_type = _item_type  # type: ignore[method-assign]
 
 app = typer.Typer(
     name="seerbench",

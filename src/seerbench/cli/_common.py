@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from rich.console import Console
+from rich.cells import cell_len
+from rich.console import Console, RenderableType
+from rich.table import Column, Table
+from rich.text import Text
 
 from seerbench.errors import ConfigError
 
@@ -152,6 +157,105 @@ def configure_logging(level: int = NORMAL, log_file: Path | None = None) -> None
         logger.addHandler(fh)
         levels.append(file_level)
     logger.setLevel(min(levels))
+
+
+# ---- tables whose first columns hold names people copy ------------------------------------------
+
+
+class WholeNames:
+    """``table`` (rows added, no column ``width`` set), printed by :meth:`print` so that its
+    first ``names`` columns never break a name across lines: people copy a protocol folder into
+    ``--baseline``, a cell key into a path. Rich, short of width, wraps or cuts every column,
+    names too.
+
+    Where the table fits the console with the names whole and every other column at least as
+    wide as its longest word, it prints as one table, the other columns wrapped at spaces to fit.
+    Where it does not, the names leave the table: its rows are numbered (``#``), and under it
+    each number's names are printed on a line of their own that rich neither wraps nor cuts (a
+    terminal narrower than the line folds it on screen; the line copied is whole)."""
+
+    def __init__(self, table: Table, names: int) -> None:
+        self.table, self.names = table, names
+
+    def layout(self, width: int) -> tuple[Table, list[Text]]:
+        """The table to print at ``width`` columns, and the key lines under it (none when the
+        names fit in the table)."""
+        t = self.table
+        cols = t.columns
+        whole = _fit(t, cols, self.names, width)
+        if whole is not None:
+            return whole, []
+        numbers = [str(i + 1) for i in range(t.row_count)]
+        cells: list[RenderableType] = list(numbers)
+        number = Column(header="#", justify="right", no_wrap=True, _cells=cells)
+        heads = [_plain(c.header) for c in cols[: self.names]]
+        rows = list(zip(numbers, *([_plain(x) for x in c.cells] for c in cols[: self.names]), strict=True))
+        col_w = [max(cell_len(x) for x in col) for col in zip(["#", *heads], *rows, strict=True)]
+        if sum(col_w) + 2 * self.names <= width:  # one line a row, aligned under a header
+            lines = [
+                Text("  ".join(x + " " * (w - cell_len(x)) for x, w in zip(row, col_w, strict=True)).rstrip())
+                for row in [("#", *heads), *rows]
+            ]
+            lines[0].stylize("dim")
+        else:  # one line a name: "1  cell  NaiveJudge/J_judge", then "   vs    ..."
+            head_w = max(cell_len(h) for h in heads)
+            lines = [
+                Text(f"{n if j == 0 else '':>{col_w[0]}}  {h + ' ' * (head_w - cell_len(h))}  {name}")
+                for n, *names in rows
+                for j, (h, name) in enumerate(zip(heads, names, strict=True))
+            ]
+        numbered = [number, *cols[self.names :]]
+        return _fit(t, numbered, 1, width) or _with_columns(t, numbered), lines
+
+    def print(self, console: Console) -> None:
+        table, key = self.layout(console.width)
+        console.print(table)
+        for line in key:
+            console.print(line, soft_wrap=True)  # neither wrapped nor cut
+
+
+def _plain(x: Any) -> str:
+    return Text.from_markup(x).plain if isinstance(x, str) else x.plain if isinstance(x, Text) else str(x)
+
+
+def _cells_width(c: Column, *, whole: bool, least: bool = False) -> int:
+    """The widest of a column's header and cells: whole (a name), or as its longest word."""
+    texts = [_plain(c.header), *(_plain(x) for x in c.cells)]
+    if whole or not least:
+        return max(cell_len(line) for x in texts for line in x.splitlines() or [""])
+    return max((cell_len(w) for x in texts for w in x.split()), default=1)
+
+
+def _fit(t: Table, cols: list[Column], names: int, width: int) -> Table | None:
+    """``t`` with ``cols``, each of a width that keeps its first ``names`` columns' cells whole and
+    no other column narrower than its longest word, at ``width`` columns; None if none does."""
+    borders = (len(cols) + 1 if t.show_edge else len(cols) - 1) if t.box else 0
+    full = [_cells_width(c, whole=i < names) for i, c in enumerate(cols)]
+    least = [_cells_width(c, whole=i < names, least=True) for i, c in enumerate(cols)]
+    widths = _shrink(full, least, width - borders - len(cols) * (t.padding[1] + t.padding[3]))
+    if widths is None:
+        return None
+    return _with_columns(
+        t, [replace(c, width=w, no_wrap=i < names) for i, (c, w) in enumerate(zip(cols, widths, strict=True))]
+    )
+
+
+def _shrink(full: list[int], least: list[int], room: int) -> list[int] | None:
+    """Column widths that sum to at most ``room``: each ``full`` width, the widest ones narrowed
+    towards their ``least`` one; None when even the least widths do not fit."""
+    if sum(least) > room:
+        return None
+    widths = list(full)
+    while sum(widths) > room:
+        i = max(range(len(widths)), key=lambda j: (widths[j] - least[j] > 0, widths[j]))
+        widths[i] -= 1
+    return widths
+
+
+def _with_columns(t: Table, columns: list[Column]) -> Table:
+    new = copy.copy(t)
+    new.columns = [replace(c, _index=i) for i, c in enumerate(columns)]
+    return new
 
 
 def plural(n: int, noun: str, many: str | None = None) -> str:

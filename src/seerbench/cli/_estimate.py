@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from seerbench._format import bounds, num
-from seerbench.cli._app import app
+from seerbench.cli._app import app, one_of
 from seerbench.cli._common import console, print_json
 from seerbench.datasets import read_questions_jsonl
 from seerbench.errors import ConfigError, DataError
@@ -27,6 +27,7 @@ from seerbench.estimators import (
     read_predictions_csv,
     write_labels_csv,
 )
+from seerbench.metrics import SCORE_TYPES
 
 
 def _check_unit(name: str, value: float) -> None:
@@ -46,7 +47,7 @@ def estimate(
     weight: float = typer.Option(0.5, help="Fixed weight on the ordinary estimate for 'IVW w=...'."),
     alpha: float = typer.Option(0.05, help="1 - confidence level of the intervals (0.05 gives 95%)."),
     interval: str = typer.Option(
-        "score", help="Confidence interval: score (Wilson-type, the default) or wald."
+        "score", metavar=one_of(INTERVALS), help="Confidence interval: score (Wilson-type) or wald."
     ),
     cluster: str | None = typer.Option(
         None, help="Column naming each label's cluster (rater, item): widen intervals by its design effect."
@@ -148,7 +149,7 @@ def plan(
         None, help="With RUN_DIR: the smallest paired difference (cell - baseline) worth detecting."
     ),
     power: float = typer.Option(0.8, help="With RUN_DIR and --effect: the power to detect it."),
-    score: str = typer.Option("log", help="With RUN_DIR: the score of ASD (log, logodds, brier, accuracy)."),
+    score: str = typer.Option("log", metavar=one_of(SCORE_TYPES), help="With RUN_DIR: the score of ASD."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Plan sample sizes. With RUN_DIR (a pilot run): the questions each comparison with --baseline

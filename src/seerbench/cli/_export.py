@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from seerbench.cli._app import app
+from seerbench.cli._app import app, one_of
 from seerbench.cli._common import console, err_console, print_json, quiet
 from seerbench.errors import ConfigError
 from seerbench.export import (
@@ -27,6 +27,9 @@ from seerbench.export import (
 )
 from seerbench.store import atomic_path
 
+#: What ``--format`` takes: the tables of seerbench.export, and the two folder exports.
+EXPORT_FORMATS = (*FORMATS, "inspect", "rewards")
+
 _SUFFIX = {"csv": ".csv", "parquet": ".parquet"}
 _ACCEPTS = {
     "csv": (".csv", ".txt", ""),
@@ -42,7 +45,8 @@ def export(
         typer.Option(
             "--format",
             "-f",
-            help="csv, parquet, inspect or rewards (default: from --out's suffix, else csv).",
+            metavar=one_of(EXPORT_FORMATS),
+            help="What to write (default: from --out's suffix, else csv).",
         ),
     ] = None,
     out: Annotated[
@@ -67,9 +71,7 @@ def export(
         _export_rewards(run_dir, out, json_out=json_out)
         return
     if fmt not in FORMATS:
-        raise ConfigError(
-            f"--format must be one of {', '.join((*FORMATS, 'inspect', 'rewards'))}; got {fmt!r}"
-        )
+        raise ConfigError(f"--format must be one of {', '.join(EXPORT_FORMATS)}; got {fmt!r}")
     if fmt == "parquet" and not parquet_available():
         raise ConfigError(
             f"--format parquet needs pyarrow, which is not installed: {PARQUET_HINT} (or use --format csv)"

@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 import typer
 from rich.markup import escape
@@ -21,12 +21,12 @@ from seerbench._format import ci, num
 from seerbench._lock import lock_holder
 from seerbench.analysis import pressure_section
 from seerbench.analysis.run import summarize_run
-from seerbench.cli._app import app
-from seerbench.cli._common import cli_plugins, console, err_console, print_json, quiet
+from seerbench.cli._app import app, one_of
+from seerbench.cli._common import WholeNames, cli_plugins, console, err_console, print_json, quiet
 from seerbench.cli._pressure import print_pressure
 from seerbench.errors import ConfigError, did_you_mean
 from seerbench.experiment import CellPlan, Experiment, ExperimentConfig, RayExecutor, RunSpec
-from seerbench.metrics import beta_key
+from seerbench.metrics import SCORE_TYPES, FailurePolicy, beta_key
 from seerbench.models import default_tracker
 from seerbench.provenance import environment_lines
 from seerbench.results import NONE_SCORED
@@ -230,6 +230,10 @@ class _Progress:
         )
 
 
+#: Where ``run --executor`` runs questions.
+EXECUTORS = ("local", "ray")
+
+
 @app.command()
 def run(
     config: Annotated[Path, typer.Argument(help="Experiment YAML (see examples/quickstart.yaml).")],
@@ -269,6 +273,7 @@ def run(
         str,
         typer.Option(
             "--executor",
+            metavar=one_of(EXECUTORS),
             help=(
                 "Where questions run: local (this process) or "
                 "ray (Ray tasks; this process writes the results)."
@@ -297,8 +302,8 @@ def run(
     ] = None,
 ) -> None:
     """Run an experiment grid; resumes where a previous run of the same config stopped."""
-    if executor not in ("local", "ray"):
-        raise ConfigError(f"--executor must be local or ray; got {executor!r}")
+    if executor not in EXECUTORS:
+        raise ConfigError(f"--executor must be {' or '.join(EXECUTORS)}; got {executor!r}")
     if address is not None and executor != "ray":
         raise ConfigError("--address names a Ray cluster: use it with --executor ray")
     if executor == "ray" and cli_plugins():
@@ -483,10 +488,11 @@ def _axis_value(s: dict[str, Any], axis: str) -> str:
 
 def stats_table(
     stats: list[dict[str, Any]], *, title: str, beta: float = 1.0, score: str = "log", wide: bool = False
-) -> Table:
+) -> WholeNames:
     """One row per cell. The protocol is always a column; agent, judge, tools and best-of-N are
     columns when they vary between cells (else they are named in the title), so no two rows look
-    alike. ``wide`` adds JSE/ASE and parse failures and prints 3 decimals."""
+    alike. ``wide`` adds JSE/ASE and parse failures and prints 3 decimals. The name columns are
+    never wrapped (:class:`WholeNames`: the protocol is what ``--baseline`` takes)."""
     b = beta_key(beta)
     digits = 3 if wide else 2
     # "-" (a protocol without an agent) and "trust" (BlindTrust's judge) are placeholders, not values
@@ -499,7 +505,7 @@ def stats_table(
         if a not in varying and values:
             fixed.append(f"{'best of' if a == 'best_of_n' else a} {values[0]}")
     t = Table(title=title + (f"\n[dim]{', '.join(fixed)}[/]" if fixed else ""))
-    cols = ["protocol", *("bo" if a == "best_of_n" else a for a in varying), "n"]
+    cols = ["protocol", *("best of" if a == "best_of_n" else a for a in varying), "n"]
     cols += (
         ["fail", f"ASD({score})", f"JSE_{b}({score})", f"ASE_{b}({score})", "accuracy"]
         if wide
@@ -509,7 +515,7 @@ def stats_table(
     if any(left_out):
         cols.append("not counted")
     for col in cols:
-        t.add_column(col, overflow="fold")
+        t.add_column(col)
     for s, lo in zip(stats, left_out, strict=True):
         m = s["metrics"]
         row = [escape(str(s["protocol"])), *(escape(_axis_value(s, a)) for a in varying), str(s["n_scored"])]
@@ -540,7 +546,7 @@ def stats_table(
                 else ""
             )
         )
-    return t
+    return WholeNames(t, names=1 + len(varying))
 
 
 #: A cell's counts of what its numbers leave out, as the stats table names them.
@@ -561,7 +567,7 @@ def _left_out(s: dict[str, Any]) -> str:
 def _print_stats(
     stats: list[dict[str, Any]], *, title: str, wide: bool, beta: float = 1.0, score: str = "log"
 ) -> None:
-    console.print(stats_table(stats, title=title, beta=beta, score=score, wide=wide))
+    stats_table(stats, title=title, beta=beta, score=score, wide=wide).print(console)
     groups: dict[str, list[tuple[dict[str, Any], str]]] = {}
     for s in stats:
         for w in (s.get("diagnostics") or {}).get("warnings", []):
@@ -580,12 +586,18 @@ def stats(
     beta: Annotated[
         float, typer.Option(help="Temperature of the open-choice JSE/ASE column (0, 1, inf or any >= 0).")
     ] = 1.0,
-    score: Annotated[str, typer.Option(help="Score type: log, logodds, brier or accuracy.")] = "log",
+    score: Annotated[str, typer.Option(metavar=one_of(SCORE_TYPES), help="Score type.")] = "log",
     eps: Annotated[
         float | None,
         typer.Option(help="Probability clipping for log scores, in (0, 0.5) (default: the run's)."),
     ] = None,
-    parse_failures: Annotated[str | None, typer.Option(help="exclude or half (default: the run's).")] = None,
+    parse_failures: Annotated[
+        str | None,
+        typer.Option(
+            metavar=one_of(get_args(FailurePolicy)),
+            help="How a verdict that failed to parse counts (default: the run's).",
+        ),
+    ] = None,
     baseline: Annotated[
         str | None,
         typer.Option(help="Protocol folder to compare against with paired differences, e.g. NaiveJudge."),
@@ -645,7 +657,7 @@ def stats(
         t = Table(title=f"paired differences vs {baseline} (same questions)")
         several = len({c["baseline_cell"] for c in summary["paired"]}) > 1  # then name the one each row used
         for col in ("cell", *(["vs"] if several else []), "judge", f"ΔASD({score})", "Δaccuracy"):
-            t.add_column(col, overflow="fold")
+            t.add_column(col)
         for c in summary["paired"]:
             vs = [escape(str(c["baseline_cell"]))] if several else []
             t.add_row(
@@ -655,7 +667,7 @@ def stats(
                 ci(c["asd_diff"], 2),
                 ci(c["accuracy_diff"], 2),
             )
-        console.print(t)
+        WholeNames(t, names=3 if several else 2).print(console)
         base = {c["baseline_cell"] for c in summary["paired"]}
         paired = {c["cell"] for c in summary["paired"]} | base
         alone = [c for c in summary["cells"] if c.get("cell") not in paired]
