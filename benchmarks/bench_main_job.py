@@ -9,7 +9,8 @@ Runs, one after the other so that they do not share the cores:
 2. ``bench_quickstart.py``: the README's main job from an empty cache on each engine, with the
    per-call breakdown (``--quick``: its first 2 questions);
 3. ``bench_report.py``: ``seerbench report`` at 10^3 and 10^4 questions x 6 cells (and 10^5, ten
-   copies of a 10^4 run, without ``--quick``): CPU seconds, peak RSS, size, time to first rows;
+   copies of a 10^4 run, without ``--quick``): wall and CPU seconds (the fastest of three builds at
+   10^3 and 10^4), peak RSS, peak PSS of all its processes, size, time to first rows;
 4. ``bench_setup.py``: a fresh clone's set-up time of each of the README's two commands.
 
 Everything each prints goes to ``--out`` as well as the terminal, headed by the machine (CPU model,
@@ -60,8 +61,14 @@ def main(argv: list[str] | None = None) -> None:
                 "main job",
                 ["bench_quickstart.py", "--engines", *engines, *(["--limit", "2"] if a.quick else [])],
             ),
-            ("report 10^3", ["bench_report.py", "--questions", "1000", "--keep", str(runs / "r3.html")]),
-            ("report 10^4", ["bench_report.py", "--questions", "10000", "--keep", str(runs / "r4.html")]),
+            (
+                "report 10^3",
+                ["bench_report.py", "--questions", "1000", "--repeat", "3", "--keep", str(runs / "r3.html")],
+            ),
+            (
+                "report 10^4",
+                ["bench_report.py", "--questions", "10000", "--repeat", "3", "--keep", str(runs / "r4.html")],
+            ),
         ]
         if not a.quick:
             steps.append(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import tempfile
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -144,15 +145,17 @@ def remove_chunks(folder: Path) -> None:
 @dataclass
 class CellRows:
     """One cell's browser rows as a :class:`RowReader` read them: ``path``, a file of the rows'
-    JSON (each less its ``[cell,question,``: :func:`browser_row`), a row a line, in the order read;
-    ``questions``, the cell's questions as JSON text, once each in the order first seen; per row,
-    its question (``local``, a position in ``questions``) and flags (:func:`row_flags`); ``size``,
-    the bytes of the rows' JSON as written."""
+    JSON (each less its ``[cell,question,``: :func:`browser_row`) in UTF-8, a row a line, in the
+    order read; ``questions``, the cell's questions as JSON text, once each in the order first
+    seen; per row, its question (``local``, a position in ``questions``), flags
+    (:func:`row_flags`) and where its line starts in the file (``offsets``, one more at the end);
+    ``size``, the characters of the rows' JSON as written."""
 
     path: str
     questions: list[str]
     local: array[int]
     flags: array[int]
+    offsets: array[int]
     size: int
 
 
@@ -162,10 +165,10 @@ class RowReader:
 
     def __init__(self, folder: str) -> None:
         fd, self._path = tempfile.mkstemp(suffix=".jsonl", dir=folder)
-        self._file = open(fd, "w", encoding="utf-8", newline="")  # noqa: SIM115
+        self._file = open(fd, "wb")  # noqa: SIM115
         self._index: dict[Any, int] = {}  # question entry (as a tuple) -> position in questions
         self._questions: list[str] = []
-        self._local, self._flags = array("i"), array("b")
+        self._local, self._flags, self._offsets = array("i"), array("b"), array("q", [0])
         self._size = 0
 
     def add(self, ln: dict[str, Any]) -> None:
@@ -178,15 +181,16 @@ class RowReader:
             self._questions.append(script_json([key[0], key[1], [list(a) for a in key[2:]]]))
         row = browser_row(ln)
         text = script_json(row)
-        self._file.write(text)  # "[excluded,...]": the Browser puts its cell and question after "["
-        self._file.write("\n")
+        data = text.encode() + b"\n"  # "[excluded,...]": the Browser puts cell and question after "["
+        self._file.write(data)
+        self._offsets.append(self._offsets[-1] + len(data))
         self._size += len(text) + 1
         self._local.append(q)
         self._flags.append(row_flags(row))
 
     def result(self) -> CellRows:
         self._file.close()
-        return CellRows(self._path, self._questions, self._local, self._flags, self._size)
+        return CellRows(self._path, self._questions, self._local, self._flags, self._offsets, self._size)
 
 
 @dataclass(frozen=True)
@@ -214,6 +218,7 @@ class Browser:
         self._q: list[array[int]] = []
         self._flags: list[array[int]] = []
         self._paths: list[str] = []
+        self._offsets: list[array[int]] = []
         self.size = 0  # bytes of the rows' and questions' JSON
 
     def __enter__(self) -> Browser:
@@ -241,22 +246,30 @@ class Browser:
         self._q.append(qs)
         self._flags.append(rows.flags)
         self._paths.append(rows.path)
+        self._offsets.append(rows.offsets)
         # each row's "cell,question," after its "[": two commas and the two numbers more than read
         self.size += rows.size + len(qs) * (2 + len(str(i))) + sum(len(str(q)) for q in qs)
         return i
 
-    def _cell_rows(self, cell: int) -> list[str]:
-        """A cell's rows as the page's JSON, in the order read."""
-        with open(self._paths[cell], encoding="utf-8", newline="") as f:
-            # "\n" only: JSON escapes it, but not U+2028, U+0085 and the like that splitlines() splits at
-            rows = f.read().split("\n")[:-1]
-        head = f"[{cell},"
-        return [f"{head}{q},{r[1:]}" for q, r in zip(self._q[cell], rows, strict=True)]
+    def _cell_rows(self, cell: int, which: Iterable[int] | None = None) -> list[str]:
+        """A cell's rows as the page's JSON: all, in the order read, or those at positions
+        ``which`` (in that order), each read from its place in the file."""
+        q, offsets, head = self._q[cell], self._offsets[cell], f"[{cell},"
+        with open(self._paths[cell], "rb") as f:
+            if which is None:
+                # b"\n" only: JSON escapes it, but not U+2028, U+0085 and the like that splitlines() splits at
+                rows = f.read().split(b"\n")[:-1]
+                return [f"{head}{k},{r[1:].decode()}" for k, r in zip(q, rows, strict=True)]
+            out = []
+            for k in which:
+                f.seek(offsets[k])
+                out.append(f"{head}{q[k]},{f.read(offsets[k + 1] - offsets[k] - 1)[1:].decode()}")
+            return out
 
-    def _by_question(self, cell: int, values: list[Any]) -> list[Any]:
-        """A cell's ``values`` (one per row, in file order) sorted by question, stably."""
+    def _by_question(self, cell: int) -> list[int]:
+        """A cell's rows (positions in file order) sorted by question, stably."""
         q = self._q[cell]
-        return [values[k] for k in sorted(range(len(values)), key=q.__getitem__)]
+        return sorted(range(len(q)), key=q.__getitem__)
 
     def _page_order(self) -> tuple[Any, Any]:
         """``(order, cells)``: the rows in the page's order, question by question and each
@@ -295,11 +308,12 @@ class Browser:
         out = folder / CHUNK_DIR
         out.mkdir(parents=True, exist_ok=True)
         remove_chunks(folder)  # an earlier report's blocks
-        for i in range(len(self.cells)):
-            r = self._by_question(i, self._cell_rows(i))
-            for k in range(0, len(r), CHUNK_ROWS):
+        for i in range(len(self.cells)):  # a block of rows in memory at a time
+            order = self._by_question(i)
+            for k in range(0, len(order), CHUNK_ROWS):
                 name = f"c{i}-{k // CHUNK_ROWS}"
-                _write_chunk(out / f"{name}.js", name, ",".join(r[k : k + CHUNK_ROWS]))
+                rows = self._cell_rows(i, order[k : k + CHUNK_ROWS])
+                _write_chunk(out / f"{name}.js", name, ",".join(rows))
         qs = self.questions
         for k in range(0, len(qs), CHUNK_QUESTIONS):
             name = f"q{k // CHUNK_QUESTIONS}"
