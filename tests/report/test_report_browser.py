@@ -117,6 +117,18 @@ def test_quickstart_report_opens_offline(browser: Any, quickstart_html: Path) ->
     # the quickstart runs both option orders: each scored verdict shows both views it averages
     orders = o.page.locator(".tb-orders").all_text_contents()
     assert orders and all("as asked A " in t and "swapped A " in t for t in orders)
+    # NaiveJudge: one judge run serves both answer cases: its verdict is shown once, and says so
+    naive = o.page.locator(".tb-row[data-cell^='NaiveJudge']")
+    assert naive.count() == 3  # questions 0-2 on the first page (7 rows a question)
+    for k in range(3):
+        cases = naive.nth(k).locator(".tb-case")
+        assert cases.count() == 1 and "verdict (one judge run, for every answer case)" in cases.inner_text()
+    assert o.page.locator(".tb-row[data-cell^='Consultancy'] .tb-case").first.inner_text().startswith("agent argues")
+    # a question's id finds its rows, one per cell
+    qid = o.page.locator(".tb-row").first.get_attribute("data-question")
+    o.page.fill("#tb-search", qid)
+    o.page.wait_for_function("() => /^rows 1–7 of 7 /.test(document.getElementById('tb-status').textContent)")
+    assert {o.page.locator(".tb-row").nth(i).get_attribute("data-question") for i in range(7)} == {qid}
     o.ctx.close()
 
 
