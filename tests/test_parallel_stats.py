@@ -122,3 +122,19 @@ def test_a_snapshot_reads_the_bytes_it_saw(run_dir: Path, tmp_path: Path) -> Non
     assert len(list(reader)) == 1 and reader.skipped == 1
     assert [raw for _, raw in numbered_lines(cell.results_path, cut)] == [lines[0], lines[1][:10]]
     assert list(numbered_lines(cell.results_path, 0)) == []
+
+
+def test_a_cell_kept_for_pairing_keeps_its_pairs_and_drops_its_scores(run_dir: Path) -> None:
+    from seerbench.results import CellStats
+
+    (cell,) = [c for c in RunFolder(run_dir).cells() if c.key == CONS]
+    acc = CellStats(paired_score="log")
+    for ln in cell.results():
+        acc.add_stored(ln, eps=1e-4, policy="exclude")
+    pairs = {k: acc.paired_values(k) for k in ("asd", "judge_accuracy")}
+    shares = acc.shares_clusters()
+    assert acc.keep_paired_only() is acc
+    assert {k: acc.paired_values(k) for k in ("asd", "judge_accuracy")} == pairs and len(pairs["asd"]) > 0
+    assert acc.shares_clusters() == shares and acc._values == {}
+    with pytest.raises(ValueError, match="keep_paired_only"):
+        acc.stats({}, eps=1e-4, policy="exclude")

@@ -233,6 +233,7 @@ class CellStats:
         self._paired_at = SCORE_TYPES.index(paired_score) if paired_score in SCORE_TYPES else None
         self.ids: list[str] = []
         self.paired: dict[str, array[float]] = {"asd": array("d"), "judge_accuracy": array("d")}
+        self._done = False  # keep_paired_only has freed the per-line scores
 
     def add(self, ln: dict[str, Any]) -> None:
         """Take one scored line (as :func:`rescore` returns it)."""
@@ -331,6 +332,8 @@ class CellStats:
         self, meta: dict[str, Any], *, eps: float, policy: FailurePolicy, n_boot: int = 2000, seed: int = 0
     ) -> dict[str, Any]:
         """The cell's stats record (what ``stats.json`` holds)."""
+        if self._done:
+            raise ValueError("CellStats.stats after keep_paired_only: its per-line scores are gone")
         columns: dict[str, array[float]] = {}
         clustered: dict[str, Summary] = {}
         for k, cols in self._values.items():
@@ -403,6 +406,14 @@ class CellStats:
                 f"(parse_failures: half){example}; {fix}",
             )
         return out
+
+    def keep_paired_only(self) -> CellStats:
+        """Free the per-line scores once :meth:`stats` has read them, keeping what paired
+        differences (:meth:`paired_values`) and :meth:`shares_clusters` read: a cell that goes
+        back from a worker process to be paired is then its ids and two values a line."""
+        self._values, self._present, self._accuracy = {}, {}, array("d")
+        self._done = True
+        return self
 
     def paired_values(self, key: str) -> dict[str, float]:
         """Question id -> the value of ``key`` (``asd`` or ``judge_accuracy``), for the lines

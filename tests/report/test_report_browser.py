@@ -123,7 +123,8 @@ def test_quickstart_report_opens_offline(browser: Any, quickstart_html: Path) ->
     for k in range(3):
         cases = naive.nth(k).locator(".tb-case")
         assert cases.count() == 1 and "verdict (one judge run, for every answer case)" in cases.inner_text()
-    assert o.page.locator(".tb-row[data-cell^='Consultancy'] .tb-case").first.inner_text().startswith("agent argues")
+    consultant = o.page.locator(".tb-row[data-cell^='Consultancy'] .tb-case").first
+    assert consultant.inner_text().startswith("agent argues")
     # a question's id finds its rows, one per cell
     qid = o.page.locator(".tb-row").first.get_attribute("data-question")
     o.page.fill("#tb-search", qid)

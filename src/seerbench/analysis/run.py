@@ -132,7 +132,7 @@ def _read_cell(cell: Cell, job: _CellJob) -> _CellRead:
     if job.anytime:
         s["anytime"] = {"judge_accuracy": _anytime(list(acc.paired_values("judge_accuracy").values()))}
     extra = more.result() if more is not None else None
-    return (acc if job.paired_score is not None else None), s, f.skipped, reasons, extra
+    return (acc.keep_paired_only() if job.paired_score is not None else None), s, f.skipped, reasons, extra
 
 
 def _read_cell_in_worker(cell: Cell, job: _CellJob) -> _CellRead | BaseException:
