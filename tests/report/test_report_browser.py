@@ -274,3 +274,14 @@ def test_browser_keeps_a_question_once_per_content_not_per_id() -> None:
         assert b.size == sum(len(q) + 1 for q in b.questions) + sum(
             len(json.dumps(r, separators=(",", ":"))) + 1 for r in rows
         )
+
+
+@pytest.mark.parametrize("n", [0, 1, 6, 7, 300])
+def test_the_index_rows_are_the_json_of_their_numbers_in_any_blocks(n: int) -> None:
+    import numpy as np
+
+    from seerbench.report._browser import json_ints
+
+    values = np.random.default_rng(n).integers(0, 10**6, size=n)
+    want = json.dumps(values.tolist(), separators=(",", ":"))
+    assert [json_ints(values, block) for block in (1, 3, 7, 1 << 16)] == [want] * 4
