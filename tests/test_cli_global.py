@@ -584,3 +584,61 @@ def test_no_command_prints_the_help_and_a_declined_confirmation_exits_1(
     code, out, err = run_main(["cache", "clear"], capsys, monkeypatch)
     assert code == 1 and err == "Aborted!\n" and "Delete all entries in" in out
     assert "deleted" not in out
+
+
+# -- a value a flag gave, refused by the config's validation, is the flag's --------------------------
+
+EXAMPLES = Path(__file__).parents[1] / "examples"
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--limit", "-1"], "--limit -1: must be 1 or more"),
+        (["--concurrency", "0"], "--concurrency 0: must be 1 or more"),
+        (
+            ["--limit", "0", "--concurrency", "0"],
+            "--limit 0: must be 1 or more; --concurrency 0: must be 1 or more",
+        ),
+    ],
+)
+def test_a_run_flags_refused_value_names_the_flag_not_the_config(
+    tmp_path: Path,
+    argv: list[str],
+    said: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cfg = tmp_path / "xp.yaml"
+    cfg.write_text(
+        f"name: k\ndataset: {{name: arithmetic, n: 2}}\njudge_models: [scripted:coin]\n"
+        f"protocols: [NaiveJudge]\nout: {tmp_path / 'out'}\n"
+    )
+    code, out, err = run_main(["run", str(cfg), *argv], capsys, monkeypatch)
+    assert (code, out) == (2, "") and one_line_error(err) == f"error: {said}"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["rate", "critique"])
+def test_a_model_flag_refused_by_the_config_names_the_flag(
+    tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = EXAMPLES / ("factcheck.yaml" if command == "rate" else "critique.yaml")
+    argv = [command, str(config), "--model", "", "--out", str(tmp_path / "o")]
+    code, _, err = run_main(argv, capsys, monkeypatch)
+    assert code == 2 and one_line_error(err) == "error: --model '': must not be empty"
+
+
+def test_a_key_no_flag_set_is_still_the_configs() -> None:
+    from seerbench.errors import ConfigError
+    from seerbench.experiment import ExperimentConfig
+
+    cfg = ExperimentConfig.parse(
+        {"name": "k", "dataset": {"name": "arithmetic"}, "protocols": ["NaiveJudge"]}
+    )
+    with pytest.raises(ConfigError) as e:
+        cfg.with_updates(flags={"limit": "--limit"}, limit=0, concurrency=0)
+    assert str(e.value) == (
+        "--limit 0: must be 1 or more; "
+        "invalid config: concurrency: Input should be greater than or equal to 1"
+    )

@@ -312,17 +312,17 @@ def run(
             "rebuild the experiment from the config: list the plugin in the config's plugins: instead"
         )
     cfg = ExperimentConfig.from_yaml(config)
-    updates: dict[str, Any] = {}
-    if out is not None:
-        updates["out"] = str(out)
-    if limit is not None:
-        updates["limit"] = limit
-    if concurrency is not None:
-        updates["concurrency"] = concurrency
-    if cache_scope is not None:
-        updates["cache_scope"] = cache_scope or None
-    if updates:
-        cfg = cfg.with_updates(**updates)
+    given = {
+        "out": None if out is None else str(out),
+        "limit": limit,
+        "concurrency": concurrency,
+        "cache_scope": cache_scope,
+    }
+    updates: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+    if updates.get("cache_scope") == "":
+        updates["cache_scope"] = None  # --cache-scope '': the default scope
+    if updates:  # each key from the flag of its name: a refused value is the flag's
+        cfg = cfg.with_updates(flags={k: "--" + k.replace("_", "-") for k in updates}, **updates)
     exp = Experiment(cfg, executor=RayExecutor(address=address) if executor == "ray" else None)
     if dry_run:
         _print_plan(exp.plan(), exp, json_out=json_out)
