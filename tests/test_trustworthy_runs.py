@@ -384,6 +384,20 @@ def test_the_console_script_prints_one_line_and_exits_2(tmp_path: Path) -> None:
     assert p.stderr.strip().count("\n") == 0 and "no experiment.json" in p.stderr
 
 
+def test_a_folder_of_runs_names_the_runs_in_it(finished: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    for name in ("quickstart", "big", "c", "d", "e"):
+        shutil.copytree(finished, runs / name)
+    (runs / "notes").mkdir()  # not a run
+    msg = _one_line_error(runner.invoke(app, ["stats", str(runs)]))
+    assert msg == (
+        f"{runs} is not an experiment output folder (no experiment.json); it holds runs: {runs / 'big'}, "
+        f"{runs / 'c'}, {runs / 'd'}, {runs / 'e'} and 1 more; give one of them"
+    )
+    msg = _one_line_error(runner.invoke(app, ["stats", str(runs / "notes")]))
+    assert msg.endswith("(no experiment.json); run `seerbench run` first")
+
+
 # ---- comfort: relative paths, growing grids, --new, dry run, show ---------------------------------
 
 

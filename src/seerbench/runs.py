@@ -156,6 +156,19 @@ def stop_reason(entry: dict[str, Any]) -> str:
     return str(entry.get("reason", "")) + (f" ({entry['budget']})" if entry.get("budget") else "")
 
 
+#: How many run folders the error for a folder of runs names.
+MAX_RUNS_NAMED = 4
+
+
+def _run_folders_in(path: Path) -> list[str]:
+    """The experiment output folders directly inside ``path`` (``runs/big``...), sorted."""
+    try:
+        subs = sorted(p for p in path.iterdir() if (p / "experiment.json").is_file())
+    except OSError:
+        return []
+    return [str(p) for p in subs]
+
+
 class RunFolder:
     """An experiment output folder. Raises :class:`ConfigError` naming the problem when ``path``
     is not one, or its ``experiment.json`` is unreadable."""
@@ -169,9 +182,16 @@ class RunFolder:
                 "experiment output folder (the `out` of a run)"
             )
         if not meta_path.is_file():
+            runs = _run_folders_in(self.path)
             raise ConfigError(
-                f"{self.path} is not an experiment output folder "
-                "(no experiment.json); run `seerbench run` first"
+                f"{self.path} is not an experiment output folder (no experiment.json); "
+                + (
+                    f"it holds runs: {', '.join(runs[:MAX_RUNS_NAMED])}"
+                    + (f" and {len(runs) - MAX_RUNS_NAMED} more" if len(runs) > MAX_RUNS_NAMED else "")
+                    + "; give one of them"
+                    if runs
+                    else "run `seerbench run` first"
+                )
             )
         self.meta = read_experiment_json(meta_path)
         self.config: dict[str, Any] = self.meta.get("config") or {}
