@@ -575,6 +575,17 @@ def test_show_rebuilds_the_exact_prompts_from_the_cache(finished: Path, _isolate
     assert "This is question number 1." in req["messages"][-1]["content"] and req["output"] == "0.9"
     probs = rec["line"]["answer_cases"][0]["case_probs"]["probabilities"]
     assert probs == {"A": 0.9, "B": pytest.approx(0.1)}
+    # another cache dir than the run's: say which was read, and how to give the run's
+    other = _isolated_cache.parent / "another-cache"
+    msg = _one_line_error(runner.invoke(app, ["--cache-dir", str(other), "show", str(finished), "q1"]))
+    assert msg == (
+        f"the model cache in {other} does not hold this run's calls (cleared, or the run used another "
+        "cache dir), so its prompts cannot be rebuilt exactly: give the cache dir the run used "
+        "(seerbench --cache-dir DIR show ..., or SEERBENCH_CACHE_DIR=DIR), or pass --allow-calls to "
+        "regenerate them"
+    )
+    r = runner.invoke(app, ["--cache-dir", str(_isolated_cache), "show", str(finished), "q1", "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)[0]["prompts"][0]["output"] == "0.9"
     # with the cache gone the prompts cannot be rebuilt exactly: say so (or call with --allow-calls)
     from seerbench.models import default_cache
 
