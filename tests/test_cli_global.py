@@ -525,3 +525,120 @@ def test_root_options_in_their_place_and_after_a_double_dash_are_left_alone(
     assert _misplaced_root_option(["-q", "run", "cfg.yaml", "--limit", "2"]) is None
     assert _misplaced_root_option(["ask", "--", "-q"]) is None
     assert _misplaced_root_option(["nosuchcommand", "-q"]) is None  # click says what is wrong
+
+
+# -- click's own refusals (unknown command or option, missing argument, bad value): one line too ---
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["bogus"], "No such command 'bogus'. (seerbench -h)"),
+        (["stat", "runs/big"], "No such command 'stat'. Did you mean 'stats', 'estimate'? (seerbench -h)"),
+        (
+            ["stats", "runs/big", "--wid"],
+            "No such option: --wid (Possible options: --wide) (seerbench stats -h)",
+        ),
+        (["stats"], "Missing argument 'run_dir'. (seerbench stats -h)"),
+        (["stats", "a", "b"], "Got unexpected extra argument(s) (b) (seerbench stats -h)"),
+        (
+            ["run", "x.yaml", "--limit", "abc"],
+            "Invalid value for '--limit': Input should be a valid integer, unable to parse string as an "
+            "integer (seerbench run -h)",
+        ),
+        (
+            ["cache", "clear", "--jsn"],
+            "No such option: --jsn (Possible options: --json, --yes) (seerbench cache clear -h)",
+        ),
+        (["--bogus"], "No such option: --bogus (Possible options: --verbose) (seerbench -h)"),
+    ],
+)
+def test_a_command_line_click_refuses_is_one_line_with_where_the_help_is(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, err = run_main(argv, capsys, monkeypatch)
+    assert (code, out) == (2, "") and one_line_error(err) == f"error: {said}"
+
+
+def test_the_console_script_prints_a_usage_error_in_one_line() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src"), "COLUMNS": "60"}
+    exe = Path(sys.executable).parent / "seerbench"
+    p = subprocess.run([str(exe), "stat", "runs/big"], capture_output=True, text=True, timeout=120, env=env)
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr == "error: No such command 'stat'. Did you mean 'stats', 'estimate'? (seerbench -h)\n"
+
+
+def test_no_command_prints_the_help_and_a_declined_confirmation_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, err = run_main([], capsys, monkeypatch)
+    assert code == 2 and "Usage: seerbench [OPTIONS] COMMAND" in out and err == ""
+    code, out, err = run_main(["cache"], capsys, monkeypatch)
+    assert code == 2 and "Usage: seerbench cache [OPTIONS] COMMAND" in out and err == ""
+    monkeypatch.setenv("SEERBENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO("n\n"))
+    code, out, err = run_main(["cache", "clear"], capsys, monkeypatch)
+    assert code == 1 and err == "Aborted!\n" and "Delete all entries in" in out
+    assert "deleted" not in out
+
+
+# -- a value a flag gave, refused by the config's validation, is the flag's --------------------------
+
+EXAMPLES = Path(__file__).parents[1] / "examples"
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--limit", "-1"], "--limit -1: must be 1 or more"),
+        (["--concurrency", "0"], "--concurrency 0: must be 1 or more"),
+        (
+            ["--limit", "0", "--concurrency", "0"],
+            "--limit 0: must be 1 or more; --concurrency 0: must be 1 or more",
+        ),
+    ],
+)
+def test_a_run_flags_refused_value_names_the_flag_not_the_config(
+    tmp_path: Path,
+    argv: list[str],
+    said: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cfg = tmp_path / "xp.yaml"
+    cfg.write_text(
+        f"name: k\ndataset: {{name: arithmetic, n: 2}}\njudge_models: [scripted:coin]\n"
+        f"protocols: [NaiveJudge]\nout: {tmp_path / 'out'}\n"
+    )
+    code, out, err = run_main(["run", str(cfg), *argv], capsys, monkeypatch)
+    assert (code, out) == (2, "") and one_line_error(err) == f"error: {said}"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["rate", "critique"])
+def test_a_model_flag_refused_by_the_config_names_the_flag(
+    tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = EXAMPLES / ("factcheck.yaml" if command == "rate" else "critique.yaml")
+    argv = [command, str(config), "--model", "", "--out", str(tmp_path / "o")]
+    code, _, err = run_main(argv, capsys, monkeypatch)
+    assert code == 2 and one_line_error(err) == "error: --model '': must not be empty"
+
+
+def test_a_key_no_flag_set_is_still_the_configs() -> None:
+    from seerbench.errors import ConfigError
+    from seerbench.experiment import ExperimentConfig
+
+    cfg = ExperimentConfig.parse(
+        {"name": "k", "dataset": {"name": "arithmetic"}, "protocols": ["NaiveJudge"]}
+    )
+    with pytest.raises(ConfigError) as e:
+        cfg.with_updates(flags={"limit": "--limit"}, limit=0, concurrency=0)
+    assert str(e.value) == (
+        "--limit 0: must be 1 or more; "
+        "invalid config: concurrency: Input should be greater than or equal to 1"
+    )

@@ -457,3 +457,68 @@ def test_summarize_run_counts_match_the_table(tmp_path: Path) -> None:
         "duplicate_lines": 0,
     }
     assert c["unfinished"] is False
+
+
+# -- a damaged line in the middle of a finished cell's results: its question is unreadable -------
+
+
+def _damaged(tmp_path: Path) -> tuple[Path, Path]:
+    from tests.test_export import make_run
+
+    run = make_run(tmp_path / "run")
+    res = run / "NaiveJudge" / "J_scripted-export-judge" / "results.jsonl"
+    lines = res.read_text().splitlines(keepends=True)
+    assert len(lines) == 5 and (run / "NaiveJudge" / "J_scripted-export-judge" / "stats.json").is_file()
+    lines[2] = '{"garbage": 1}\n'  # line 3 of 5: the run finished, one line in the middle is damaged
+    res.write_text("".join(lines))
+    return run, res
+
+
+def test_a_damaged_middle_line_is_an_unreadable_question_not_an_unfinished_cell(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_cli_global import run_main
+
+    run, res = _damaged(tmp_path)
+    code, out, err = run_main(["stats", str(run), "--json"], capsys, monkeypatch)
+    c = next(c for c in json.loads(out)["cells"] if c["cell"] == "NaiveJudge/J_scripted-export-judge")
+    assert code == 0 and err == ""
+    assert (c["n_questions"], c["skipped_lines"], c["unreadable"], c["unstarted"]) == (4, 1, 1, 0)
+    assert (c["unfinished"], c["torn_last_line"], c["damaged_lines_at"]) == (False, False, [f"{res}:3"])
+    assert not any(w.startswith("unfinished") for w in c["diagnostics"]["warnings"])
+
+    code, out, _ = run_main(["stats", str(run)], capsys, monkeypatch)
+    out = " ".join(out.split())  # the notes as one line, however the console wrapped them
+    assert code == 0
+    assert (
+        f"warning NaiveJudge/J_scripted-export-judge: 1 question(s) unreadable: {res}:3 (a damaged line, "
+        "not a stopped run), so n leaves them out; run the config again to redo them (first delete a "
+        "damaged line that still names its question)"
+    ) in out
+    assert "unfinished" not in out and "torn" not in out and "hold none of the run's" not in out
+
+
+def test_a_torn_last_line_and_junk_beside_a_damaged_line_are_told_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_cli_global import run_main
+
+    run, res = _damaged(tmp_path)
+    with res.open("a") as f:
+        f.write('{"question_id": "q9", "answ')  # what a crash mid-write leaves
+    junk = run / "BlindTrust" / "J_trust" / "results.jsonl"
+    with junk.open("a") as f:
+        f.write("junk\n")  # a sixth line in a cell whose five questions all have theirs
+    code, out, _ = run_main(["stats", str(run), "--json"], capsys, monkeypatch)
+    assert json.loads(out)["skipped_lines"] == 3  # every unusable line is still counted
+    code, out, _ = run_main(["stats", str(run)], capsys, monkeypatch)
+    out = " ".join(out.split())
+    assert code == 0 and f"1 question(s) unreadable: {res}:3 (" in out
+    assert (
+        "a torn last line (what a crash leaves) in NaiveJudge/J_scripted-export-judge was skipped; "
+        "rerunning the config repairs it"
+    ) in out
+    assert (
+        "1 unreadable results line(s) hold none of the run's missing questions (junk, or a line of "
+        f"another layout) and were skipped. First: {junk}:6: not JSON"
+    ) in out

@@ -345,7 +345,11 @@ def test_stats_skips_and_reports_a_torn_last_line(finished: Path) -> None:
     )
     assert after["cells"][0]["metrics"] == before["cells"][0]["metrics"]
     r = runner.invoke(app, ["stats", str(finished)])
-    assert r.exit_code == 0 and "1 unreadable results lines skipped" in r.stdout
+    assert r.exit_code == 0 and (
+        "a torn last line (what a crash leaves) in NaiveJudge/J_scripted-tr-judge was skipped; "
+        "rerunning the config repairs it" in " ".join(r.stdout.split())
+    )
+    assert "unreadable results line" not in r.stdout and "question(s) unreadable" not in r.stdout
 
 
 @pytest.mark.parametrize(
@@ -378,6 +382,20 @@ def test_the_console_script_prints_one_line_and_exits_2(tmp_path: Path) -> None:
     p = subprocess.run([str(exe), "stats", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert p.stderr.strip().count("\n") == 0 and "no experiment.json" in p.stderr
+
+
+def test_a_folder_of_runs_names_the_runs_in_it(finished: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    for name in ("quickstart", "big", "c", "d", "e"):
+        shutil.copytree(finished, runs / name)
+    (runs / "notes").mkdir()  # not a run
+    msg = _one_line_error(runner.invoke(app, ["stats", str(runs)]))
+    assert msg == (
+        f"{runs} is not an experiment output folder (no experiment.json); it holds runs: {runs / 'big'}, "
+        f"{runs / 'c'}, {runs / 'd'}, {runs / 'e'} and 1 more; give one of them"
+    )
+    msg = _one_line_error(runner.invoke(app, ["stats", str(runs / "notes")]))
+    assert msg.endswith("(no experiment.json); run `seerbench run` first")
 
 
 # ---- comfort: relative paths, growing grids, --new, dry run, show ---------------------------------
@@ -557,6 +575,17 @@ def test_show_rebuilds_the_exact_prompts_from_the_cache(finished: Path, _isolate
     assert "This is question number 1." in req["messages"][-1]["content"] and req["output"] == "0.9"
     probs = rec["line"]["answer_cases"][0]["case_probs"]["probabilities"]
     assert probs == {"A": 0.9, "B": pytest.approx(0.1)}
+    # another cache dir than the run's: say which was read, and how to give the run's
+    other = _isolated_cache.parent / "another-cache"
+    msg = _one_line_error(runner.invoke(app, ["--cache-dir", str(other), "show", str(finished), "q1"]))
+    assert msg == (
+        f"the model cache in {other} does not hold this run's calls (cleared, or the run used another "
+        "cache dir), so its prompts cannot be rebuilt exactly: give the cache dir the run used "
+        "(seerbench --cache-dir DIR show ..., or SEERBENCH_CACHE_DIR=DIR), or pass --allow-calls to "
+        "regenerate them"
+    )
+    r = runner.invoke(app, ["--cache-dir", str(_isolated_cache), "show", str(finished), "q1", "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)[0]["prompts"][0]["output"] == "0.9"
     # with the cache gone the prompts cannot be rebuilt exactly: say so (or call with --allow-calls)
     from seerbench.models import default_cache
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import shlex
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,13 +88,25 @@ def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
 
 
 def explain_validation(
-    e: ValidationError, what: str, *, model: type[BaseModel] | None = None, docs: str | None = None
+    e: ValidationError,
+    what: str,
+    *,
+    model: type[BaseModel] | None = None,
+    docs: str | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> str:
     """One line for a config or manifest that failed validation (``what`` names it and its file):
     every problem as ``key: what is wrong``; an unknown key with the closest known one of
-    ``model``'s section there (or the keys allowed there) and ``docs``, the page to read."""
-    parts = []
+    ``model``'s section there (or the keys allowed there) and ``docs``, the page to read.
+    ``flags``: the command-line flag that set each top-level key (``{"limit": "--limit"}``): a
+    problem with one of those values names the flag and the value given, ``--limit -1: must be 1
+    or more``, not the config, which did not hold it."""
+    parts, flagged = [], []
     for err in e.errors():
+        flag = (flags or {}).get(str(err["loc"][0])) if err["loc"] else None
+        if flag is not None:
+            flagged.append(f"{flag} {shlex.quote(str(err.get('input')))}: {_flag_problem(err)}")
+            continue
         loc = ".".join(str(x) for x in err["loc"])
         msg = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
@@ -110,7 +123,24 @@ def explain_validation(
         elif err["type"] == "missing":
             msg = "Field required" + (f" (see {docs} for what it is)" if docs else "")
         parts.append(f"{loc}: {msg}" if loc else msg)  # a whole-config rule names its keys itself
-    return f"invalid {what}: " + "; ".join(parts)
+    return "; ".join([*flagged, *([f"invalid {what}: " + "; ".join(parts)] if parts else [])])
+
+
+def _flag_problem(err: Any) -> str:
+    """What is wrong with a flag's value, in the words of a bound where it broke one."""
+    bound = err.get("ctx") or {}
+    words = {
+        "greater_than_equal": ("ge", "must be {} or more"),
+        "greater_than": ("gt", "must be more than {}"),
+        "less_than_equal": ("le", "must be {} or less"),
+        "less_than": ("lt", "must be less than {}"),
+    }.get(err["type"])
+    if words is not None and words[0] in bound:
+        return words[1].format(bound[words[0]])
+    if err["type"] == "string_too_short" and bound.get("min_length") == 1:
+        return "must not be empty"
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    return msg[:1].lower() + msg[1:]
 
 
 def _section(model: type[BaseModel], loc: Sequence[int | str]) -> type[BaseModel] | None:

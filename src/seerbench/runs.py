@@ -156,6 +156,19 @@ def stop_reason(entry: dict[str, Any]) -> str:
     return str(entry.get("reason", "")) + (f" ({entry['budget']})" if entry.get("budget") else "")
 
 
+#: How many run folders the error for a folder of runs names.
+MAX_RUNS_NAMED = 4
+
+
+def _run_folders_in(path: Path) -> list[str]:
+    """The experiment output folders directly inside ``path`` (``runs/big``...), sorted."""
+    try:
+        subs = sorted(p for p in path.iterdir() if (p / "experiment.json").is_file())
+    except OSError:
+        return []
+    return [str(p) for p in subs]
+
+
 class RunFolder:
     """An experiment output folder. Raises :class:`ConfigError` naming the problem when ``path``
     is not one, or its ``experiment.json`` is unreadable."""
@@ -169,9 +182,16 @@ class RunFolder:
                 "experiment output folder (the `out` of a run)"
             )
         if not meta_path.is_file():
+            runs = _run_folders_in(self.path)
             raise ConfigError(
-                f"{self.path} is not an experiment output folder "
-                "(no experiment.json); run `seerbench run` first"
+                f"{self.path} is not an experiment output folder (no experiment.json); "
+                + (
+                    f"it holds runs: {', '.join(runs[:MAX_RUNS_NAMED])}"
+                    + (f" and {len(runs) - MAX_RUNS_NAMED} more" if len(runs) > MAX_RUNS_NAMED else "")
+                    + "; give one of them"
+                    if runs
+                    else "run `seerbench run` first"
+                )
             )
         self.meta = read_experiment_json(meta_path)
         self.config: dict[str, Any] = self.meta.get("config") or {}
@@ -294,6 +314,14 @@ FAILED = (
     "{n} question(s) failed (their model calls failed after retries, see the run's output), so n leaves "
     "them out; run the config again to retry them"
 )
+#: A finished cell's questions whose lines are in its results file but damaged (not torn: a line in
+#: the middle, or a whole last line), so n leaves them out.
+UNREADABLE = (
+    "{n} question(s) unreadable: {at} (a damaged line, not a stopped run), so n leaves them out; run "
+    "the config again to redo them (first delete a damaged line that still names its question)"
+)
+#: A results file whose last line was cut off without its newline.
+TORN = "a torn last line (what a crash leaves) in {cells} was skipped; rerunning the config repairs it"
 LEFT_OUT = {
     "foreign": (
         "{n} line(s) were written by another config (their fingerprint is not this cell's) and are not "
@@ -313,23 +341,42 @@ def _stats_json(cell: Cell) -> dict[str, Any] | None:
 
 def cell_counts(cell: Cell, f: ResultsFile, n_read: int) -> dict[str, Any]:
     """What a cell's numbers leave out, after ``f`` (its results, read to the end, ``n_read``
-    usable lines): ``failed`` questions (of the last run to finish the cell), ``unstarted`` ones
-    (the run's questions with neither a line nor a failure; None when the folder does not say how
-    many the run had), ``skipped_lines`` (torn or unusable), ``foreign_lines`` (another config's),
-    ``duplicate_lines``, and ``unfinished``: true while the cell has no ``stats.json`` (the run
-    stopped before it ended) or has failed or unstarted questions."""
+    usable lines): ``failed`` questions (of the last run to finish the cell), ``unreadable`` ones
+    (the run's questions without a usable line or a failure, as many as there are unusable whole
+    lines), ``damaged_lines_at`` (``FILE:LINE`` of the first few of those unusable whole lines),
+    ``unstarted`` ones (the rest of
+    those; None when the folder does not say how many the run had), ``torn_last_line`` (the file
+    ends in a line cut off by a crash), ``skipped_lines`` (torn or unusable), ``foreign_lines``
+    (another config's), ``duplicate_lines``, and ``unfinished``: true while the cell has no
+    ``stats.json`` (the run stopped before it ended) or has failed or unstarted questions."""
     done = _stats_json(cell)
     failed = int((done or {}).get("n_errors") or 0)
     planned = (done or {}).get("n_planned", cell.info.get("n_planned"))
-    unstarted = max(0, int(planned) - n_read - failed) if isinstance(planned, int) else None
+    missing = max(0, int(planned) - n_read - failed) if isinstance(planned, int) else None
+    # a missing question whose line is there but damaged was not left undone by the run
+    unreadable = min(missing, f.skipped - int(f.torn)) if missing is not None else 0
     return {
         "failed": failed,
-        "unstarted": unstarted,
+        "unstarted": None if missing is None else missing - unreadable,
+        "unreadable": unreadable,
+        "damaged_lines_at": [f"{f.path}:{n}" for n in f.unusable_lines],
+        "torn_last_line": f.torn,
         "skipped_lines": f.skipped,
         "foreign_lines": f.foreign,
         "duplicate_lines": f.duplicates,
-        "unfinished": done is None or failed > 0 or bool(unstarted),
+        "unfinished": done is None or failed > 0 or bool(missing and missing > unreadable),
     }
+
+
+def unreadable_note(s: dict[str, Any]) -> str | None:
+    """The warning for a cell's questions whose results lines are damaged (:func:`cell_counts`'s
+    ``unreadable``: missing questions that coincide with unreadable whole lines), or None."""
+    n = s.get("unreadable") or 0
+    if not n:
+        return None
+    at = list(s.get("damaged_lines_at") or [])[:n]
+    more = n - len(at)
+    return UNREADABLE.format(n=n, at=", ".join(at) + (f" and {more} more" if more > 0 else ""))
 
 
 def _baseline_folder(metas: Sequence[dict[str, Any]], baseline: str) -> str:
@@ -437,6 +484,8 @@ __all__ = [
     "DECISIONS",
     "FAILED",
     "LEFT_OUT",
+    "TORN",
+    "UNREADABLE",
     "Cell",
     "ResultsFile",
     "RunFolder",
@@ -453,5 +502,6 @@ __all__ = [
     "read_results",
     "stop_reason",
     "stop_target",
+    "unreadable_note",
     "why_no_comparison",
 ]

@@ -246,6 +246,10 @@ def numbered_lines(path: Path, upto: int | None = None) -> Iterator[tuple[int, b
                 yield n, raw
 
 
+#: How many unusable lines a :class:`RecordReader` names by number.
+MAX_LINES_NAMED = 5
+
+
 class RecordReader:
     """The usable records of one JSON-lines file, read one line at a time: iterate it for the
     records as dicts. Afterwards ``skipped`` counts lines that do not parse or fail ``check`` (a
@@ -289,6 +293,10 @@ class RecordReader:
         self.warn = warn
         self.first_reason: str | None = None
         self.first_unusable: str | None = None  # the first skipped line, and why
+        #: the numbers of the first unusable whole lines (ending in a newline: damaged or junk,
+        #: not torn), at most :data:`MAX_LINES_NAMED` of them; ``skipped`` counts them all
+        self.unusable_lines: list[int] = []
+        self.torn = False  # the last line was torn (no newline, unusable): what a crash leaves
         self.skipped = 0
         self.foreign = 0
         self.duplicates = 0
@@ -309,6 +317,10 @@ class RecordReader:
         if self.strict and not torn:
             raise DataError(f"{self.path}:{n}: {why}")
         self.skipped += 1
+        if torn:
+            self.torn = True
+        elif len(self.unusable_lines) < MAX_LINES_NAMED:
+            self.unusable_lines.append(n)
         if self.first_unusable is None:
             self.first_unusable = f"{self.path}:{n}: {why}"
         self._left_out(n, why)

@@ -21,10 +21,22 @@ from pathlib import Path
 from typing import NoReturn
 
 import typer
+from typer import Abort
+
+try:  # typer vendors click (as typer._click) in its newer versions; older ones use click itself
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+except ImportError:  # pragma: no cover
+    from click.exceptions import ClickException, NoArgsIsHelpError, UsageError  # type: ignore[assignment]
 
 from seerbench import __version__
 from seerbench.cli._app import app as _app
-from seerbench.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_USER, ConfigError, SeerbenchError
+from seerbench.errors import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERNAL,
+    EXIT_USER,
+    ConfigError,
+    SeerbenchError,
+)
 
 #: Each command (or command group) -> the module that registers it on `app` when imported.
 COMMAND_MODULES = {
@@ -184,12 +196,19 @@ def main() -> None:
         sys.exit(0)
     try:
         try:
-            # standalone: always ends in SystemExit (click handles a closed stdout pipe); the fixed
-            # name keeps usage lines and the completion script right under `python -m seerbench` too
             misplaced = _misplaced_root_option(argv)
             if misplaced is not None:
                 raise ConfigError(misplaced)
-            _app_for(argv)(prog_name="seerbench")
+            # Not standalone: click's own errors (an unknown option...) come out to be printed as
+            # every user error is; a closed stdout pipe still exits here. The fixed name keeps
+            # usage lines and the completion script right under `python -m seerbench` too.
+            code = _app_for(argv)(prog_name="seerbench", standalone_mode=False)
+            sys.exit(code or 0)  # a command returns None; typer.Exit(n) (and Ctrl-C: 130) returns n
+        except NoArgsIsHelpError:  # `seerbench`, `seerbench cache`: the help was printed
+            sys.exit(EXIT_USER)
+        except Abort:  # a confirmation answered no (or Ctrl-C, end of input at its prompt)
+            typer.echo("Aborted!", err=True)
+            sys.exit(1)  # as click says it
         except SystemExit as e:
             if e.code == 130:  # Ctrl-C (typer turns KeyboardInterrupt into exit 130)
                 typer.secho(
@@ -202,16 +221,35 @@ def main() -> None:
             _warn_unused_prices()  # also after a run that exited 1 for failed questions
             raise
     except SeerbenchError as e:
-        typer.secho(f"error: {e}", fg="red", err=True)
-        sys.exit(EXIT_USER)
+        _user_error(str(e))
+    except UsageError as e:
+        _user_error(usage_error(e))
+    except ClickException as e:  # click's other errors (an unreadable file argument)
+        _user_error(e.format_message())
     except OSError as e:
         msg = user_os_error(e)
         if msg is None:
             _internal_error()
-        typer.secho(f"error: {msg}", fg="red", err=True)
-        sys.exit(EXIT_USER)
+        _user_error(msg)
     except Exception:
         _internal_error()
+
+
+def _user_error(msg: str) -> NoReturn:
+    """A user's mistake: ``error: MSG``, one line on stderr, and exit 2."""
+    typer.secho(f"error: {msg}", fg="red", err=True)
+    sys.exit(EXIT_USER)
+
+
+def usage_error(e: UsageError) -> str:
+    """The one-line message for a command line click refuses (an unknown command or option, a
+    missing argument, a value of the wrong type): click's message and suggestion, then where the
+    help is, as ``No such option: --wid (Possible options: --wide) (seerbench stats -h)``."""
+    msg = " ".join(e.format_message().split())
+    if e.ctx is None:
+        return msg
+    help_option = (e.ctx.help_option_names or ["--help"])[0]
+    return f"{msg} ({e.ctx.command_path} {help_option})"
 
 
 def _stdout_identity() -> tuple[int, int] | None:

@@ -64,7 +64,8 @@ def critique_cmd(
     if model is not None:
         updates.update(model=model, answer_model=None, helpfulness_model=None)
     if updates:
-        cfg = CritiqueConfig.parse({**cfg.model_dump(), **updates}, str(config))
+        flags: dict[str, str] = {k: f"--{k}" for k in ("out", "limit", "model") if k in updates}
+        cfg = CritiqueConfig.parse({**cfg.model_dump(), **updates}, str(config), flags=flags)
     started = time.time()
     with _AnswerBar(not (json_out or quiet())) as bar:
         res = asyncio.run(generate_critiques(cfg, progress=bar))

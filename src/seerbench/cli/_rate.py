@@ -87,7 +87,8 @@ def rate_cmd(
     if model is not None:
         updates["model"] = model
     if updates:
-        cfg = RaterConfig.parse({**cfg.model_dump(), **updates}, str(config))
+        flags: dict[str, str] = {k: f"--{k}" for k in ("out", "limit", "samples", "model") if k in updates}
+        cfg = RaterConfig.parse({**cfg.model_dump(), **updates}, str(config), flags=flags)
     started = time.time()
     with _Bar(not (json_out or quiet())) as bar:
         res = asyncio.run(rate(cfg, progress=bar))

@@ -33,11 +33,13 @@ from seerbench.results import NONE_SCORED
 from seerbench.runs import (
     CELL_AXES,
     PLAN_IN_PROGRESS,
+    TORN,
     RunFolder,
     check_beta,
     check_eps,
     stop_reason,
     stop_target,
+    unreadable_note,
     why_no_comparison,
 )
 
@@ -312,17 +314,17 @@ def run(
             "rebuild the experiment from the config: list the plugin in the config's plugins: instead"
         )
     cfg = ExperimentConfig.from_yaml(config)
-    updates: dict[str, Any] = {}
-    if out is not None:
-        updates["out"] = str(out)
-    if limit is not None:
-        updates["limit"] = limit
-    if concurrency is not None:
-        updates["concurrency"] = concurrency
-    if cache_scope is not None:
-        updates["cache_scope"] = cache_scope or None
-    if updates:
-        cfg = cfg.with_updates(**updates)
+    given = {
+        "out": None if out is None else str(out),
+        "limit": limit,
+        "concurrency": concurrency,
+        "cache_scope": cache_scope,
+    }
+    updates: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+    if updates.get("cache_scope") == "":
+        updates["cache_scope"] = None  # --cache-scope '': the default scope
+    if updates:  # each key from the flag of its name: a refused value is the flag's
+        cfg = cfg.with_updates(flags={k: "--" + k.replace("_", "-") for k in updates}, **updates)
     exp = Experiment(cfg, executor=RayExecutor(address=address) if executor == "ray" else None)
     if dry_run:
         _print_plan(exp.plan(), exp, json_out=json_out)
@@ -647,12 +649,7 @@ def stats(
             f"[yellow]{len(summary['not_started'])} cell(s) of the grid have no finished question yet "
             f"({why}): {escape(', '.join(summary['not_started']))}[/]"
         )
-    if summary["skipped_lines"]:
-        first = summary.get("skipped_reasons", ["?"])[0]
-        console.print(
-            f"[yellow]{summary['skipped_lines']} unreadable results lines skipped (a torn last line is what "
-            f"a crash leaves; rerunning the config repairs it). First: {escape(first)}[/]"
-        )
+    _print_unreadable(summary)
     if summary["paired"]:
         t = Table(title=f"paired differences vs {baseline} (same questions)")
         several = len({c["baseline_cell"] for c in summary["paired"]}) > 1  # then name the one each row used
@@ -686,6 +683,31 @@ def stats(
 
     if "elo" in summary:
         print_elo(summary["elo"])
+
+
+def _print_unreadable(summary: dict[str, Any]) -> None:
+    """What the skipped results lines were: a finished cell's damaged lines (its questions are
+    unreadable), a torn last line (a crash), or lines that hold none of the run's questions."""
+    cells = summary["cells"]
+    for s in cells:
+        note = unreadable_note(s)
+        if note is not None:
+            console.print(f"[yellow]warning[/] {escape(str(s.get('cell')))}: {escape(note)}")
+    torn = [str(s.get("cell")) for s in cells if s.get("torn_last_line")]
+    if torn:
+        console.print(f"[yellow]{escape(TORN.format(cells=', '.join(torn)))}[/]")
+    other = {  # whole lines that are none of a cell's missing questions: junk
+        str(s.get("cell")): s["skipped_lines"] - bool(s.get("torn_last_line")) - (s.get("unreadable") or 0)
+        for s in cells
+    }
+    if sum(other.values()) > 0:
+        at = [a for s in cells if other[str(s.get("cell"))] > 0 for a in s.get("damaged_lines_at") or []]
+        reasons = summary.get("skipped_reasons") or []
+        first = next((r for r in reasons if any(r.startswith(f"{a}: ") for a in at)), at[0] if at else "?")
+        console.print(
+            f"[yellow]{sum(other.values())} unreadable results line(s) hold none of the run's missing "
+            f"questions (junk, or a line of another layout) and were skipped. First: {escape(first)}[/]"
+        )
 
 
 def _print_anytime(summary: dict[str, Any]) -> None:

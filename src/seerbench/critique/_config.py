@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -114,12 +115,18 @@ class CritiqueConfig(BaseModel):
         return cfg.model_copy(update=updates)
 
     @classmethod
-    def parse(cls, data: dict[str, Any], where: str = "(dict)") -> CritiqueConfig:
+    def parse(
+        cls, data: dict[str, Any], where: str = "(dict)", *, flags: Mapping[str, str] | None = None
+    ) -> CritiqueConfig:
+        """``data`` validated (one line); ``flags``: the command-line flag that set each of these
+        keys, named in place of the config file where its value is refused."""
         try:
             return cls.model_validate(data)
         except ValidationError as e:
             raise ConfigError(
-                explain_validation(e, f"critique config {where}", model=cls, docs="docs/critique.md")
+                explain_validation(
+                    e, f"critique config {where}", model=cls, docs="docs/critique.md", flags=flags
+                )
             ) from None
 
     def fingerprint(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -426,9 +427,11 @@ class ExperimentConfig(BaseModel):
         base_dir: str | Path | None = None,
         *,
         recorded: bool = False,
+        flags: Mapping[str, str] | None = None,
     ) -> ExperimentConfig:
         """``raw`` validated (one line per problem); ``recorded``: a config a run folder holds,
-        read back to look at the run, not to run it."""
+        read back to look at the run, not to run it; ``flags``: the command-line flag that set
+        each of these keys, named in place of the config where its value is refused."""
         plugins = raw.get("plugins")
         if isinstance(plugins, list):  # first, so their errors are their own one-line messages
             for ref in plugins:
@@ -437,7 +440,7 @@ class ExperimentConfig(BaseModel):
         try:
             cfg = cls.model_validate(raw, context={"base_dir": base_dir, "recorded": recorded})
         except ValidationError as e:
-            raise ConfigError(explain(e, source)) from None
+            raise ConfigError(explain(e, source, flags)) from None
         cfg._base_dir = Path(base_dir) if base_dir is not None else None
         return cfg
 
@@ -455,10 +458,14 @@ class ExperimentConfig(BaseModel):
             recorded=True,
         )
 
-    def with_updates(self, **updates: Any) -> ExperimentConfig:
-        """A copy with some keys replaced (validated), reading relative paths from the same folder."""
+    def with_updates(self, *, flags: Mapping[str, str] | None = None, **updates: Any) -> ExperimentConfig:
+        """A copy with some keys replaced (validated), reading relative paths from the same folder;
+        ``flags``: the command-line flag each key's new value came from (``{"limit": "--limit"}``),
+        named in an error about that value (``--limit -1: must be 1 or more``)."""
         return ExperimentConfig.parse(
-            {**self.model_dump(mode="json", exclude_unset=True), **updates}, base_dir=self._base_dir
+            {**self.model_dump(mode="json", exclude_unset=True), **updates},
+            base_dir=self._base_dir,
+            flags=flags,
         )
 
     def resolve(self, path: str | Path) -> Path:
@@ -485,6 +492,7 @@ def _hash(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def explain(e: ValidationError, source: str = "config") -> str:
-    """One line: every problem in an experiment config, with the key and what is allowed there."""
-    return explain_validation(e, source, model=ExperimentConfig, docs="docs/experiments.md")
+def explain(e: ValidationError, source: str = "config", flags: Mapping[str, str] | None = None) -> str:
+    """One line: every problem in an experiment config, with the key and what is allowed there
+    (with the flag and value where a command-line flag set the key)."""
+    return explain_validation(e, source, model=ExperimentConfig, docs="docs/experiments.md", flags=flags)

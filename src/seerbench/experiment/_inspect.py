@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from seerbench.config import CACHE_DIR_ENV, cache_dir
 from seerbench.errors import ModelError
 from seerbench.models import (
     Backend,
@@ -135,8 +136,10 @@ class NoCallBackend(Backend):
 
     def _miss(self) -> ModelError:
         return ModelError(
-            "the model cache no longer holds this run's calls (cleared, or the run used another cache dir), "
-            "so its prompts cannot be rebuilt exactly; pass --allow-calls to regenerate them"
+            f"the model cache in {cache_dir()} does not hold this run's calls (cleared, or the run used "
+            "another cache dir), so its prompts cannot be rebuilt exactly: give the cache dir the run "
+            f"used (seerbench --cache-dir DIR show ..., or {CACHE_DIR_ENV}=DIR), or pass --allow-calls "
+            "to regenerate them"
         )
 
     async def complete(

@@ -31,7 +31,7 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -154,12 +154,18 @@ class RaterConfig(BaseModel):
         return cfg.model_copy(update={"out": config_path(p.parent, str(out)), "dataset": dataset})
 
     @classmethod
-    def parse(cls, data: dict[str, Any], where: str = "(dict)") -> RaterConfig:
+    def parse(
+        cls, data: dict[str, Any], where: str = "(dict)", *, flags: Mapping[str, str] | None = None
+    ) -> RaterConfig:
+        """``data`` validated (one line); ``flags``: the command-line flag that set each of these
+        keys, named in place of the config file where its value is refused."""
         try:
             cfg = cls.model_validate(data)
         except ValidationError as e:
             raise ConfigError(
-                explain_validation(e, f"rater config {where}", model=cls, docs="docs/complementarity.md")
+                explain_validation(
+                    e, f"rater config {where}", model=cls, docs="docs/complementarity.md", flags=flags
+                )
             ) from None
         if not isinstance(cfg.dataset.get("name"), str):
             raise ConfigError(f"rater config {where}: dataset: needs a name (factcheck or factcheck_files)")
