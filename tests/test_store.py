@@ -486,6 +486,7 @@ def test_a_damaged_middle_line_is_an_unreadable_question_not_an_unfinished_cell(
     assert (c["n_questions"], c["skipped_lines"], c["unreadable"], c["unstarted"]) == (4, 1, 1, 0)
     assert (c["unfinished"], c["torn_last_line"], c["damaged_lines_at"]) == (False, False, [f"{res}:3"])
     assert not any(w.startswith("unfinished") for w in c["diagnostics"]["warnings"])
+    assert c["diagnostics"]["warnings"][0].startswith(f"1 question(s) unreadable: {res}:3 (a damaged line")
 
     code, out, _ = run_main(["stats", str(run)], capsys, monkeypatch)
     out = " ".join(out.split())  # the notes as one line, however the console wrapped them

@@ -34,6 +34,7 @@ from seerbench.runs import (
     check_policy,
     check_score,
     paired_comparisons,
+    unreadable_note,
 )
 from seerbench.store import collector_paused
 
@@ -264,6 +265,9 @@ def summarize_run(
                 s["diagnostics"]["warnings"].insert(0, LEFT_OUT[what].format(n=n))
         if s["failed"]:
             s["diagnostics"]["warnings"].insert(0, FAILED.format(n=s["failed"]))
+        damaged = unreadable_note(s)
+        if damaged is not None:  # questions whose lines are there but damaged: not a stopped run
+            s["diagnostics"]["warnings"].insert(0, damaged)
         # the per-question values only for paired differences and anytime sequences
         cells.append((acc if acc is not None else [], s))
     if not cells:

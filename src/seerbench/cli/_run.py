@@ -39,7 +39,6 @@ from seerbench.runs import (
     check_eps,
     stop_reason,
     stop_target,
-    unreadable_note,
     why_no_comparison,
 )
 
@@ -688,11 +687,7 @@ def stats(
 def _print_unreadable(summary: dict[str, Any]) -> None:
     """What the skipped results lines were: a finished cell's damaged lines (its questions are
     unreadable), a torn last line (a crash), or lines that hold none of the run's questions."""
-    cells = summary["cells"]
-    for s in cells:
-        note = unreadable_note(s)
-        if note is not None:
-            console.print(f"[yellow]warning[/] {escape(str(s.get('cell')))}: {escape(note)}")
+    cells = summary["cells"]  # a cell's damaged questions are among its warnings (unreadable_note)
     torn = [str(s.get("cell")) for s in cells if s.get("torn_last_line")]
     if torn:
         console.print(f"[yellow]{escape(TORN.format(cells=', '.join(torn)))}[/]")
