@@ -53,6 +53,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "_lock",
             "store",
             "_precheck",
+            "_forked",
         },
     ),
     ("models", {"models"}),

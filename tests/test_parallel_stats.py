@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import seerbench._forked as forked_mod
 import seerbench.analysis.run as run_mod
 from seerbench.analysis.run import summarize_run
 from seerbench.errors import DataError
@@ -79,15 +80,34 @@ def test_per_line_and_done_go_together(run_dir: Path) -> None:
 def test_the_report_is_the_same_from_workers(
     run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Statistics, transcript rows and figures: all in this process (one core), or in workers."""
+    monkeypatch.setattr(forked_mod, "available_cpus", lambda: 1)
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         serial = build_report([run_dir], tmp_path / "serial.html")
     # 81-character cell labels: the interval plots widen for them, so matplotlib lays them out
     assert not [w for w in said if "constrained_layout" in str(w.message)], [str(w.message) for w in said]
     monkeypatch.setattr(run_mod, "PARALLEL_BYTES", 0)  # workers=None now forks, even for 30 lines
-    monkeypatch.setattr(run_mod, "available_cpus", lambda: 2)
+    monkeypatch.setattr(forked_mod, "available_cpus", lambda: 2)
     forked = build_report([run_dir], tmp_path / "forked.html")
     assert filecmp.cmp(serial, forked, shallow=False)
+    assert serial.read_text().count("<svg") >= 6  # the figures, drawn in the workers the second time
+
+
+def test_a_figure_that_fails_in_a_worker_is_an_internal_error_with_its_traceback(
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import seerbench.report._figures as figures_mod
+
+    def broken(*args: object, **kwargs: object) -> str:
+        raise ZeroDivisionError("a bug in a figure")
+
+    monkeypatch.setattr(forked_mod, "available_cpus", lambda: 2)
+    monkeypatch.setattr(figures_mod, "reliability", figures_mod._figure_function(broken))
+    with pytest.raises(RuntimeError, match="drawing broken in a worker process") as e:
+        build_report([run_dir], tmp_path / "r.html")
+    assert "ZeroDivisionError: a bug in a figure" in str(e.value)
+    assert not (tmp_path / "r.html").exists()  # no page with a placeholder for a figure
 
 
 def test_a_workers_user_error_is_the_error_one_process_gives(run_dir: Path, tmp_path: Path) -> None:

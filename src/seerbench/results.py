@@ -223,6 +223,13 @@ class CellStats:
         self._cluster_ids: dict[str, int] = {}
         self._line_codes: array[int] | None = None
         self._present: dict[str, array[int]] = {k: array("b") for k in self.keys}
+        # per metric key: its presence's and its score columns' append, bound once (a line adds to
+        # 7 keys x 4 columns); and the keys of each beta's JSE and ASE
+        self._appends = [
+            (k, self._present[k].append, tuple(self._values[k][st].append for st in SCORE_TYPES))
+            for k in self.keys
+        ]
+        self._mixed_keys = [(f"jse_{beta_key(b)}", f"ase_{beta_key(b)}") for b in self.betas]
         self.n_lines = 0
         self.n_kept = 0
         self.parse_failures = 0
@@ -259,8 +266,8 @@ class CellStats:
                     p_true, p_false, true, false, eps=eps, betas=self.betas
                 )
                 rows: dict[str, ScoreRow | None] = {"asd": asd}
-                for b, (jse, ase) in zip(self.betas, mixed, strict=True):
-                    rows[f"jse_{beta_key(b)}"], rows[f"ase_{beta_key(b)}"] = jse, ase
+                for (jse_key, ase_key), (jse, ase) in zip(self._mixed_keys, mixed, strict=True):
+                    rows[jse_key], rows[ase_key] = jse, ase
                 # rescore's judge accuracy: the mean over the line's cases, in their order
                 accs = [(js_t if c["short"] == true else js_f)[ACCURACY] for c in cases]
                 self._take(ln, False, sum(accs) / len(accs), rows)
@@ -303,12 +310,12 @@ class CellStats:
         if self._line_codes is not None:
             code = -1 if label is None else self._cluster_ids.setdefault(label, len(self._cluster_ids))
             self._line_codes.append(code)
-        for k, cols in self._values.items():
+        for k, present, columns in self._appends:
             row = rows[k]
-            self._present[k].append(1 if row else 0)
+            present(1 if row else 0)
             if row:
-                for col, x in zip(cols.values(), row, strict=True):
-                    col.append(x)
+                for append, x in zip(columns, row, strict=True):
+                    append(x)
         self._accuracy.append(math.nan if accuracy is None else accuracy)
 
     def _clusters(self, key: str) -> list[int] | None:
@@ -411,7 +418,7 @@ class CellStats:
         """Free the per-line scores once :meth:`stats` has read them, keeping what paired
         differences (:meth:`paired_values`) and :meth:`shares_clusters` read: a cell that goes
         back from a worker process to be paired is then its ids and two values a line."""
-        self._values, self._present, self._accuracy = {}, {}, array("d")
+        self._values, self._present, self._accuracy, self._appends = {}, {}, array("d"), []
         self._done = True
         return self
 

@@ -4,19 +4,17 @@ rescored, paired differences against a baseline, and the optimization-pressure s
 from __future__ import annotations
 
 import math
-import multiprocessing
-import traceback
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
+from seerbench._forked import forked_map
 from seerbench._lock import lock_holder
 from seerbench.analysis._elo import elo_section
 from seerbench.analysis._pressure import pressure_section
-from seerbench.config import available_cpus
-from seerbench.errors import ConfigError, SeerbenchError
+from seerbench.errors import ConfigError
 from seerbench.metrics import DEFAULT_EPS, FailurePolicy
 from seerbench.results import CellStats
 from seerbench.runs import (
@@ -136,47 +134,19 @@ def _read_cell(cell: Cell, job: _CellJob) -> _CellRead:
     return (acc.keep_paired_only() if job.paired_score is not None else None), s, f.skipped, reasons, extra
 
 
-def _read_cell_in_worker(cell: Cell, job: _CellJob) -> _CellRead | BaseException:
-    """:func:`_read_cell` in a worker process: an error comes back as a value the parent raises
-    (a user error as itself; anything else as a RuntimeError carrying the worker's traceback, since
-    not every exception survives pickling)."""
-    try:
-        return _read_cell(cell, job)
-    except SeerbenchError as e:
-        return e
-    except Exception:  # a bug: the parent reports it as an internal error, with this traceback
-        return RuntimeError(f"reading {cell.results_path} in a worker process:\n{traceback.format_exc()}")
-
-
-def _workers(todo: list[Cell], workers: int | None) -> int:
-    if "fork" not in multiprocessing.get_all_start_methods():  # Windows: one process
-        return 1
-    if workers is None:
-        size = sum(c.upto or 0 for c in todo)
-        workers = available_cpus() if size >= PARALLEL_BYTES else 1
-    return max(1, min(workers, len(todo)))
-
-
 def _read_cells(todo: list[Cell], job: _CellJob, workers: int | None) -> Iterator[_CellRead]:
     """Every cell of ``todo`` read (:func:`_read_cell`), in order: here, or in forked worker
-    processes."""
-    n = _workers(todo, workers)
-    if n == 1:
-        yield from (_read_cell(c, job) for c in todo)
-        return
-    # forked before anything else runs: the workers see this process's plugins and settings
-    with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("fork")) as pool:
-        # the largest cells first (a worker takes the next as it finishes one: no worker is left
-        # with a large cell at the end while the others wait), the results in the cells' order
-        futures = {
-            i: pool.submit(_read_cell_in_worker, todo[i], job)
-            for i in sorted(range(len(todo)), key=lambda i: -(todo[i].upto or 0))
-        }
-        for fut in (futures[i] for i in range(len(todo))):
-            r = fut.result()
-            if isinstance(r, BaseException):
-                raise r
-            yield r
+    processes (``workers`` None: one per core for a run of :data:`PARALLEL_BYTES` or more), the
+    largest cells first."""
+    if workers is None:
+        workers = None if sum(c.upto or 0 for c in todo) >= PARALLEL_BYTES else 1
+    return forked_map(
+        partial(_read_cell, job=job),
+        todo,
+        workers=workers,
+        first=sorted(range(len(todo)), key=lambda i: -(todo[i].upto or 0)),
+        describe=lambda c: f"reading {c.results_path}",
+    )
 
 
 def summarize_run(

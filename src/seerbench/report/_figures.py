@@ -7,11 +7,13 @@ calibration buckets, study stats) and draws them; none computes a statistic.
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, ParamSpec
 
 from seerbench._format import MISSING, bounds, num
 from seerbench.errors import ConfigError
@@ -21,8 +23,68 @@ INSTALL_HINT = (
     "(installed with --no-deps?): pip install matplotlib"
 )
 
+P = ParamSpec("P")
+
 BETAS = (("b0", "β=0"), ("b1", "β=1"), ("binf", "β=∞"))
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+
+
+class Later:
+    """Figures asked for while a page is written (:func:`drawn_later`), drawn together afterwards:
+    each figure function returns a placeholder, and :meth:`fill` draws them all, in forked worker
+    processes, one per core (matplotlib is imported there, not here), and puts each figure's SVG
+    in its place. The same SVG, byte for byte, as drawing each where it was asked for."""
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple[Callable[..., str], tuple[Any, ...], dict[str, Any]]] = []
+
+    def ask(self, draw: Callable[..., str], args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+        self.jobs.append((draw, args, kwargs))
+        return f"\x00seerbench-figure-{len(self.jobs) - 1}\x00"
+
+    def fill(self, html: str, *, workers: int | None = None) -> str:
+        from seerbench._forked import forked_map
+
+        svgs = list(
+            forked_map(_draw, self.jobs, workers=workers, describe=lambda j: f"drawing {j[0].__name__}")
+        )
+        return re.sub("\x00seerbench-figure-(\\d+)\x00", lambda m: svgs[int(m.group(1))], html)
+
+
+def _draw(job: tuple[Callable[..., str], tuple[Any, ...], dict[str, Any]]) -> str:
+    draw, args, kwargs = job
+    return draw(*args, **kwargs)
+
+
+#: The figures being asked for now (:func:`drawn_later`), else None: each is drawn when asked.
+_later: Later | None = None
+
+
+@contextmanager
+def drawn_later() -> Iterator[Later]:
+    """While the block runs, each figure function returns a placeholder; fill the page with
+    :meth:`Later.fill` after it."""
+    global _later
+    if _later is not None:
+        raise RuntimeError("drawn_later is not reentrant")
+    _later = Later()
+    try:
+        yield _later
+    finally:
+        _later = None
+
+
+def _figure_function(draw: Callable[P, str]) -> Callable[P, str]:
+    """A figure function that returns a placeholder inside :func:`drawn_later` (the figure itself
+    is drawn by :meth:`Later.fill`) and draws at once outside it."""
+
+    @functools.wraps(draw)
+    def asked(*args: P.args, **kwargs: P.kwargs) -> str:
+        if _later is None:
+            return draw(*args, **kwargs)
+        return _later.ask(draw, args, kwargs)
+
+    return asked
 
 
 def require_matplotlib() -> None:
@@ -77,6 +139,7 @@ def _err(s: dict[str, Any]) -> tuple[float, float]:
     return max(m - lo, 0.0), max(hi - m, 0.0)
 
 
+@_figure_function
 def interval_plot(
     rows: Sequence[tuple[str, dict[str, Any] | None]],
     *,
@@ -112,6 +175,7 @@ def interval_plot(
     return to_svg(fig, name)
 
 
+@_figure_function
 def heatmap(
     matrix: Sequence[Sequence[dict[str, Any] | None]],
     rows: Sequence[str],
@@ -142,6 +206,7 @@ def heatmap(
     return to_svg(fig, name)
 
 
+@_figure_function
 def beta_plot(
     labels: Sequence[str],
     jse: Sequence[dict[str, dict[str, Any] | None]],
@@ -181,6 +246,7 @@ def beta_plot(
     return to_svg(fig, name)
 
 
+@_figure_function
 def reliability(cals: Sequence[tuple[str, Any]], *, name: str) -> str:
     """Reliability diagrams, one panel per judge cell: accuracy against mean confidence per bucket
     (marker area ~ bucket size) and the diagonal of perfect calibration; ECE in the panel title."""
@@ -243,6 +309,7 @@ def _bound(v: Any, unbounded: str) -> str:
     return unbounded if v is None or not math.isfinite(v) else num(v, 2)
 
 
+@_figure_function
 def pressure_plot(group: dict[str, Any], *, score: str, beta: str, name: str) -> str:
     """ASD against ASE across best-of-N: one point per N with both CIs, and the fitted line with
     the slope's CI in the title."""
@@ -274,6 +341,7 @@ def pressure_plot(group: dict[str, Any], *, score: str, beta: str, name: str) ->
     return to_svg(fig, name)
 
 
+@_figure_function
 def grouped_intervals(
     groups: Sequence[str],
     series: Sequence[tuple[str, Sequence[dict[str, Any] | None]]],
@@ -313,6 +381,7 @@ def grouped_intervals(
     return to_svg(fig, name)
 
 
+@_figure_function
 def box_plot(
     groups: Sequence[str], values: Sequence[Sequence[float]], *, title: str, ylabel: str, name: str
 ) -> str:
@@ -326,6 +395,7 @@ def box_plot(
     return to_svg(fig, name)
 
 
+@_figure_function
 def hybrid_plot(sweep: dict[str, Any], *, name: str) -> str:
     """Seed 000's hybridization curve: hybrid accuracy (with its 95% CI as a band) against the
     threshold T, AI alone and humans alone as horizontal lines, the share routed to humans on a
@@ -377,6 +447,7 @@ def _iv_err(d: dict[str, Any]) -> tuple[float, float]:
     return _err({"mean": d["estimate"], "ci_low": d.get("ci_low"), "ci_high": d.get("ci_high")})
 
 
+@_figure_function
 def elo_plot(t: dict[str, Any], *, name: str) -> str:
     """The seed's comparison for one tournament (an ``elo`` record of ``stats --json``), two panels
     over the same strength axis, the debater's aggregate Elo (its one-rating-per-debater fit, with

@@ -699,17 +699,25 @@ def build_report(
         multi = len(runs) > 1
         folder = report_folder(path)
         if browser.size <= one_file_limit:
-            atomic_write_text(path, render_runs(runs, browser.inline_json(multi), extra))
+            atomic_write_text(path, _drawn(runs, browser.inline_json(multi), extra))
             _drop_folder_layout(folder)
             return path
         if folder.exists() and not folder.is_dir():
             raise ConfigError(f"{folder} is a file: the report is a folder past {one_file_limit / 1e6:g} MB")
         data = browser.write_chunks(folder, multi)
         index = folder / "index.html"
-        atomic_write_text(index, render_runs(runs, data, extra, split=True))
+        atomic_write_text(index, _drawn(runs, data, extra, split=True))
         if path != folder and path.is_file():  # an earlier one-file report here: point it at the folder
             atomic_write_text(path, _moved_page(index.relative_to(path.parent), one_file_limit))
         return index
+
+
+def _drawn(runs: list[RunData], data: str, extra: str, *, split: bool = False) -> str:
+    """:func:`render_runs`, its figures drawn together at the end, in worker processes where the
+    machine has more than one core (:func:`seerbench.report._figures.drawn_later`)."""
+    with F.drawn_later() as later:
+        html = render_runs(runs, data, extra, split=split)
+    return later.fill(html)
 
 
 #: What an earlier one-file report's path holds once the report has become a folder.
