@@ -91,7 +91,7 @@ class LinePass(Protocol):
 
 @dataclass(frozen=True)
 class _CellJob:
-    """How :func:`_read_cell` reads and summarises one cell (picklable: it goes to a worker)."""
+    """How :func:`_read_cell` reads and summarises one cell (a worker gets it by the fork)."""
 
     eps: float
     policy: FailurePolicy
@@ -191,7 +191,7 @@ def summarize_run(
     machine has cores, for a run of :data:`PARALLEL_BYTES` or more), each cell the same numbers
     either way. A caller that needs more of each line (the report's transcript browser and
     calibration) gives ``per_line``, which makes a :class:`LinePass` for each cell in the process
-    that reads it (so it must pickle), and ``done(cell, result)``, called here with each cell's
+    that reads it (a worker gets it by the fork), and ``done(cell, result)``, called here with each cell's
     snapshot and its pass's result, cell by cell in order, before this returns: the lines are read
     once, and the pass sees exactly those the statistics count."""
     if (per_line is None) != (done is None):

@@ -12,7 +12,7 @@ same pass over a cell's results as its statistics (:func:`seerbench.analysis.run
   blocks a page of rows needs with ``<script src>``, which works from ``file://`` (where browsers
   refuse ``fetch()`` of local files); a full-text search loads them all.
 
-A cell's rows are read by a :class:`RowReader` (made by the :class:`Browser`'s picklable
+A cell's rows are read by a :class:`RowReader` (made by the :class:`Browser`'s
 :attr:`Browser.rows`, in whichever process reads the cell): each row is turned into JSON text as it
 is read and written to a temporary file, never kept as Python objects, so memory stays flat in the
 number of lines; the cell's questions are kept once each, as JSON text. The reader's
@@ -195,7 +195,8 @@ class RowReader:
 
 @dataclass(frozen=True)
 class Rows:
-    """Makes the :class:`RowReader` of a cell (picklable, for a worker process that reads it)."""
+    """Makes the :class:`RowReader` of a cell, in the process that reads it (a worker: its rows go
+    to a file of the :class:`Browser`'s temporary folder, their :class:`CellRows` back by pickle)."""
 
     folder: str
 

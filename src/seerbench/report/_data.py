@@ -102,7 +102,7 @@ class _LinesRead:
 
 @dataclass(frozen=True)
 class _ReadLines:
-    """Makes a cell's :class:`_LinesRead` (picklable: it goes to the worker that reads the cell)."""
+    """Makes a cell's :class:`_LinesRead`, in the process that reads the cell."""
 
     rows: Rows
 
