@@ -640,5 +640,5 @@ def test_a_key_no_flag_set_is_still_the_configs() -> None:
         cfg.with_updates(flags={"limit": "--limit"}, limit=0, concurrency=0)
     assert str(e.value) == (
         "--limit 0: must be 1 or more; "
-        "invalid config: concurrency: Input should be greater than or equal to 1"
+        "invalid config: concurrency: Input should be greater than or equal to 1 (got 0)"
     )

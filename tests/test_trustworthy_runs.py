@@ -620,6 +620,7 @@ def test_progress_on_a_pipe_is_plain_lines(tmp_path: Path) -> None:
     cfg = _config_file(
         tmp_path / "c",
         judge_models=["scripted:coin"],
+        agent_models=["scripted:coin"],  # another process: this module's responders are not there
         elicitation={"order": ["vote"], "vote_samples": 1},  # the coin answers a letter: one vote
         out=str(tmp_path / "out"),
     )
