@@ -37,6 +37,7 @@ from seerbench.runs import (
     RunFolder,
     check_beta,
     check_eps,
+    not_compared,
     stop_reason,
     stop_target,
     why_no_comparison,
@@ -664,12 +665,12 @@ def stats(
                 ci(c["accuracy_diff"], 2),
             )
         WholeNames(t, names=3 if several else 2).print(console)
-        base = {c["baseline_cell"] for c in summary["paired"]}
-        paired = {c["cell"] for c in summary["paired"]} | base
-        alone = [c for c in summary["cells"] if c.get("cell") not in paired]
+        paired = {c["cell"] for c in summary["paired"]} | {c["baseline_cell"] for c in summary["paired"]}
+        alone = not_compared(summary["cells"], baseline, paired) if baseline is not None else []
         if alone:
-            names = ", ".join(str(c.get("cell")) for c in alone if c.get("protocol") != baseline)
-            console.print(f"[dim]Not compared (no {baseline} cell with the same judge): {escape(names)}[/]")
+            console.print(
+                f"[dim]Not compared (no {baseline} cell with the same judge): {escape(', '.join(alone))}[/]"
+            )
     elif baseline is not None:
         why = why_no_comparison(summary["cells"], baseline)
         console.print(f"[yellow]No paired differences: {escape(why)}.[/]")
