@@ -78,6 +78,42 @@ def test_h_is_help_on_every_command() -> None:
         assert short.stdout == long.stdout, path
 
 
+def test_a_groups_help_gives_each_command_its_first_paragraph_on_one_line() -> None:
+    import inspect
+
+    root = typer.main.get_command(app)
+    for path in [p for p in _command_paths(root) if len(p) <= 1]:
+        group: Any = root
+        for name in path:
+            group = group.commands[name]
+        if not isinstance(getattr(group, "commands", None), dict):
+            continue
+        out = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "1000"}).stdout
+        for name, cmd in group.commands.items():
+            if getattr(cmd, "commands", None) is not None:
+                continue  # a sub-group: its own help= line
+            summary = " ".join(inspect.cleandoc(cmd.help).split("\n\n")[0].split())  # its docstring's
+            row = next(ln for ln in out.splitlines() if ln.strip(" │").startswith(name + " "))
+            assert summary in row, (path, name, row)
+
+
+def test_every_option_says_what_it_does() -> None:
+    for path in _command_paths(typer.main.get_command(app)):
+        cmd: Any = typer.main.get_command(app)
+        for name in path:
+            cmd = cmd.commands[name]
+        for param in cmd.params:
+            if param.param_type_name == "option" and not param.hidden:
+                assert param.help, (path, param.opts)
+
+
+def test_usage_lines_and_errors_name_arguments_in_capitals() -> None:
+    r = runner.invoke(app, ["run", "-h"], terminal_width=200)
+    assert "Usage: seerbench run [OPTIONS] CONFIG" in r.stdout and "{config}" not in r.stdout
+    r = runner.invoke(app, ["report", "-h"], terminal_width=200)
+    assert "Usage: seerbench report [OPTIONS] [RUN_DIRS]..." in r.stdout, r.stdout
+
+
 def test_root_help_lists_global_options_and_completion() -> None:
     r = runner.invoke(app, ["--help"], terminal_width=200)
     assert r.exit_code == 0, r.output
@@ -456,7 +492,7 @@ def test_help_shows_no_type_for_flags(
         ("estimate", "--interval", "[score|wald]"),
         ("plan", "--score", "[log|logodds|brier|accuracy]"),
         ("report", "--critique", "<path>"),  # a repeatable option: its items' type, not <list[Path]>
-        ("report", "run_dirs...", "<path>"),
+        ("report", "RUN_DIRS...", "<path>"),
     ],
 )
 def test_help_shows_what_an_option_takes(
@@ -539,7 +575,7 @@ def test_root_options_in_their_place_and_after_a_double_dash_are_left_alone(
             ["stats", "runs/big", "--wid"],
             "No such option: --wid (Possible options: --wide) (seerbench stats -h)",
         ),
-        (["stats"], "Missing argument 'run_dir'. (seerbench stats -h)"),
+        (["stats"], "Missing argument 'RUN_DIR'. (seerbench stats -h)"),
         (["stats", "a", "b"], "Got unexpected extra argument(s) (b) (seerbench stats -h)"),
         (
             ["run", "x.yaml", "--limit", "abc"],
@@ -640,5 +676,5 @@ def test_a_key_no_flag_set_is_still_the_configs() -> None:
         cfg.with_updates(flags={"limit": "--limit"}, limit=0, concurrency=0)
     assert str(e.value) == (
         "--limit 0: must be 1 or more; "
-        "invalid config: concurrency: Input should be greater than or equal to 1"
+        "invalid config: concurrency: Input should be greater than or equal to 1 (got 0)"
     )

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from seerbench.errors import ConfigError, DataError, UnknownModelError
+from seerbench.errors import ConfigError, DataError
 from seerbench.experiment import Experiment, ExperimentConfig
 from seerbench.types import AnswerCase, Question
 
@@ -113,28 +113,59 @@ def test_yaml_errors(tmp_path: Path) -> None:
         ExperimentConfig.from_yaml(bad)
 
 
-def test_unknown_model_is_refused_before_the_out_folder_is_written(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    cfg = _parse(judge_models=["gpt-4o"], out=str(out))
-    with pytest.raises(
-        UnknownModelError,
-        match=r"unknown model spec 'gpt-4o'. Valid forms: local; .*openai/<model>.*scripted",
-    ):
-        Experiment(cfg, questions=[_binary("q0")]).run()
-    # nothing recorded, so fixing the typo does not meet a "different config" refusal
-    assert not (out / "experiment.json").exists()
-    cfg = _parse(
-        agent_models=["scripted:no-such-responder"],
-        protocols=["Consultancy"],
-        judge_models=["scripted:coin"],
-        out=str(out),
+def test_unknown_model_specs_are_refused_when_the_config_is_read(tmp_path: Path) -> None:
+    # each names the file and the key, as a misspelt protocol does; nothing is loaded to say so
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("dataset: arithmetic\nprotocols: [NaiveJudge]\njudge_models: [scripted:coin, gpt-4o]\n")
+    with pytest.raises(ConfigError) as e:
+        ExperimentConfig.from_yaml(bad)
+    assert re.match(
+        rf"invalid {re.escape(str(bad))}: judge_models\.1: unknown model spec 'gpt-4o'\. "
+        r"Valid forms: local; .*openai/<model>.*scripted",
+        str(e.value),
+    ), str(e.value)
+    msg = _err(agent_models=["replay", "scripted:ecko"], protocols=["Consultancy"])
+    assert msg.startswith(
+        "invalid config: agent_models.1: unknown scripted responder 'ecko' (did you mean echo?); "
+        "known scripted responders: "
+    ), msg
+    # a protocol entry's own judges and agents, its debaters, name the protocol and the key
+    msg = _err(protocols=[{"name": "Consultancy", "judge_models": ["scripted:coyn"]}])
+    assert msg.startswith(
+        "invalid config: protocols.0: judge_models of protocol Consultancy: unknown scripted responder "
+        "'coyn' (did you mean coin?)"
+    ), msg
+    msg = _err(protocols=[{"name": "SimultaneousDebate", "debaters": ["scripted:coin", "scriptd:echo"]}])
+    assert msg.startswith(
+        "invalid config: protocols.0: debaters of protocol SimultaneousDebate: unknown model spec "
+        "'scriptd:echo' (did you mean scripted?)"
+    ), msg
+    # replay is an agent, not a judge; a class entry is checked when its cell is built
+    msg = _err(judge_models=["replay"])
+    assert msg.startswith("invalid config: judge_models.0: unknown model spec 'replay'"), msg
+    _parse(agent_models=["replay"], judge_models=[{"class": "NoSuchJudge"}], protocols=["Consultancy"])
+
+
+def test_a_run_folders_recorded_config_is_read_back_without_its_names_checked() -> None:
+    # what the run used need not be installed to look at the run
+    raw = {**BASE, "dataset": {"name": "gone"}, "judge_models": ["scripted:gone"]}
+    cfg = ExperimentConfig.parse(raw, recorded=True)
+    assert cfg.judge_models == ["scripted:gone"]
+    with pytest.raises(ConfigError, match=r"dataset: unknown dataset 'gone'.*judge_models\.0: unknown"):
+        ExperimentConfig.parse(raw)
+
+
+def test_a_value_of_the_wrong_type_is_echoed() -> None:
+    msg = _err(elicitation={"vote_samples": "five"})
+    assert msg == (
+        "invalid config: elicitation.vote_samples: Input should be a valid integer, unable to parse "
+        "string as an integer (got 'five')"
     )
-    with pytest.raises(
-        UnknownModelError,
-        match=r"unknown scripted responder 'no-such-responder'; known scripted responders: .*coin",
-    ):
-        Experiment(cfg, questions=[_binary("q0")]).run()
-    assert not (out / "experiment.json").exists()
+    assert _err(concurrency=0) == (
+        "invalid config: concurrency: Input should be greater than or equal to 1 (got 0)"
+    )
+    # a whole mapping is not echoed: the key says where it is
+    assert _err(protocols={"name": "NaiveJudge"}).endswith("protocols: Input should be a valid list")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -143,8 +174,8 @@ def test_unknown_model_is_refused_before_the_out_folder_is_written(tmp_path: Pat
 
 def test_grid_cells_and_folder_names() -> None:
     cfg = _parse(
-        judge_models=["scripted:j1", "scripted:j2"],
-        agent_models=["scripted:a"],
+        judge_models=["scripted:coin", "scripted:echo"],  # registered: specs are checked when read
+        agent_models=["scripted"],
         agent_tools=[[], ["calculator"]],
         protocols=[
             "NaiveJudge",
@@ -159,13 +190,13 @@ def test_grid_cells_and_folder_names() -> None:
     keys = [s.key for s in Experiment(cfg).grid()]
     assert len(keys) == len(set(keys))
     # NaiveJudge: per judge only; BlindTrust: one cell with the trust judge
-    assert "NaiveJudge/J_scripted-j1" in keys and "NaiveJudge/J_scripted-j2" in keys
+    assert "NaiveJudge/J_scripted-coin" in keys and "NaiveJudge/J_scripted-echo" in keys
     assert [k for k in keys if k.startswith("BlindTrust")] == ["BlindTrust/J_trust"]
     # Consultancy: 2 turns x 2 judges x 2 tool sets x 2 best-of-n = 16
     cons = [k for k in keys if k.startswith("Consultancy")]
     assert len(cons) == 16
-    assert "Consultancy_t2/A_scripted-a_T_calculator_bo4_J_scripted-j2" in cons
-    assert "Consultancy_t1/A_scripted-a_J_scripted-j1" in cons
+    assert "Consultancy_t2/A_scripted_T_calculator_bo4_J_scripted-echo" in cons
+    assert "Consultancy_t1/A_scripted_J_scripted-coin" in cons
     # EvidenceDebate: 2 conditions, no turns; SequentialDebate: its own num_turns overrides the grid's
     assert {k.split("/")[0] for k in keys if k.startswith("Evidence")} == {
         "EvidenceDebate_S",
@@ -231,10 +262,18 @@ def test_a_misspelt_dataset_name_is_named_as_written(tmp_path: Path) -> None:
         "name: x\ndataset: {name: arithmetc}\njudge_models: [scripted:coin]\nprotocols: [NaiveJudge]\n"
     )
     with pytest.raises(ConfigError) as e:
-        Experiment(ExperimentConfig.from_yaml(cfg)).questions()
+        ExperimentConfig.from_yaml(cfg)  # refused when read, under its key
     assert str(e.value).startswith(
-        "unknown dataset 'arithmetc' (did you mean arithmetic?); known datasets: arithmetic, "
+        f"invalid {cfg}: dataset: unknown dataset 'arithmetc' (did you mean arithmetic?); "
+        "known datasets: arithmetic, "
     )
+    cfg.write_text("name: x\ndataset: arithmetc\njudge_models: [scripted:coin]\nprotocols: [NaiveJudge]\n")
+    with pytest.raises(ConfigError, match=r"^invalid .*d\.yaml: dataset: unknown dataset 'arithmetc' \("):
+        ExperimentConfig.from_yaml(cfg)
+    cfg.write_text("name: x\ndataset: {n: 3}\njudge_models: [scripted:coin]\nprotocols: [NaiveJudge]\n")
+    with pytest.raises(ConfigError) as e:
+        ExperimentConfig.from_yaml(cfg)
+    assert str(e.value) == f"invalid {cfg}: dataset: give a name (or path), e.g. {{name: arithmetic, n: 20}}"
     # a file name is still read from the config's folder
     cfg.write_text("name: x\ndataset: nope.jsonl\njudge_models: [scripted:coin]\nprotocols: [NaiveJudge]\n")
     with pytest.raises(DataError, match=re.escape(str(tmp_path / "sub" / "nope.jsonl"))):

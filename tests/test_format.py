@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from seerbench._format import bounds, ci, num
+from seerbench._format import bounds, ci, count, num
 from seerbench.stats import Interval, summarize
 
 
@@ -38,3 +38,10 @@ def test_numbers() -> None:
     assert num(-0.4, 0) == "0" and num(-0.6, 0) == "-1"
     assert num(7) == "7" and num(True) == "True" and num("a") == "a"
     assert num(math.inf, 2) == "inf"
+
+
+def test_counts() -> None:
+    assert count(264000) == "264,000" and count(999) == "999" and count(1234567) == "1,234,567"
+    assert count(77999.6) == "78,000"  # an expected number of calls, rounded
+    assert count(None) == "n/a" and count(math.nan) == "n/a" and count(math.inf) == "inf"
+    assert count("12") == "12" and count(True) == "True"

@@ -202,8 +202,9 @@ def test_a_misspelt_referee_spec_is_refused_when_the_config_is_read(
     assert e.value.code == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err
-    assert err.startswith(
-        "error: cell Refereeds/A_Plain_J_scripted-counteds: unknown scripted responder 'doubtfl'"
+    assert err.startswith(  # the file and the key, as a misspelt protocol is named
+        f"error: invalid {cfg}: protocols.0: referee of protocol Refereeds: "
+        "unknown scripted responder 'doubtfl'"
     )
     assert not (tmp_path / "out").exists() and _calls("s") == 0
 

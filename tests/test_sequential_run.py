@@ -38,7 +38,7 @@ QUESTIONS = [
 ]
 BASE: dict[str, Any] = {
     "name": "seq",
-    "dataset": "unused",  # the questions are given to the Experiment
+    "dataset": "arithmetic",  # a registered name (checked when read); the Experiment is given its questions
     "judge_models": ["scripted:coin"],
     "agent_models": ["scripted:coin"],
     "protocols": ["NaiveJudge", "Consultancy"],

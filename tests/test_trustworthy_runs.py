@@ -510,6 +510,39 @@ def test_dry_run_names_the_calls_the_cache_will_answer(tmp_path: Path, _isolated
     assert after.cache_hits - before.cache_hits == 8 and after.calls - before.calls == 16
 
 
+def test_dry_run_counts_have_thousands_separators(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every count of the plan (questions, calls, tokens, the repeat line) as the token columns were."""
+    from types import SimpleNamespace
+
+    from seerbench.cli._common import console
+    from seerbench.cli._run import _print_plan
+
+    monkeypatch.setattr(console, "width", 200)
+
+    plans = [
+        SimpleNamespace(
+            spec=SimpleNamespace(key=f"cell{i}"),
+            n_questions=12000,
+            n_todo=11000,
+            calls=132000.0,
+            prompt_tokens=2500000.0,
+            completion_tokens=1000000.0,
+            cost=None,
+            repeat_calls=39000.0,
+        )
+        for i in range(2)
+    ]
+    exp = SimpleNamespace(out=tmp_path / "out", config=SimpleNamespace(name="big"))
+    _print_plan(plans, exp, json_out=False)  # type: ignore[arg-type]
+    text = " ".join(capsys.readouterr().out.replace("│", " ").split())
+    assert "11,000/12,000 132,000 2,500,000 1,000,000" in text
+    assert "total 22,000 264,000 5,000,000 2,000,000" in text
+    assert "78,000 of the 264,000 calls repeat an earlier request of the grid exactly" in text
+    assert "expect about 186,000 model calls" in text
+
+
 def _varies(messages: Sequence[ChatMessage], config: GenerateConfig, seed: int | None) -> str:
     """An agent like a real model: its speech differs with the request (prompt and seed)."""
     import hashlib
@@ -620,6 +653,7 @@ def test_progress_on_a_pipe_is_plain_lines(tmp_path: Path) -> None:
     cfg = _config_file(
         tmp_path / "c",
         judge_models=["scripted:coin"],
+        agent_models=["scripted:coin"],  # another process: this module's responders are not there
         elicitation={"order": ["vote"], "vote_samples": 1},  # the coin answers a letter: one vote
         out=str(tmp_path / "out"),
     )

@@ -47,6 +47,17 @@ def num(x: Any, digits: int = 3) -> str:
     return out[1:] if out.startswith("-") and float(out) == 0.0 else out
 
 
+def count(x: Any) -> str:
+    """A count with thousands separators, ``264,000`` (a fractional estimate rounded to the
+    whole number); ``n/a`` for None or NaN; a value that is not a number as ``str(x)``."""
+    if x is not None and (isinstance(x, bool) or not isinstance(x, int | float)):
+        return str(x)
+    v = _value(x)
+    if v is None:
+        return MISSING
+    return f"{round(v):,}" if math.isfinite(v) else num(v)
+
+
 def parts(x: Any) -> tuple[Any, Any, Any]:
     """(estimate, ci_low, ci_high) of an interval object, a summary or their dicts (None where
     absent)."""

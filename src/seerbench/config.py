@@ -118,12 +118,23 @@ def explain_validation(
                 + (f"; allowed keys: {', '.join(allowed)}" if allowed else "")
                 + (f"; see {docs}" if docs else "")
             )
-        elif err["type"] == "literal_error":
-            msg = f"{msg} (got {err.get('input')!r})"
         elif err["type"] == "missing":
             msg = "Field required" + (f" (see {docs} for what it is)" if docs else "")
+        elif err["type"] not in _NAMES_ITS_VALUE:
+            msg += _given(err.get("input"))
         parts.append(f"{loc}: {msg}" if loc else msg)  # a whole-config rule names its keys itself
     return "; ".join([*flagged, *([f"invalid {what}: " + "; ".join(parts)] if parts else [])])
+
+
+#: Errors whose message says what was given itself (a validator's own words), or had nothing given.
+_NAMES_ITS_VALUE = frozenset({"value_error", "assertion_error", "extra_forbidden", "missing"})
+
+
+def _given(value: Any) -> str:
+    """`` (got 'five')``: the value a type or bound error refused, where it is short enough to
+    echo (a whole mapping or list is left out: the key says where to look)."""
+    text = repr(value)
+    return f" (got {text})" if not isinstance(value, dict | list) and len(text) <= 60 else ""
 
 
 def _flag_problem(err: Any) -> str:

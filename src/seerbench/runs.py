@@ -418,6 +418,28 @@ def why_no_comparison(metas: Iterable[dict[str, Any]], baseline: str) -> str:
     )
 
 
+def not_compared(metas: Iterable[dict[str, Any]], baseline: str, compared: Iterable[str]) -> list[str]:
+    """The cells (keys) a comparison with ``baseline`` left out that a baseline cell with their
+    judge would have taken (:func:`why_no_comparison` is why none was taken): not among
+    ``compared`` (the cells paired, either side), not the baseline's own, and not a cell whose
+    judge is its protocol's fixed one, no model (BlindTrust's ``trust``), which no baseline of
+    model judges shares."""
+    from seerbench.protocols import PROTOCOLS
+
+    metas = list(metas)
+    folder, done = _baseline_folder(metas, baseline), set(compared)
+
+    def fixed(m: dict[str, Any]) -> bool:
+        cls = PROTOCOLS.get(str(m.get("protocol")).split("_")[0])
+        return cls is not None and cls.fixed_judge is not None and m.get("judge") == cls.fixed_judge
+
+    return [
+        str(m.get("cell"))
+        for m in metas
+        if m.get("cell") not in done and m.get("protocol") != folder and not fixed(m)
+    ]
+
+
 def baseline_partners(metas: Iterable[dict[str, Any]], baseline: str) -> list[tuple[int, int]]:
     """Which cell each cell is compared with: ``(i, j)`` for each cell ``metas[i]`` (its grid axes,
     ``protocol`` the folder) and the ``baseline`` protocol's cell ``metas[j]`` with the same judge.
@@ -497,6 +519,7 @@ __all__ = [
     "check_policy",
     "check_score",
     "json_safe",
+    "not_compared",
     "paired_comparisons",
     "read_experiment_json",
     "read_results",

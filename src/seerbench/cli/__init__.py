@@ -30,6 +30,7 @@ except ImportError:  # pragma: no cover
 
 from seerbench import __version__
 from seerbench.cli._app import app as _app
+from seerbench.cli._app import one_line_short_helps
 from seerbench.errors import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERNAL,
@@ -85,6 +86,7 @@ def _misplaced_root_option(argv: list[str]) -> str | None:
 def _load(modules: list[str]) -> None:
     for m in modules:
         importlib.import_module(f"seerbench.cli.{m}")
+    one_line_short_helps(_app)
 
 
 def __getattr__(name: str) -> typer.Typer:

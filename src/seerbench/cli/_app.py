@@ -17,7 +17,7 @@ from seerbench._version import __version__
 from seerbench.config import CACHE_DIR_ENV
 from seerbench.errors import ConfigError
 
-__all__ = ["app", "one_of"]
+__all__ = ["app", "one_line_short_helps", "one_of"]
 
 
 def one_of(values: Iterable[str]) -> str:
@@ -42,10 +42,39 @@ def _item_type(self: typer.core._TyperParameter, ctx: Any) -> str:
     return f"<{m[1].lower()}>" if m else label
 
 
+def _argument_name(self: typer.core.TyperArgument) -> str:
+    """An argument's name as usage lines, the help and errors show it: ``RUN_DIR``, as click
+    writes one, where typer says ``{run_dir}`` (its metavar where it has one)."""
+    return self.metavar if self.metavar is not None else (self.name or "").upper()
+
+
+def _usage_name(self: typer.core.TyperArgument) -> str:
+    """An argument in a usage line: ``RUN_DIR``, ``[RUN_DIR]`` when optional, ``...`` when repeated."""
+    name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+    return name + ("..." if self.nargs != 1 else "")
+
+
+def one_line_short_helps(group: typer.Typer) -> None:
+    """Each command's line in its group's help: the first paragraph of its docstring joined into
+    one line (rich help keeps the paragraph's line breaks, so a summary broke where its source
+    line did), unless the command gives its own ``short_help``; in sub-groups too."""
+    import inspect
+
+    for info in group.registered_commands:
+        if info.short_help is None:
+            doc = info.help or (inspect.getdoc(info.callback) if info.callback else None) or ""
+            info.short_help = " ".join(doc.split("\n\n")[0].split()) or None
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            one_line_short_helps(sub.typer_instance)
+
+
 _typer_type = typer.core.TyperOption.display_type_rich
 typer.core.TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign]
 _typer_display = typer.core._TyperParameter.display_type
 typer.core._TyperParameter.display_type = _item_type  # type: ignore[method-assign]
+typer.core.TyperArgument.display_name_raw = property(_argument_name)  # type: ignore[assignment]
+typer.core.TyperArgument._usage_display_name = _usage_name  # type: ignore[method-assign]
 
 app = typer.Typer(
     name="seerbench",
@@ -78,7 +107,8 @@ def _root(
         typer.Option(
             "--quiet",
             "-q",
-            help="Errors only: no progress bar, tables or notes (--json output still prints).",
+            help="Errors only: no progress bar, notes or closing summary (a run's stats table "
+            "included); --json output and what a reading command shows (stats, show...) still print.",
         ),
     ] = False,
     log_file: Annotated[

@@ -88,8 +88,9 @@ def verbosity() -> int:
 
 
 def quiet() -> bool:
-    """True under ``seerbench -q``: a command prints no progress bar, table or note, only what
-    it was asked for (``--json`` output, a written file's content on stdout) and errors."""
+    """True under ``seerbench -q``: a command prints no progress bar, note or closing summary (a
+    run's stats table, a report's path), only what it was asked for (``--json`` output, what a
+    reading command such as ``stats`` shows, a written file's content on stdout) and errors."""
     return _verbosity <= QUIET
 
 

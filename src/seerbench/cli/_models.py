@@ -132,7 +132,9 @@ app.add_typer(cache_app, name="cache")
 
 
 @cache_app.command("info")
-def cache_info(json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+def cache_info(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+) -> None:
     """Where the cache is, how many entries and bytes, per model."""
     info = default_cache().info()
     if json_out:
@@ -148,7 +150,9 @@ def cache_info(json_out: Annotated[bool, typer.Option("--json")] = False) -> Non
 def cache_clear(
     model: Annotated[str | None, typer.Option("--model", help="Only this model spec's entries.")] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
-    json_out: Annotated[bool, typer.Option("--json")] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print what was deleted as JSON (asks no confirmation).")
+    ] = False,
 ) -> None:
     """Delete cached model outputs (a damaged cache file: the file itself)."""
     from seerbench.config import cache_dir

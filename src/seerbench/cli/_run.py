@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
-from seerbench._format import ci, num
+from seerbench._format import ci, count, num
 from seerbench._lock import lock_holder
 from seerbench.analysis import pressure_section
 from seerbench.analysis.run import summarize_run
@@ -37,6 +37,7 @@ from seerbench.runs import (
     RunFolder,
     check_beta,
     check_eps,
+    not_compared,
     stop_reason,
     stop_target,
     why_no_comparison,
@@ -453,26 +454,26 @@ def _print_plan(plans: list[CellPlan], exp: Experiment, *, json_out: bool) -> No
     for r in rows:
         t.add_row(
             escape(str(r["cell"])),
-            f"{r['to_run']}/{r['questions']}",
-            str(r["calls"]),
-            f"{r['prompt_tokens']:,}",
-            f"{r['completion_tokens_max']:,}",
+            f"{count(r['to_run'])}/{count(r['questions'])}",
+            count(r["calls"]),
+            count(r["prompt_tokens"]),
+            count(r["completion_tokens_max"]),
             cost(r["cost_usd_max"]),
         )
     t.add_row(
         "[bold]total[/]",
-        str(total["to_run"]),
-        str(total["calls"]),
-        f"{total['prompt_tokens']:,}",
-        f"{total['completion_tokens_max']:,}",
+        count(total["to_run"]),
+        count(total["calls"]),
+        count(total["prompt_tokens"]),
+        count(total["completion_tokens_max"]),
         cost(total["cost_usd_max"]),
     )
     console.print(t)
     calls, repeats = round(sum(p.calls for p in plans)), round(sum(p.repeat_calls for p in plans))
     if repeats:
         console.print(
-            f"{repeats} of the {calls} calls repeat an earlier request of the grid exactly, so the disk "
-            f"cache answers them: expect about {calls - repeats} model calls"
+            f"{count(repeats)} of the {count(calls)} calls repeat an earlier request of the grid exactly, "
+            f"so the disk cache answers them: expect about {count(calls - repeats)} model calls"
         )
     if holder is not None:
         console.print(f"[yellow]{escape(PLAN_IN_PROGRESS.format(holder=holder))}[/]")
@@ -664,12 +665,12 @@ def stats(
                 ci(c["accuracy_diff"], 2),
             )
         WholeNames(t, names=3 if several else 2).print(console)
-        base = {c["baseline_cell"] for c in summary["paired"]}
-        paired = {c["cell"] for c in summary["paired"]} | base
-        alone = [c for c in summary["cells"] if c.get("cell") not in paired]
+        paired = {c["cell"] for c in summary["paired"]} | {c["baseline_cell"] for c in summary["paired"]}
+        alone = not_compared(summary["cells"], baseline, paired) if baseline is not None else []
         if alone:
-            names = ", ".join(str(c.get("cell")) for c in alone if c.get("protocol") != baseline)
-            console.print(f"[dim]Not compared (no {baseline} cell with the same judge): {escape(names)}[/]")
+            console.print(
+                f"[dim]Not compared (no {baseline} cell with the same judge): {escape(', '.join(alone))}[/]"
+            )
     elif baseline is not None:
         why = why_no_comparison(summary["cells"], baseline)
         console.print(f"[yellow]No paired differences: {escape(why)}.[/]")

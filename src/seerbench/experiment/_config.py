@@ -7,9 +7,10 @@ import itertools
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -21,9 +22,9 @@ from pydantic import (
 )
 
 from seerbench.config import explain_validation, read_yaml_mapping
-from seerbench.errors import ConfigError, did_you_mean
+from seerbench.errors import ConfigError, UnknownModelError, did_you_mean
 from seerbench.metrics import DEFAULT_EPS, FailurePolicy
-from seerbench.models import ElicitationSpec
+from seerbench.models import ElicitationSpec, check_model_spec
 from seerbench.plugins import load_plugin
 from seerbench.protocols import get_protocol
 
@@ -35,6 +36,25 @@ NOT_IN_FINGERPRINT = frozenset({"out", "limit", "concurrency", "name", "sequenti
 #: Keys of a dataset mapping that name files; relative ones are read from the config file's folder.
 _PATH_KEYS = ("path",)
 
+#: What a ``dataset`` mapping without a name lacks (refused when the config is read).
+NO_DATASET_NAME = "give a name (or path), e.g. {name: arithmetic, n: 20}"
+
+
+def resolve_path(path: str | Path, base_dir: str | Path | None) -> Path:
+    """``path`` as a config means it: a relative one is read from ``base_dir`` (the config
+    file's folder; the working directory when None)."""
+    p = Path(path).expanduser()
+    return p if p.is_absolute() or base_dir is None else Path(base_dir) / p
+
+
+def dataset_file(ref: str, base_dir: str | Path | None) -> Path | None:
+    """The file a dataset reference that is no registered name names (read from ``base_dir``):
+    one that exists, or that looks like a file (a suffix, a folder); None for a bare word, which
+    can only be a dataset's name (a misspelt one, to be refused as such)."""
+    path = resolve_path(ref, base_dir)
+    return path if path.exists() or Path(ref).suffix or "/" in ref or "\\" in ref else None
+
+
 DEBATERS = "debaters"  # a debate protocol entry's key for cross-play
 SCHEDULE = "schedule"  # a cross-play entry's key: which pairs of debaters get a cell
 #: The cross-play schedules: every ordered pair (each debater the cell's agent against every other),
@@ -42,6 +62,37 @@ SCHEDULE = "schedule"  # a cross-play entry's key: which pairs of debaters get a
 SCHEDULES = ("all_ordered", "balanced")
 
 REPLAY = "replay"  # agent model name for human-written arguments replayed from the dataset
+
+
+def _known_spec(entry: Any, role: str) -> None:
+    """A judge's or agent's model spec resolved as its cell would resolve it (its backend, a
+    scripted responder's name), nothing loaded or called, so a misspelt one is refused when the
+    config is read, under its key; ``replay`` is an agent's; a class entry is left to its cell."""
+    if isinstance(entry, str) and not (role == "agent" and entry == REPLAY):
+        check_model_spec(entry)
+
+
+def _reading(info: ValidationInfo) -> bool:
+    """Whether the config is read to be run (names checked), not a run folder's record read back
+    to look at the run (what it names need not be installed any more)."""
+    return not (info.context or {}).get("recorded")
+
+
+def _judge_entry(v: Any, info: ValidationInfo) -> Any:
+    if _reading(info):
+        _known_spec(v, "judge")
+    return v
+
+
+def _agent_entry(v: Any, info: ValidationInfo) -> Any:
+    if _reading(info):
+        _known_spec(v, "agent")
+    return v
+
+
+#: An item of ``judge_models`` / ``agent_models``: a model spec or ``{class: ..., <arguments>}``.
+JudgeEntry = Annotated[str | dict[str, Any], AfterValidator(_judge_entry)]
+AgentEntry = Annotated[str | dict[str, Any], AfterValidator(_agent_entry)]
 
 
 class GenerationSpec(BaseModel):
@@ -251,6 +302,36 @@ class ProtocolSpec(BaseModel):
                     )
         return self
 
+    @model_validator(mode="after")
+    def _known_specs(self, info: ValidationInfo) -> ProtocolSpec:
+        """Every model spec the entry names resolved (:func:`_known_spec`): its own judges and
+        agents, its debaters' agents, and its keywords that are a judge, an agent or a model (a
+        protocol's own referee, say), each error naming the key."""
+        if not _reading(info):
+            return self
+        from seerbench.experiment._components import component_kind, init_hints, list_element
+
+        extra = self.model_extra or {}
+        named: list[tuple[str, str, Any]] = []  # (key, role, entry)
+        for key, role in zip(ENTRY_KEYS, ("judge", "agent"), strict=True):
+            entries = extra.get(key)
+            named += [(key, role, e) for e in entries] if isinstance(entries, list) else []
+        named += [(DEBATERS, "agent", d.agent) for d in self.debaters() or []]
+        hints = init_hints(get_protocol(self.name))
+        for key, v in extra.items():
+            ann = hints.get(key)
+            kind = component_kind(ann) or component_kind(list_element(ann))
+            if kind is None or key in (*ENTRY_KEYS, DEBATERS, SCHEDULE):
+                continue
+            for x in v if isinstance(v, list) else [v]:  # an axis, a panel, or an axis of panels
+                named += [(key, kind, e) for e in (x if isinstance(x, list) else [x])]
+        for key, role, e in named:
+            try:
+                _known_spec(e, role)
+            except UnknownModelError as err:
+                raise ValueError(f"{key} of protocol {self.name}: {err}") from None
+        return self
+
     def entries(self, key: str) -> list[str | dict[str, Any]] | None:
         """The entry's own ``judge_models`` or ``agent_models`` (None: the config's)."""
         v = (self.model_extra or {}).get(key)
@@ -294,8 +375,8 @@ class ExperimentConfig(BaseModel):
         default_factory=list,
         description="Modules or .py files that register protocols, judges, agents, backends or datasets.",
     )
-    judge_models: list[str | dict[str, Any]] = ["local"]
-    agent_models: list[str | dict[str, Any]] = ["local"]
+    judge_models: list[JudgeEntry] = ["local"]
+    agent_models: list[AgentEntry] = ["local"]
     agent_tools: list[list[str]] = [[]]
     best_of_n: list[int] = [1]
     protocols: list[ProtocolSpec] = Field(min_length=1)
@@ -340,6 +421,24 @@ class ExperimentConfig(BaseModel):
                 if isinstance(ref, str):
                     load_plugin(ref, base)
         return data
+
+    @field_validator("dataset")
+    @classmethod
+    def _known_dataset(cls, v: str | dict[str, Any], info: ValidationInfo) -> str | dict[str, Any]:
+        """A dataset's name is looked up in the registry (nothing loaded), so a misspelt one is
+        refused when the config is read, under its key; a file is read when the run needs it."""
+        ref = (v.get("name") or v.get("path")) if isinstance(v, dict) else v
+        if ref is None:
+            raise ValueError(NO_DATASET_NAME)
+        if (
+            isinstance(ref, str)
+            and _reading(info)
+            and dataset_file(ref, (info.context or {}).get("base_dir")) is None
+        ):
+            from seerbench.datasets import get_dataset
+
+            get_dataset(ref)  # a bare word: a dataset's name, registered or refused
+        return v
 
     @field_validator("judge_models", "agent_models")
     @classmethod
@@ -470,8 +569,7 @@ class ExperimentConfig(BaseModel):
 
     def resolve(self, path: str | Path) -> Path:
         """``path`` as the config means it: relative paths are read from the config file's folder."""
-        p = Path(path).expanduser()
-        return p if p.is_absolute() or self._base_dir is None else self._base_dir / p
+        return resolve_path(path, self._base_dir)
 
     def resolved_prompts_dir(self) -> Path | None:
         return self.resolve(self.prompts_dir) if self.prompts_dir else None

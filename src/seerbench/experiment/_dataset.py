@@ -4,10 +4,9 @@ folder) through the seeded binary view."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 from seerbench.errors import ConfigError
-from seerbench.experiment._config import _PATH_KEYS, ExperimentConfig
+from seerbench.experiment._config import _PATH_KEYS, NO_DATASET_NAME, ExperimentConfig, dataset_file
 from seerbench.experiment._questions import QuestionStore
 from seerbench.types import Question
 
@@ -19,8 +18,8 @@ def dataset_ref(config: ExperimentConfig, ref: str) -> str:
 
     if ref in {d.name for d in list_datasets()}:
         return ref
-    path = config.resolve(ref)
-    return str(path) if path.exists() or Path(ref).suffix or "/" in ref or "\\" in ref else ref
+    path = dataset_file(ref, config._base_dir)
+    return str(path) if path is not None else ref
 
 
 def load_dataset(config: ExperimentConfig) -> Iterable[Question]:
@@ -33,7 +32,7 @@ def load_dataset(config: ExperimentConfig) -> Iterable[Question]:
     opts = dict(ds)
     name = opts.pop("name", None) or opts.pop("path", None)
     if name is None:
-        raise ConfigError("dataset: give a name (or path), e.g. {name: arithmetic, n: 20}")
+        raise ConfigError(f"dataset: {NO_DATASET_NAME}")
     for k in _PATH_KEYS:
         if isinstance(opts.get(k), str):
             opts[k] = str(config.resolve(opts[k]))

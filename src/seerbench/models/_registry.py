@@ -80,9 +80,9 @@ def _split(spec: str) -> tuple[str, str | None]:
     return (spec[:cut], spec[cut + 1 :]) if cut > 0 else (spec, None)
 
 
-def make_backend(spec: str, *, base_url: str | None = None, api_key: str | None = None) -> Backend:
-    """Build the backend a spec string names; raises UnknownModelError listing the valid forms."""
-    spec = spec.strip()
+def _factory(spec: str) -> tuple[BackendFactory, str | None]:
+    """The factory of a spec's backend and the rest of the spec; raises UnknownModelError
+    listing the valid forms."""
     prefix, rest = _split(spec)
     if prefix not in BACKENDS:
         from seerbench.plugins import load_entry_points
@@ -95,7 +95,24 @@ def make_backend(spec: str, *, base_url: str | None = None, api_key: str | None 
             f"unknown model spec {spec!r}{close}. Valid forms: {_valid_forms()}"
             + ("" if close else f" ({PLUGIN_HINT})")
         )
+    return factory, rest
+
+
+def make_backend(spec: str, *, base_url: str | None = None, api_key: str | None = None) -> Backend:
+    """Build the backend a spec string names; raises UnknownModelError listing the valid forms."""
+    factory, rest = _factory(spec.strip())
     return factory(rest, base_url=base_url, api_key=api_key)
+
+
+def check_model_spec(spec: str) -> None:
+    """Raise the UnknownModelError :func:`make_backend` would for a spec no backend takes, or
+    a ``scripted:<name>`` no responder is registered as, without building the backend: nothing
+    loaded, no server called (for a config read long before its models are used)."""
+    factory, rest = _factory(spec.strip())
+    if factory is _scripted:
+        from seerbench.models._scripted import RESPONDERS
+
+        RESPONDERS.lookup(rest or "echo")
 
 
 #: The engines that run ``local`` models in-process: name -> (module to import, pip requirement).
