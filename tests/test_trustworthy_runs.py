@@ -237,7 +237,7 @@ def test_tools_and_best_of_n_get_columns(tmp_path: Path) -> None:
     assert len(rows) == 4 and len(set(rows)) == 4
     header = next(ln for ln in r.stdout.splitlines() if "protocol" in ln)
     assert (
-        "tools" in header and "best of" in header and "agent" not in header
+        "tools" in header and "BoN" in header and "agent" not in header
     )  # agent does not vary: in the title
     cells = json.loads(runner.invoke(app, ["stats", str(tmp_path / "out"), "--json"]).stdout)["cells"]
     assert sorted((tuple(c["tools"]), c["best_of_n"]) for c in cells) == [

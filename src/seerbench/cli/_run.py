@@ -507,7 +507,7 @@ def stats_table(
         if a not in varying and values:
             fixed.append(f"{'best of' if a == 'best_of_n' else a} {values[0]}")
     t = Table(title=title + (f"\n[dim]{', '.join(fixed)}[/]" if fixed else ""))
-    cols = ["protocol", *("best of" if a == "best_of_n" else a for a in varying), "n"]
+    cols = ["protocol", *("BoN" if a == "best_of_n" else a for a in varying), "n"]  # best-of-N
     cols += (
         ["fail", f"ASD({score})", f"JSE_{b}({score})", f"ASE_{b}({score})", "accuracy"]
         if wide
