@@ -15,7 +15,7 @@ same pass over a cell's results as its statistics (:func:`seerbench.analysis.run
 A cell's rows are read by a :class:`RowReader` (made by the :class:`Browser`'s
 :attr:`Browser.rows`, in whichever process reads the cell): each row is turned into JSON text as it
 is read and written to a temporary file, never kept as Python objects, so memory stays flat in the
-number of lines; the cell's questions are kept once each, as JSON text. The reader's
+number of lines; the cell's questions are kept once each (:func:`question_key`). The reader's
 :class:`CellRows` go back to the :class:`Browser` (:meth:`Browser.add_cell`), which numbers the
 questions of every cell and run of the report.
 """
@@ -146,13 +146,13 @@ def remove_chunks(folder: Path) -> None:
 class CellRows:
     """One cell's browser rows as a :class:`RowReader` read them: ``path``, a file of the rows'
     JSON (each less its ``[cell,question,``: :func:`browser_row`) in UTF-8, a row a line, in the
-    order read; ``questions``, the cell's questions as JSON text, once each in the order first
-    seen; per row, its question (``local``, a position in ``questions``), flags
+    order read; ``questions``, the cell's questions (:func:`question_key`), once each in the
+    order first seen; per row, its question (``local``, a position in ``questions``), flags
     (:func:`row_flags`) and where its line starts in the file (``offsets``, one more at the end);
     ``size``, the characters of the rows' JSON as written."""
 
     path: str
-    questions: list[str]
+    questions: list[tuple[Any, ...]]
     local: array[int]
     flags: array[int]
     offsets: array[int]
@@ -167,18 +167,18 @@ class RowReader:
         fd, self._path = tempfile.mkstemp(suffix=".jsonl", dir=folder)
         self._file = open(fd, "wb")  # noqa: SIM115
         self._index: dict[Any, int] = {}  # question entry (as a tuple) -> position in questions
-        self._questions: list[str] = []
+        self._questions: list[tuple[Any, ...]] = []
         self._local, self._flags, self._offsets = array("i"), array("b"), array("q", [0])
         self._size = 0
 
     def add(self, ln: dict[str, Any]) -> None:
         """One results line (as read, not rescored)."""
-        # one id may name different questions in two runs: keyed by content, turned into JSON once
+        # one id may name different questions in two runs: keyed by content (JSON once, by the Browser)
         key = question_key(ln)
         q = self._index.get(key)
         if q is None:
             q = self._index[key] = len(self._questions)
-            self._questions.append(script_json([key[0], key[1], [list(a) for a in key[2:]]]))
+            self._questions.append(key)
         row = browser_row(ln)
         text = script_json(row)
         data = text.encode() + b"\n"  # "[excluded,...]": the Browser puts cell and question after "["
@@ -215,7 +215,7 @@ class Browser:
         self.rows = Rows(self._tmp.name)
         self.cells: list[dict[str, Any]] = []
         self.questions: list[str] = []  # the question entries as JSON text, by index
-        self._question_index: dict[str, int] = {}  # question entry (JSON text) -> index
+        self._question_index: dict[tuple[Any, ...], int] = {}  # question entry (as a tuple) -> index
         self._q: list[array[int]] = []
         self._flags: list[array[int]] = []
         self._paths: list[str] = []
@@ -231,14 +231,15 @@ class Browser:
     def add_cell(self, info: dict[str, Any], rows: CellRows) -> int:
         """A cell (``run``, ``cell``, ``label``, ``protocol``, ``judge``, ``agent``) and its rows
         (from :attr:`rows`): its index. Its questions are numbered after those of the cells
-        before it (equal JSON text, one question: the same in two cells or runs is kept once)."""
+        before it (equal entries, one question: the same in two cells or runs is kept once)."""
         i = len(self.cells)
         index = self._question_index
         glob = array("i")
-        for text in rows.questions:
-            q = index.get(text)
+        for key in rows.questions:
+            q = index.get(key)
             if q is None:
-                q = index[text] = len(self.questions)
+                q = index[key] = len(self.questions)
+                text = script_json([key[0], key[1], [list(a) for a in key[2:]]])
                 self.questions.append(text)
                 self.size += len(text) + 1
             glob.append(q)
