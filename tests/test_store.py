@@ -523,3 +523,28 @@ def test_a_torn_last_line_and_junk_beside_a_damaged_line_are_told_apart(
         "1 unreadable results line(s) hold none of the run's missing questions (junk, or a line of "
         f"another layout) and were skipped. First: {junk}:6: not JSON"
     ) in out
+
+
+def test_the_not_counted_column_counts_each_question_and_line_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cell's n and its "not counted" add up to its questions: a damaged middle line is its
+    question (unreadable), a torn last line's question is unstarted (not also an unreadable
+    line), and a junk line holding no question is an unreadable line."""
+    from seerbench.cli._run import _left_out
+    from tests.test_cli_global import run_main
+    from tests.test_export import CONS
+
+    run, _ = _damaged(tmp_path)  # NaiveJudge: line 3 of 5 damaged
+    torn = run / CONS / "results.jsonl"
+    torn.write_bytes(torn.read_bytes()[:-20])  # Consultancy: its last line cut off by a crash
+    with (run / "BlindTrust" / "J_trust" / "results.jsonl").open("a") as f:
+        f.write("junk\n")  # BlindTrust: a sixth line beside its five questions
+    code, out, _ = run_main(["stats", str(run), "--json"], capsys, monkeypatch)
+    cells = {c["cell"]: c for c in json.loads(out)["cells"]}
+    said = {k: _left_out(c) for k, c in cells.items()}
+    assert said["NaiveJudge/J_scripted-export-judge"] == "1 unreadable"
+    assert said[CONS] == "1 unstarted"
+    assert said["BlindTrust/J_trust"] == "1 unreadable line"
+    for k in ("NaiveJudge/J_scripted-export-judge", CONS):
+        assert cells[k]["n_questions"] + 1 == 5  # n and the one not counted: the five questions

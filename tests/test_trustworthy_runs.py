@@ -396,6 +396,11 @@ def test_a_folder_of_runs_names_the_runs_in_it(finished: Path, tmp_path: Path) -
     )
     msg = _one_line_error(runner.invoke(app, ["stats", str(runs / "notes")]))
     assert msg.endswith("(no experiment.json); run `seerbench run` first")
+    # a protocol's folder, or a cell's, inside a run: the run is named
+    cell = next((runs / "big").glob("*/*/results.jsonl")).parent
+    for inner in (cell.parent, cell):
+        msg = _one_line_error(runner.invoke(app, ["stats", str(inner)]))
+        assert msg.endswith(f"(no experiment.json); it is inside the run {runs / 'big'}: give that folder")
 
 
 # ---- comfort: relative paths, growing grids, --new, dry run, show ---------------------------------

@@ -183,6 +183,8 @@ class RunFolder:
             )
         if not meta_path.is_file():
             runs = _run_folders_in(self.path)
+            # a cell's folder, or its protocol's: the run is one or two folders up
+            inside = next((p for p in self.path.parents[:2] if (p / "experiment.json").is_file()), None)
             raise ConfigError(
                 f"{self.path} is not an experiment output folder (no experiment.json); "
                 + (
@@ -190,6 +192,8 @@ class RunFolder:
                     + (f" and {len(runs) - MAX_RUNS_NAMED} more" if len(runs) > MAX_RUNS_NAMED else "")
                     + "; give one of them"
                     if runs
+                    else f"it is inside the run {inside}: give that folder"
+                    if inside is not None
                     else "run `seerbench run` first"
                 )
             )

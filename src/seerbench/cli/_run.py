@@ -552,18 +552,23 @@ def stats_table(
 
 
 #: A cell's counts of what its numbers leave out, as the stats table names them.
-LEFT_OUT = (
-    ("failed", "failed"),
-    ("unstarted", "unstarted"),
-    ("skipped_lines", "unreadable"),
-    ("foreign_lines", "foreign"),
-    ("duplicate_lines", "duplicate"),
-)
-
-
 def _left_out(s: dict[str, Any]) -> str:
-    """'2 failed, 1 foreign': what a cell's n does not count ('' when nothing)."""
-    return ", ".join(f"{s[k]} {name}" for k, name in LEFT_OUT if s.get(k))
+    """'2 failed, 1 foreign line': what a cell's n does not count ('' when nothing). Questions:
+    failed, unstarted (a torn last line's question among them) and unreadable (their line is
+    damaged); then lines that hold none of those: unreadable (junk), foreign (another config's)
+    and duplicate (a question's later line). Each question and each line is counted once."""
+    other = (s.get("skipped_lines") or 0) - bool(s.get("torn_last_line")) - (s.get("unreadable") or 0)
+    parts = (
+        (s.get("failed"), "failed"),
+        (s.get("unstarted"), "unstarted"),
+        (s.get("unreadable"), "unreadable"),
+        (other, "unreadable line"),
+        (s.get("foreign_lines"), "foreign line"),
+        (s.get("duplicate_lines"), "duplicate line"),
+    )
+    return ", ".join(
+        f"{n} {name}" + ("s" if name.endswith("line") and n != 1 else "") for n, name in parts if n
+    )
 
 
 def _print_stats(
