@@ -123,8 +123,14 @@ def test_quickstart_report_opens_offline(browser: Any, quickstart_html: Path) ->
     for k in range(3):
         cases = naive.nth(k).locator(".tb-case")
         assert cases.count() == 1 and "verdict (one judge run, for every answer case)" in cases.inner_text()
-    consultant = o.page.locator(".tb-row[data-cell^='Consultancy'] .tb-case").first
-    assert consultant.inner_text().startswith("agent argues")
+    consultant = o.page.locator(".tb-row[data-cell^='Consultancy']").first.locator(".tb-case")
+    assert consultant.count() == 2 and consultant.first.inner_text().startswith("agent argues")
+    # a debate: both sides argue in one run, judged once: one verdict, with the transcript
+    debate = o.page.locator(".tb-row[data-cell^='SimultaneousDebate']").first.locator(".tb-case")
+    assert debate.count() == 1 and debate.inner_text().startswith(
+        "one run, both sides argued (one judge run, for every answer case)"
+    )
+    assert debate.locator(".tb-turn").count() >= 2
     # a question's id finds its rows, one per cell
     qid = o.page.locator(".tb-row").first.get_attribute("data-question")
     o.page.fill("#tb-search", qid)

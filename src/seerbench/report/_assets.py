@@ -158,17 +158,20 @@ JS = r"""
     var opts = el("div", "tb-opts");
     q[2].forEach(function (o) { opts.appendChild(el("span", o[2] ? "r" : null, o[0] + ") " + o[1] + (o[2] ? " (true)  " : "  "))); });
     box.appendChild(opts);
-    // no agent (NaiveJudge): one judge run serves every answer case, and each case carries its verdict;
-    // shown once where they are all alike
+    // one protocol run for every answer case (NaiveJudge; a debate, where both sides argue in one run):
+    // each case carries the same verdict and only the first the transcript; shown once
     var agent = c.agent && c.agent !== "null", cases = r[7];
     function verdict(cs) { return JSON.stringify([cs[1], cs[2], cs[3], cs[4], cs[5], cs[7]]); }
-    var once = !agent && cases.length > 1 && cases.every(function (cs) { return verdict(cs) === verdict(cases[0]); });
+    var once = cases.length > 1 && cases.every(function (cs, k) {
+      return verdict(cs) === verdict(cases[0]) && (k === 0 || cs[6].length === 0);
+    });
     if (once) cases = cases.slice(0, 1);
     cases.forEach(function (cs) {
       var div = el("div", "tb-case");
       var truth = q[2].filter(function (o) { return o[0] === cs[0]; })[0];
-      var who = agent ? "agent argues " + cs[0] + (truth ? " (" + truth[1] + (truth[2] ? ", true)" : ", false)") : "")
-                : once ? "verdict (one judge run, for every answer case)" : "verdict";
+      var who = once ? (agent ? "one run, both sides argued" : "verdict") + " (one judge run, for every answer case)"
+                : agent ? "agent argues " + cs[0] + (truth ? " (" + truth[1] + (truth[2] ? ", true)" : ", false)") : "")
+                : "verdict";
       div.appendChild(el("span", null, who + " \u00b7 judge " + cs[1] + ": "));
       var probs = cs[2] ? Object.keys(cs[2]).sort().map(function (k) { return "P(" + k + ")=" + fmt(cs[2][k]); }).join(", ") : "no probabilities";
       div.appendChild(el("span", "tb-probs", probs + " "));
