@@ -828,3 +828,18 @@ def test_dry_run_follows_a_judge_without_logprobs_through_its_fallbacks(
     # NaiveJudge: 4 verdicts; Consultancy: per question 2 cases x (1 consultant turn + 1 verdict)
     assert made == 4 * per_verdict + 4 * 2 * (1 + per_verdict)
     assert plan["total"]["calls"] == made
+
+
+def test_an_agent_that_cannot_choose_a_side_is_named_not_the_judge(tmp_path: Path) -> None:
+    """OpenConsultancy asks the agent which answer it believes before any judge; when that fails
+    for every question, the warning's advice is about the agent's model, not the judge's."""
+    out = tmp_path / "out"
+    cfg = _config_file(
+        tmp_path / "c", out=str(out), protocols=["OpenConsultancy"], agent_models=["scripted:echo"]
+    )
+    Experiment(ExperimentConfig.from_yaml(cfg)).run()
+    (cell,) = json.loads(runner.invoke(app, ["stats", str(out), "--json"]).stdout)["cells"]
+    first = cell["diagnostics"]["warnings"][0]
+    assert first.startswith("no question scored: all 4 had a verdict that failed to parse")
+    assert "agent's choice of side" in first and "or a stronger agent model" in first
+    assert "stronger judge" not in first

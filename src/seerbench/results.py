@@ -28,7 +28,7 @@ from seerbench.metrics import (
     resolve_stored,
     scores,
 )
-from seerbench.records import QuestionRun
+from seerbench.records import AGENT_CHOICE_FAILED, QuestionRun
 from seerbench.stats import (
     Summary,
     accuracy_summary,
@@ -392,7 +392,12 @@ class CellStats:
         n, failed = self.n_lines, self.n_lines - self.n_kept
         example = f" (e.g. {self.failure_example!r})" if self.failure_example else ""
         fix = (
-            "the judge's answers fit none of the methods in `elicitation.order`: give it a method "
+            "the agent could not say which answer it believes with the methods in `elicitation.order` "
+            "(an open protocol asks it before any judge): give it a method it can answer (logprobs, "
+            "verbalized or vote; logprobs needs a backend that returns log probabilities), or a "
+            "stronger agent model"
+            if (self.failure_example or "").startswith(AGENT_CHOICE_FAILED)
+            else "the judge's answers fit none of the methods in `elicitation.order`: give it a method "
             "it can answer (the methods are logprobs, verbalized and vote; logprobs needs a backend "
             "that returns log probabilities), or a stronger judge"
         )

@@ -7,6 +7,7 @@ from typing import ClassVar
 from seerbench.agents import AgentContext, BeliefAgent
 from seerbench.judges import QuestioningJudge
 from seerbench.protocols._base import CaseRun, OversightProtocol, QuestionRun, stable_coin
+from seerbench.records import AGENT_CHOICE_FAILED
 from seerbench.types import Question, Turn, Verdict
 
 
@@ -66,7 +67,7 @@ class OpenConsultancy(Consultancy):
         chosen, belief = await self.agent.believe(question)
         notes = {"agent_belief": belief.probabilities, "belief_method": belief.method}
         if chosen is None:
-            failed = Verdict.failure(raw=belief.raw, error=f"agent's choice of side: {belief.error}")
+            failed = Verdict.failure(raw=belief.raw, error=f"{AGENT_CHOICE_FAILED}{belief.error}")
             case = question.shorts[0]
             return QuestionRun(
                 question,

@@ -32,6 +32,7 @@ from seerbench.types import Question, Transcript, Verdict
 
 __all__ = [
     "ACCURATE",
+    "AGENT_CHOICE_FAILED",
     "CANT_ASSESS",
     "INACCURATE",
     "AIRating",
@@ -49,6 +50,11 @@ __all__ = [
     "write_ai_ratings",
     "write_critiques",
 ]
+
+
+#: How a question's verdict reads when the agent of an open protocol (OpenConsultancy) could not
+#: say which answer it believes: no case was argued, so no judge was asked.
+AGENT_CHOICE_FAILED = "agent's choice of side: "
 
 
 @dataclass
