@@ -541,6 +541,7 @@ def test_the_not_counted_column_counts_each_question_and_line_once(
     with (run / "BlindTrust" / "J_trust" / "results.jsonl").open("a") as f:
         f.write("junk\n")  # BlindTrust: a sixth line beside its five questions
     code, out, _ = run_main(["stats", str(run), "--json"], capsys, monkeypatch)
+    assert code == 0
     cells = {c["cell"]: c for c in json.loads(out)["cells"]}
     said = {k: _left_out(c) for k, c in cells.items()}
     assert said["NaiveJudge/J_scripted-export-judge"] == "1 unreadable"

@@ -291,3 +291,28 @@ def test_the_index_rows_are_the_json_of_their_numbers_in_any_blocks(n: int) -> N
     values = np.random.default_rng(n).integers(0, 10**6, size=n)
     want = json.dumps(values.tolist(), separators=(",", ":"))
     assert [json_ints(values, block) for block in (1, 3, 7, 1 << 16)] == [want] * 4
+
+
+def test_a_symmetric_line_is_one_verdict_in_the_method_counts() -> None:
+    """One run served both answer cases (NaiveJudge, a debate): its verdict is counted once by
+    elicitation method, as calibration counts it; a consultancy line's two verdicts count twice."""
+    from seerbench.report._browser import Browser
+    from seerbench.report._data import _ReadLines
+
+    def line(symmetric: bool) -> dict[str, Any]:
+        case = {
+            "case_probs": {"method": "logprobs", "probabilities": {"A": 0.7, "B": 0.3}, "parse_status": "ok"}
+        }
+        q = {
+            "id": "q",
+            "text": "?",
+            "answer_cases": [{"short": "A", "value": 1.0}, {"short": "B", "value": 0.0}],
+        }
+        return {"question_id": "q", "question": q, "symmetric": symmetric, "answer_cases": [case, case]}
+
+    with Browser() as b:
+        for symmetric, want in ((True, 1), (False, 2)):
+            read = _ReadLines(b.rows)()
+            read.add(line(symmetric))
+            _, methods, conf, _ = read.result()
+            assert methods == {"logprobs": want} and len(conf) == want

@@ -93,6 +93,8 @@ class _LinesRead:
     def add(self, ln: dict[str, Any]) -> None:
         self.rows.add(ln)
         cases = ln.get("answer_cases") or ()
+        if ln.get("symmetric"):  # one run served every case: one verdict (as calibration counts it)
+            cases = cases[:1]
         self.methods.update([str((a.get("case_probs") or {}).get("method")) for a in cases])
         add_judge_forecasts(ln, self.conf, self.right)
 
