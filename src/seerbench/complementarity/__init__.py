@@ -20,6 +20,7 @@ from seerbench.complementarity._calibration import (
     human_calibration,
     judge_calibration,
     judge_forecasts,
+    judged_cases,
 )
 from seerbench.complementarity._data import AIItems, HumanData, ai_items, human_data
 from seerbench.complementarity._hybrid import (
@@ -91,6 +92,7 @@ __all__ = [
     "hybrid_sweep",
     "judge_calibration",
     "judge_forecasts",
+    "judged_cases",
     "mixed_effects",
     "proportion_interval",
     "rating_correct",

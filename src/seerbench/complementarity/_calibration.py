@@ -126,6 +126,15 @@ def judge_forecasts(lines: Sequence[dict[str, Any]]) -> tuple[list[float], list[
     return conf, right
 
 
+def judged_cases(line: dict[str, Any]) -> list[Any]:
+    """A results line's answer cases, each a verdict: once for a symmetric line (one run served
+    every case, and each case carries its verdict)."""
+    cases = line.get("answer_cases") or []
+    if isinstance(cases, dict):
+        cases = list(cases.values())
+    return cases[:1] if line.get("symmetric") else list(cases)
+
+
 def add_judge_forecasts(
     line: dict[str, Any], conf: MutableSequence[float], right: MutableSequence[float]
 ) -> None:
@@ -141,12 +150,7 @@ def add_judge_forecasts(
         return
     best = max(values.values())
     truth = [k for k, v in values.items() if v == best]
-    cases = line.get("answer_cases") or []
-    if isinstance(cases, dict):
-        cases = list(cases.values())
-    if line.get("symmetric"):
-        cases = cases[:1]
-    for case in cases:
+    for case in judged_cases(line):
         cp = (case or {}).get("case_probs") or {}
         probs = cp.get("probabilities")
         if not probs or cp.get("error") or cp.get("parse_status", "ok") != "ok":

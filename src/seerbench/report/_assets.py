@@ -158,13 +158,10 @@ JS = r"""
     var opts = el("div", "tb-opts");
     q[2].forEach(function (o) { opts.appendChild(el("span", o[2] ? "r" : null, o[0] + ") " + o[1] + (o[2] ? " (true)  " : "  "))); });
     box.appendChild(opts);
-    // one protocol run for every answer case (NaiveJudge; a debate, where both sides argue in one run):
-    // each case carries the same verdict and only the first the transcript; shown once
+    // a symmetric line: one protocol run for every answer case (NaiveJudge; a debate, where both
+    // sides argue in one run), each case carrying its verdict and the first its transcript: shown once
     var agent = c.agent && c.agent !== "null", cases = r[7];
-    function verdict(cs) { return JSON.stringify([cs[1], cs[2], cs[3], cs[4], cs[5], cs[7]]); }
-    var once = cases.length > 1 && cases.every(function (cs, k) {
-      return verdict(cs) === verdict(cases[0]) && (k === 0 || cs[6].length === 0);
-    });
+    var once = r[8] === true && cases.length > 1;
     if (once) cases = cases.slice(0, 1);
     cases.forEach(function (cs) {
       var div = el("div", "tb-case");

@@ -66,12 +66,13 @@ def _turns(transcript: list[dict[str, Any]]) -> list[Any]:
 def browser_row(ln: dict[str, Any]) -> list[Any]:
     """One line of a results file as the transcript browser's row, less its first two entries:
     the page's row is ``[cell, question, excluded, parse_failures, judge_accuracy, asd(log),
-    chosen_case, cases]`` (cell and question are numbered by the :class:`Browser`), each case
+    chosen_case, cases, symmetric]`` (cell and question are numbered by the :class:`Browser`), each case
     ``[short, method, probabilities, parse_status, error, mark, transcript, orders]`` (``mark``: the
     verdict against the truth, r(ight), w(rong), t(ie) or u(nscored); ``orders``: with both option
     orders, the probabilities of the order as asked and of the swapped one) and each turn
     ``[speaker, answer_case, text, [[quote, verified], ...]]``. A symmetric line (a debate,
-    NaiveJudge) has one protocol run: its transcript is given once, on the first case."""
+    NaiveJudge) has one protocol run: its transcript is given once, on the first case, and the
+    page shows its verdict once (``symmetric``)."""
     cases = []
     once = ln.get("symmetric")
     seen = False  # a case before this one
@@ -105,6 +106,7 @@ def browser_row(ln: dict[str, Any]) -> list[Any]:
         asd.get("log") if asd else None,
         get("chosen_case"),
         cases,
+        bool(once),
     ]
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from seerbench.analysis.run import summarize_run
-from seerbench.complementarity import Calibration, add_judge_forecasts, calibration
+from seerbench.complementarity import Calibration, add_judge_forecasts, calibration, judged_cases
 from seerbench.errors import ConfigError
 from seerbench.report._browser import Browser, CellRows, Rows
 from seerbench.runs import CELL_AXES, Cell, RunFolder
@@ -92,10 +92,7 @@ class _LinesRead:
 
     def add(self, ln: dict[str, Any]) -> None:
         self.rows.add(ln)
-        cases = ln.get("answer_cases") or ()
-        if ln.get("symmetric"):  # one run served every case: one verdict (as calibration counts it)
-            cases = cases[:1]
-        self.methods.update([str((a.get("case_probs") or {}).get("method")) for a in cases])
+        self.methods.update([str((a.get("case_probs") or {}).get("method")) for a in judged_cases(ln)])
         add_judge_forecasts(ln, self.conf, self.right)
 
     def result(self) -> tuple[CellRows, dict[str, int], array[float], array[float]]:
